@@ -1,0 +1,1 @@
+"""empirical package (see README)."""

@@ -1,0 +1,153 @@
+"""Build the HTML verification report and ``verdicts.json`` from collected evidence."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .manifest import run_manifest
+from .records import NO_CHECK, CheckResult, worst_verdict
+from .registry import CLAIMS
+
+if TYPE_CHECKING:
+    from .pytest_plugin import TestEvidence
+    from .records import ReportSection
+
+EXTRA_SECTIONS_DIR_ENV = "CONSENSUS_SECTIONS_DIR"
+
+
+def claim_entries(evidence: list["TestEvidence"]) -> list[dict]:
+    """One entry per registry claim: its verdict, records and the tests behind them, in registry order."""
+    records: dict[str, list[CheckResult]] = {c.id: [] for c in CLAIMS}
+    tests: dict[str, list["TestEvidence"]] = {c.id: [] for c in CLAIMS}
+    for ev in evidence:
+        results = _records_of(ev)
+        for claim in dict.fromkeys([*ev.claims, *(r.claim for r in results)]):
+            tests[claim].append(ev)
+        for result in results:
+            records[result.claim].append(result)
+    entries = []
+    for claim in CLAIMS:
+        verdict = worst_verdict([r.verdict for r in records[claim.id]])
+        entries.append({
+            "claim": claim,
+            "verdict": verdict,
+            "methods": sorted({r.method for r in records[claim.id]}),
+            "records": records[claim.id],
+            "tests": tests[claim.id],
+            "controls": [t for t in tests[claim.id] if t.control],
+        })
+    return entries
+
+
+def _records_of(ev: "TestEvidence") -> list[CheckResult]:
+    """The records a test stands for, given its outcome (see the plugin's docstring)."""
+    kind = "negative control" if ev.control else "test"
+    if ev.outcome == "failed":
+        claims = ev.claims or tuple(dict.fromkeys(r.claim for r in ev.records))
+        return [CheckResult(c, ev.method, "failed", detail=f"{kind} {ev.nodeid} failed:\n{ev.message}") for c in claims]
+    if ev.outcome == "skipped":
+        return [CheckResult(c, ev.method, "not-run", detail=f"{kind} {ev.nodeid} skipped: {ev.message}")
+                for c in ev.claims]
+    if ev.records:
+        return list(ev.records)
+    examples = f" ({ev.examples} Hypothesis examples)" if ev.examples is not None else ""
+    what = "rejected the deliberately broken model" if ev.control else "passed"
+    numbers = {"examples": ev.examples} if ev.examples is not None else {}
+    return [CheckResult(c, ev.method, "verified", detail=f"{kind} {ev.nodeid} {what}{examples}", numbers=numbers)
+            for c in ev.claims]
+
+
+def _embed_png(path: str) -> str | None:
+    """A data: URI for a PNG, so the report works offline from a single file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def _load_extra_sections() -> list["ReportSection"]:
+    """Sections written by commands run before pytest (benchmarks), as JSON files in a folder."""
+    from .records import Figure, ReportSection, Table
+
+    folder = os.environ.get(EXTRA_SECTIONS_DIR_ENV)
+    if not folder or not Path(folder).is_dir():
+        return []
+    sections = []
+    for path in sorted(Path(folder).glob("*.section.json")):
+        raw = json.loads(path.read_text())
+        sections.append(ReportSection(
+            title=raw["title"], text=raw.get("text", ""), order=raw.get("order", 100),
+            tables=tuple(Table(t["title"], tuple(t["columns"]), tuple(tuple(r) for r in t["rows"]))
+                         for t in raw.get("tables", [])),
+            figures=tuple(Figure(**f) for f in raw.get("figures", [])),
+        ))
+    return sections
+
+
+def write_report(out: Path, *, evidence: list["TestEvidence"], sections: list["ReportSection"], started: float,
+                 exitstatus: int, full: bool) -> Path:
+    """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path."""
+    out.mkdir(parents=True, exist_ok=True)
+    entries = claim_entries(evidence)
+    sections = sorted([*sections, *_load_extra_sections()], key=lambda s: (s.order, s.title))
+    seeds = {}
+    for entry in entries:
+        for result in entry["records"]:
+            seeds.update({f"{result.claim}:{k}": v for k, v in result.seeds.items()})
+    manifest = run_manifest(
+        seeds=seeds,
+        hypothesis_profile=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+        full_checks=full,
+        pytest_exitstatus=exitstatus,
+        duration_seconds=round(time.time() - started, 1),
+        tests=len(evidence),
+    )
+    counts = {}
+    for entry in entries:
+        counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
+
+    verdicts = {
+        "manifest": manifest,
+        "counts": counts,
+        "claims": [
+            {
+                "claim": e["claim"].id,
+                "source_long": e["claim"].source_long,
+                "source_icml": e["claim"].source_icml,
+                "statement": e["claim"].statement,
+                "verdict": e["verdict"],
+                "methods": e["methods"],
+                "records": [r.to_json() for r in e["records"]],
+                "tests": [{"nodeid": t.nodeid, "outcome": t.outcome, "control": t.control, "examples": t.examples}
+                          for t in e["tests"]],
+            }
+            for e in entries
+        ],
+        "sections": [s.to_json() for s in sections],
+    }
+    (out / "verdicts.json").write_text(json.dumps(verdicts, indent=2))
+
+    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["png"] = _embed_png
+    env.filters["number"] = _format_number
+    html = env.get_template("report.html").render(
+        entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
+        css=(Path(__file__).parent / "templates" / "report.css").read_text(),
+    )
+    path = out / "index.html"
+    path.write_text(html)
+    return path
+
+
+def _format_number(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

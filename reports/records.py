@@ -1,0 +1,115 @@
+"""Result records: what every check returns and the report reads.
+
+Check functions in ``theory``, ``sim`` and ``empirical`` are pure: they return a
+:class:`CheckResult` and never print. Tests hand the records to the pytest plugin through the
+``record`` fixture; the report is built only from records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .registry import CLAIMS_BY_ID
+
+#: The verdicts of SPEC section 5, most severe first (the order aggregation uses).
+VERDICTS = ("failed", "refuted", "discrepancy", "verified", "not-run")
+NO_CHECK = "no check yet"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG written by a check. ``paper_figure`` names the paper's figure it reproduces ("Fig. 4")."""
+
+    path: str
+    caption: str
+    paper_figure: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A small table for the report: ``rows`` are lists of cells, one per column."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check of one claim.
+
+    ``numbers`` holds the measured quantities (residuals, rates, counts); ``tolerance`` is the
+    threshold the verdict used, with ``tolerance_reason`` saying why it is that size.
+    ``expression`` is the identity that was verified, readable (e.g. the expression that
+    simplified to zero). For a ``discrepancy``, ``printed`` is the statement as printed,
+    ``corrected`` the statement that holds (and was verified).
+    """
+
+    claim: str
+    method: str
+    verdict: str
+    detail: str = ""
+    numbers: Mapping[str, Any] = field(default_factory=dict)
+    tolerance: float | None = None
+    tolerance_reason: str | None = None
+    expression: str | None = None
+    printed: str | None = None
+    corrected: str | None = None
+    figures: tuple[Figure, ...] = ()
+    tables: tuple[Table, ...] = ()
+    seeds: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.claim not in CLAIMS_BY_ID:
+            raise ValueError(f"claim={self.claim!r} must be an id of the claim registry (reports/registry.py).")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r} must be one of {VERDICTS}.")
+        if self.verdict == "discrepancy" and not (self.printed and self.corrected):
+            raise ValueError("a 'discrepancy' verdict must carry the printed statement and the corrected one.")
+        if self.tolerance is not None and not self.tolerance_reason:
+            raise ValueError("a tolerance must come with tolerance_reason saying why it has that size.")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (non-finite floats become strings, numpy scalars plain numbers)."""
+        return _jsonable(asdict(self))
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A free-standing section of the report (e.g. "Theory meets practice", a benchmark)."""
+
+    title: str
+    text: str = ""
+    tables: tuple[Table, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    order: int = 100
+
+    def to_json(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def worst_verdict(verdicts: list[str]) -> str:
+    """Aggregate verdicts of one claim: the most severe wins; none at all is a visible gap."""
+    present = [v for v in VERDICTS if v in verdicts]
+    return present[0] if present else NO_CHECK
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # numpy / torch scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "tolist"):
+        return _jsonable(value.tolist())
+    return str(value)

@@ -1,0 +1,222 @@
+"""The claim registry: every claim of the paper the suite checks, as data.
+
+IDs are stable (SPEC section 2). ``source_long`` numbers follow the long arXiv version
+(2412.02682), ``source_icml`` the ICML 2025 paper. ``statement`` is the claim as the paper prints
+it (formulas lost in the long version's text are restated from SPEC section 1, marked
+"reconstructed"). A check never edits a statement: when the printed claim is wrong its verdict is
+``discrepancy`` and the corrected statement lives in the check's result record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement of the paper."""
+
+    id: str
+    source_long: str
+    source_icml: str
+    statement: str
+    evidence: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        unknown = set(self.evidence) - set(EVIDENCE_KINDS)
+        if unknown:
+            raise ValueError(f"Claim {self.id!r}: evidence kinds {sorted(unknown)} must be among {EVIDENCE_KINDS}.")
+
+    @property
+    def area(self) -> str:
+        """The part of the paper the claim belongs to: the ID's prefix (``model``, ``full``, ...)."""
+        return self.id.split(".", 1)[0]
+
+
+CLAIMS: tuple[Claim, ...] = (
+    # --- Section 2: the model -------------------------------------------------------------------
+    Claim(
+        "model.projection", "eq. 2-3, Remark 2.1", "eq. 2-3",
+        "pi_W(x) = x |x|_W^{-1} maps R^{n+1} - {0} onto E_W; its tangent map is "
+        "T_x pi_W . X = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X, and for y in E_W, T_y pi_W . X = (I - y y^T W) X "
+        "(a projection onto T_y E_W = {X : y^T W X = 0} with kernel span{y}, self-adjoint for <.,.>_W).",
+        ("symbolic",),
+    ),
+    Claim(
+        "model.continuum", "sec. 2.3, eq. 5-6", "sec. 2.3, eq. 5-6",
+        "The continuous-time model (6), dy_i/dt = T_{y_i} pi_W (sum_eta sum_j alpha_ij^eta U_eta y_j), is the best "
+        "first-order approximation of the discrete model (1)/(4): d/dtau pi_W(y + tau f)|_{tau=0} = P_y f, so one "
+        "discrete step differs from the flow by O(tau^2).",
+        ("symbolic", "numeric"),
+    ),
+    Claim(
+        "model.layernorm", "Remark 2.3", "Remark 2.2",
+        "Under standard layer normalisation N(x) = (x - mu(x) 1) * gamma / sigma(x) + beta, if gamma = gamma0 1 "
+        "then the tokens lie on the n-sphere of center beta and radius (n+1) gamma0^2 (as printed). Conjecture: for "
+        "arbitrary scale parameters gamma the tokens lie on a hypersurface diffeomorphic to the n-sphere.",
+        ("symbolic", "numeric"),
+    ),
+    # --- Section 3 (long version): the gradient case ------------------------------------------
+    Claim(
+        "grad.projection", "Lemma 3.1", "-",
+        "Under Hypothesis 3.1 (h = 1, U = I, P time-independent SPD; reconstructed: W = P) the orthogonal projection "
+        "onto the tangent bundle of (E_W)^l for the metric (7) g_y(X, Y) = sum_i Z_i(y) X_i^T W Y_i is T pi_W.",
+        ("symbolic",),
+    ),
+    Claim(
+        "grad.field", "Lemma 3.2, Theorem 3.1", "-",
+        "Under Hypothesis 3.1 the vector field of (6) is the Riemannian gradient, for the metric (7), of the "
+        "potential (8) Phi(y) = 1/2 sum_{i,j} exp(y_i^T P y_j) (reconstructed constants).",
+        ("symbolic",),
+    ),
+    Claim(
+        "grad.convergence", "sec. 3.3 (Propositions)", "-",
+        "Along solutions of (6) under Hypothesis 3.1 the potential is non-decreasing, dPhi/dt = |grad Phi|_g^2 >= 0 "
+        "with equality only at equilibria (LaSalle), and every solution converges to a single equilibrium "
+        "(Lojasiewicz inequality; Phi and g are real analytic).",
+        ("symbolic", "numeric"),
+    ),
+    Claim(
+        "grad.stable-consensus", "sec. 3.3 text", "-",
+        "If P is the identity, linearisation around each equilibrium shows that the only asymptotically stable "
+        "equilibria are the consensus equilibria.",
+        ("numeric",),
+    ),
+    # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
+    Claim(
+        "full.bounds", "Lemma 4.1", "Lemma 3.1",
+        "If there exists p > 0 with |P_eta(t)| <= p for all t, then there exist 0 < a <= b such that the attention "
+        "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
+        ("symbolic", "numeric"),
+    ),
+    Claim(
+        "full.invariance", "Theorem 4.1 (proof)", "Theorem 3.2",
+        "Under Hypothesis 4.1 (U_eta = I, h >= 1, P_eta(t) bounded and uniformly continuous) the set H+(v)^l, "
+        "H+(v) = {y in E_W : v^T y > 0}, is forward invariant: the vector field points into its interior.",
+        ("symbolic", "property"),
+    ),
+    Claim(
+        "full.equilibria", "Theorem 4.1 (proof)", "Theorem 3.2",
+        "Every consensus point (y, ..., y), y in E_W, is an equilibrium of (6) under Hypothesis 4.1.",
+        ("symbolic",),
+    ),
+    Claim(
+        "full.lyapunov", "Theorem 4.1, eq. 9-10", "Theorem 3.2, eq. 7",
+        "V(y) = max_i (1 - v^T y_i) (eq. 10) has upper Dini derivative (Danskin, eq. 9) D+V <= 0 on H+(v)^l, with "
+        "equality if and only if y is a consensus point.",
+        ("symbolic", "property"),
+    ),
+    Claim(
+        "full.convergence", "Theorem 4.1", "Theorem 3.2",
+        "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
+        "in an open hemisphere converges to consensus.",
+        ("property", "figure"),
+    ),
+    Claim(
+        "full.autonomous", "Remark 4.1", "-",
+        "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
+        ("numeric",),
+    ),
+    Claim(
+        "full.wendel", "Remark 4.3", "Remark 3.4",
+        "For l tokens drawn uniformly on S^n, the probability that they lie in a common hemisphere is "
+        "2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) (as printed); in particular it equals 1 whenever n >= l.",
+        ("exact", "monte-carlo"),
+    ),
+    # --- Section 5 (long) / 4 (ICML): causal attention ---------------------------------------
+    Claim(
+        "causal.first-token", "sec. 5.1", "sec. 4.1",
+        "In the auto-regressive model with U_eta = I the first token is fixed: dy_1/dt = 0.",
+        ("symbolic", "property"),
+    ),
+    Claim(
+        "causal.scalar", "Lemma 5.1, eq. 12-13", "Lemma 4.1",
+        "For the scalar reduction b = y_1^T y_2 (eq. 12) the only equilibria are b = -1 and b = 1; -1 is unstable and "
+        "1 is asymptotically stable with domain of attraction b in (-1, 1]; (13) is a Lyapunov function.",
+        ("symbolic", "numeric"),
+    ),
+    Claim(
+        "causal.identity", "Theorem 5.1", "Theorem 4.2",
+        "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
+        "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
+        ("property", "figure"),
+    ),
+    Claim(
+        "causal.reparam", "Remark 5.2", "Remark 4.3",
+        "If U is invertible, choosing the projection onto the ellipsoid defined from U, a change of coordinates "
+        "reduces the model (16) to the case U = I.",
+        ("symbolic",),
+    ),
+    Claim(
+        "causal.first-token-symmetric", "Lemma 5.2", "Lemma 4.4",
+        "For U symmetric with simple largest eigenvalue lambda and unit eigenvector v, the equilibria of the first "
+        "token are the unit eigenvectors of U; +-v are asymptotically stable with domains {+-v^T y > 0}; all other "
+        "equilibria are unstable.",
+        ("symbolic", "numeric"),
+    ),
+    Claim(
+        "causal.symmetric", "Theorem 5.2", "Theorem 4.5",
+        "Under Hypothesis 5.2 (causal, h = 1, U symmetric, time-invariant, simple largest eigenvalue lambda > 0, "
+        "P(t) bounded) the consensus (v, ..., v) is asymptotically stable with domain of attraction containing "
+        "D^l(v) = {y : v^T y_i > 0 for all i}.",
+        ("property", "figure"),
+    ),
+    Claim(
+        "causal.time-varying", "Theorem 5.3", "-",
+        "For time-varying symmetric U(t) whose top eigenvector v(t) moves with bounded speed, tokens starting in the "
+        "hemisphere of v(t0) converge to a ball around (v(t), ..., v(t)) whose radius grows with sup |dv/dt|; the "
+        "consensus is exact when v is constant.",
+        ("symbolic", "property"),
+    ),
+    # --- Simulations: figures 1-6 -------------------------------------------------------------
+    Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",
+          "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",)),
+    Claim("sim.fig2", "sec. 6.1, Fig. 2", "sec. 5.1, Fig. 2",
+          "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
+          ("figure", "numeric")),
+    Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
+          "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
+          ("figure", "numeric")),
+    Claim("sim.fig4", "sec. 6.1, Fig. 4", "sec. 5.1, Fig. 4",
+          "Causal attention, 50 tokens on S^499, h = 2, U = I: E (eq. 9) converges to zero along all 100 trajectories.",
+          ("figure", "numeric")),
+    Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
+          "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
+          "start and remain in the hemisphere defined by v.", ("figure", "numeric")),
+    Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
+          "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
+          "eventually converges to zero.", ("figure", "numeric")),
+    # --- Experiments: figures 7-10 ------------------------------------------------------------
+    Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
+          "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "
+          "random.seed(42), randint(0, V-1)); the first 10 tokens of the first prompt decode to "
+          "'divest anxYou coasts Oz Vi Happy appreciate tcp.'", ("empirical",)),
+    Claim("emp.no-ffn", "sec. 6.2, Fig. 7", "sec. 5.2, Fig. 7",
+          "Looped GPT-2 XL and GPT-Neo 2.7B with the feed-forward layers removed: the mean of E over the prompts "
+          "converges asymptotically to 0.", ("empirical",)),
+    Claim("emp.full", "sec. 6.2, Fig. 8", "sec. 5.2, Fig. 8",
+          "With the full models the mean E still converges to 0; the feed-forward layers increase the convergence "
+          "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",)),
+    Claim("emp.random-fixed", "sec. 6.2, Fig. 9", "sec. 5.2, Fig. 9",
+          "With random weight matrices drawn once, with and without feed-forward layers, convergence towards "
+          "consensus still occurs; the feed-forward layer may decrease the convergence rate.", ("empirical",)),
+    Claim("emp.random-redrawn", "sec. 6.2, Fig. 10", "sec. 5.2, Fig. 10",
+          "With random weight matrices re-drawn before each model pass, convergence towards consensus still occurs.",
+          ("empirical",)),
+    Claim("emp.rate", "sec. 6.2 (end)", "sec. 5.2 (end)",
+          "The choice of weight matrices affects the rate of convergence, faster convergence being observed with "
+          "pretrained matrices.", ("empirical",)),
+)
+
+CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}
+
+
+def get_claim(claim_id: str) -> Claim:
+    """The registry entry for ``claim_id``; a clear error for an unknown ID."""
+    try:
+        return CLAIMS_BY_ID[claim_id]
+    except KeyError:
+        raise KeyError(f"claim id {claim_id!r} is not in the registry (reports/registry.py); known ids: "
+                       f"{', '.join(CLAIMS_BY_ID)}") from None

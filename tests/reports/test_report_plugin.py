@@ -1,0 +1,101 @@
+"""The pytest plugin: a run of marked tests becomes verdicts.json and index.html."""
+
+import json
+
+import pytest
+
+from reports.registry import CLAIMS
+
+pytest_plugins = ["pytester"]
+
+SUITE = '''
+import pytest
+from reports.records import CheckResult, Figure
+
+@pytest.mark.claim("full.wendel", method="exact")
+def test_passes_without_records():
+    assert 1 + 1 == 2
+
+@pytest.mark.claim("causal.scalar", method="symbolic")
+def test_regression():
+    assert 1 + 1 == 3
+
+@pytest.mark.claim("full.invariance", method="property", control=True)
+def test_control_detects_broken_model():
+    assert True
+
+def test_records_a_discrepancy(record, tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    png = tmp_path / "fig.png"
+    fig.savefig(png)
+    record(CheckResult("model.layernorm", "symbolic", "discrepancy", printed="radius (n+1) gamma0^2",
+                       corrected="radius sqrt(n+1) |gamma0|", numbers={"residual": 0.0},
+                       figures=(Figure(str(png), "a line", "Fig. 1"),)))
+
+@pytest.mark.full
+@pytest.mark.claim("sim.fig4", method="figure")
+def test_expensive():
+    assert True
+'''
+
+
+@pytest.fixture
+def report(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out")
+    data = json.loads((pytester.path / "out" / "verdicts.json").read_text())
+    html = (pytester.path / "out" / "index.html").read_text()
+    return result, {c["claim"]: c for c in data["claims"]}, html
+
+
+def test_every_registry_claim_is_listed(report):
+    _, claims, _ = report
+    assert list(claims) == [c.id for c in CLAIMS]
+
+
+def test_passing_marked_test_verifies_its_claim(report):
+    _, claims, _ = report
+    assert claims["full.wendel"]["verdict"] == "verified"
+    assert claims["full.wendel"]["methods"] == ["exact"]
+
+
+def test_failing_test_marks_its_claim_failed(report):
+    result, claims, _ = report
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    assert claims["causal.scalar"]["verdict"] == "failed"
+    assert "assert" in claims["causal.scalar"]["records"][0]["detail"]
+
+
+def test_recorded_discrepancy_keeps_printed_and_corrected_statements(report):
+    _, claims, html = report
+    entry = claims["model.layernorm"]
+    assert entry["verdict"] == "discrepancy"
+    assert entry["records"][0]["corrected"] == "radius sqrt(n+1) |gamma0|"
+    assert "radius sqrt(n+1) |gamma0|" in html
+
+
+def test_negative_control_is_listed_as_control(report):
+    _, claims, _ = report
+    assert claims["full.invariance"]["tests"][0]["control"] is True
+
+
+def test_expensive_check_is_skipped_visibly_and_reported_not_run(report):
+    result, claims, _ = report
+    assert claims["sim.fig4"]["verdict"] == "not-run"
+    assert "make report" in claims["sim.fig4"]["records"][0]["detail"]
+
+
+def test_unchecked_claim_is_a_visible_gap(report):
+    _, claims, html = report
+    assert claims["emp.rate"]["verdict"] == "no check yet"
+    assert "No check covers this claim yet." in html
+
+
+def test_figures_are_embedded_not_linked(report):
+    _, _, html = report
+    assert 'src="data:image/png;base64,' in html
+    assert "<script src=" not in html and "<link" not in html
