@@ -137,6 +137,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report-dir", default="build/report",
                     help="where index.html and verdicts.json are written (default: build/report)")
     group.addoption("--no-report", action="store_true", help="do not write the verification report")
+    group.addoption("--claim", action="append", default=[], metavar="ID",
+                    help="run only the tests that check this registry claim (repeatable; a prefix like 'causal.' works)")
     group.addoption("--full", action="store_true",
                     help=f"also run the expensive checks marked 'full' (what `make report` runs; or set {FULL_ENV}=1)")
 
@@ -146,6 +148,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = config.getoption("claim")
+    if wanted:
+        selected, deselected = [], []
+        for item in items:
+            ids = [m.args[0] for m in item.iter_markers("claim") if m.args]
+            matches = any(claim_id == w or (w.endswith(".") and claim_id.startswith(w)) for claim_id in ids for w in wanted)
+            (selected if matches else deselected).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
     if _full_enabled(config):
         return
     skip = pytest.mark.skip(reason="expensive check: run by `make report` (or pytest --full)")

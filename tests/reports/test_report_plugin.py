@@ -99,3 +99,15 @@ def test_figures_are_embedded_not_linked(report):
     _, _, html = report
     assert 'src="data:image/png;base64,' in html
     assert "<script src=" not in html and "<link" not in html
+
+
+def test_claim_option_selects_the_tests_of_one_claim(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report", "--claim", "full.wendel")
+    result.assert_outcomes(passed=1)
+
+
+def test_claim_option_accepts_an_area_prefix(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report", "--claim", "full.")
+    result.assert_outcomes(passed=2)
