@@ -1,0 +1,78 @@
+"""Turning identities into result records (``reports.records.CheckResult``).
+
+A symbolic identity is a residual (lhs - rhs, a scalar or a :class:`~theory.gram.Vector`) and the
+relations substituted before simplifying; it holds when the reduced residual is exactly zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import sympy as sp
+
+from reports.records import CheckResult
+
+from .gram import Vector, reduce
+
+#: Longest rendering of one residual in a report (the reduced residual is always shown in full).
+MAX_RENDERED = 600
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``name`` reads the identity (``"P_y P_y X = P_y X"``); ``residual`` is lhs - rhs."""
+
+    name: str
+    residual: sp.Expr | Vector
+    relations: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
+
+    def reduced(self) -> sp.Expr | Vector:
+        if isinstance(self.residual, Vector):
+            return self.residual.simplify(self.relations)
+        return reduce(self.residual, self.relations)
+
+    def holds(self) -> bool:
+        r = self.reduced()
+        return (not r.terms) if isinstance(r, Vector) else r == 0
+
+
+def render(expr) -> str:
+    text = repr(expr) if isinstance(expr, Vector) else sp.sstr(expr)
+    return text if len(text) <= MAX_RENDERED else text[:MAX_RENDERED] + " ..."
+
+
+def render_relations(relations: Mapping) -> str:
+    return ", ".join(f"{sp.sstr(k)} = {sp.sstr(v)}" for k, v in relations.items()) or "none"
+
+
+def identities_result(claim: str, identities: list[Identity], *, detail: str, method: str = "symbolic",
+                      numbers: Mapping | None = None, fail_verdict: str = "refuted", **extra) -> CheckResult:
+    """One record for a list of identities: ``verified`` when every reduced residual is 0, else
+    ``fail_verdict``; the expression lists each identity, its residual and the substituted relations."""
+    lines, failing = [], []
+    for identity in identities:
+        reduced = identity.reduced()
+        ok = (not reduced.terms) if isinstance(reduced, Vector) else reduced == 0
+        if not ok:
+            failing.append(identity.name)
+        lines.append(f"[{'holds' if ok else 'FAILS'}] {identity.name}\n"
+                     f"    residual lhs - rhs = {render(identity.residual)}\n"
+                     f"    with {render_relations(identity.relations)}\n"
+                     f"    simplifies to {render(reduced)}")
+    verdict = "verified" if not failing else fail_verdict
+    text = detail if not failing else f"{detail} Identities that do NOT hold: {'; '.join(failing)}."
+    return CheckResult(claim, method, verdict, detail=text, expression="\n".join(lines),
+                       numbers={"identities": len(identities), "failing": len(failing), **(numbers or {})},
+                       **extra)
+
+
+def numeric_result(claim: str, residuals: Mapping[str, float], *, tolerance: float, tolerance_reason: str,
+                   detail: str, seeds: Mapping[str, int], method: str = "numeric",
+                   fail_verdict: str = "refuted", numbers: Mapping | None = None, **extra) -> CheckResult:
+    """A spot check: ``verified`` when every residual is at most ``tolerance``."""
+    failing = [name for name, value in residuals.items() if not value <= tolerance]
+    verdict = "verified" if not failing else fail_verdict
+    text = detail if not failing else f"{detail} Residuals above tolerance: {', '.join(failing)}."
+    return CheckResult(claim, method, verdict, detail=text, numbers={**residuals, **(numbers or {})},
+                       tolerance=tolerance, tolerance_reason=tolerance_reason, seeds=dict(seeds), **extra)
