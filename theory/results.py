@@ -27,17 +27,28 @@ class Identity:
     residual: sp.Expr | Vector
     relations: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
 
-    def reduced(self) -> sp.Expr | Vector:
+    def reduced(self) -> sp.Expr | Vector | sp.MatrixBase:
         if isinstance(self.residual, Vector):
             return self.residual.simplify(self.relations)
+        if isinstance(self.residual, sp.MatrixBase):
+            return self.residual.applyfunc(lambda e: reduce(e, self.relations))
         return reduce(self.residual, self.relations)
 
     def holds(self) -> bool:
-        r = self.reduced()
-        return (not r.terms) if isinstance(r, Vector) else r == 0
+        return is_zero(self.reduced())
+
+
+def is_zero(reduced) -> bool:
+    if isinstance(reduced, Vector):
+        return not reduced.terms
+    if isinstance(reduced, sp.MatrixBase):
+        return all(e == 0 for e in reduced)
+    return reduced == 0
 
 
 def render(expr) -> str:
+    if isinstance(expr, sp.MatrixBase):
+        expr = list(expr)
     text = repr(expr) if isinstance(expr, Vector) else sp.sstr(expr)
     return text if len(text) <= MAX_RENDERED else text[:MAX_RENDERED] + " ..."
 
@@ -53,7 +64,7 @@ def identities_result(claim: str, identities: list[Identity], *, detail: str, me
     lines, failing = [], []
     for identity in identities:
         reduced = identity.reduced()
-        ok = (not reduced.terms) if isinstance(reduced, Vector) else reduced == 0
+        ok = is_zero(reduced)
         if not ok:
             failing.append(identity.name)
         lines.append(f"[{'holds' if ok else 'FAILS'}] {identity.name}\n"
