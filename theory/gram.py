@@ -97,16 +97,40 @@ class Form:
         return total
 
 
+#: Residuals larger than this (in operations) are not handed to ``sympy.simplify``, which can take
+#: minutes on them; their zero test is the expanded numerator alone.
+SIMPLIFY_LIMIT = 400
+
+
+def _exp_symbol(e: sp.exp) -> sp.Expr:
+    coefficient, rest = e.args[0].as_coeff_Mul()
+    return sp.Symbol(f"exp({sp.sstr(rest)})", positive=True) ** coefficient
+
+
 def reduce(expr: Scalar, relations: Mapping[sp.Expr, sp.Expr] | None = None, *, rounds: int = 4) -> sp.Expr:
-    """``expr`` with ``relations`` substituted (repeatedly, as a relation may produce another's key),
-    expanded and simplified."""
+    """``expr`` with ``relations`` substituted (repeatedly, as a relation may produce another's key), then
+    reduced: expanded; if not yet 0, put over a common denominator and the numerator expanded; if still not
+    0 and small, simplified. A result of 0 proves the identity; a nonzero result of a large residual means
+    that expansion did not cancel it."""
     expr = sp.sympify(expr)
     for _ in range(rounds):
         new = expr.xreplace(dict(relations or {}))
         if new == expr:
             break
         expr = new
+    # exponentials of Gram symbols become plain symbols: the residual is then rational in them
+    # (exp(c a) becomes E_a^c, so that exp(2a) and exp(a)^2 agree)
     expr = sp.expand(expr)
-    if expr != 0:
-        expr = sp.simplify(expr)
-    return expr
+    exps = {e: _exp_symbol(e) for e in expr.atoms(sp.exp)}
+    exps[sp.E] = _exp_symbol(sp.exp(1, evaluate=False))
+    expr = sp.expand(expr.xreplace(exps))
+    if expr == 0:
+        return expr
+    numerator = sp.expand(sp.numer(sp.together(expr)))
+    if numerator == 0:
+        return sp.Integer(0)
+    back = {v.base if v.is_Pow else v: sp.exp(k.args[0] / (v.exp if v.is_Pow else 1))
+            for k, v in exps.items() if k is not sp.E}
+    if sp.count_ops(expr) <= SIMPLIFY_LIMIT:
+        return sp.simplify(expr.xreplace(back))
+    return expr.xreplace(back)
