@@ -1,0 +1,46 @@
+"""``python -m theory check [ID ...] [--json]``: run the symbolic checks (SPEC section 6)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .checks import CHECKS, run_checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="run the symbolic checks of the given claims (all by default)")
+    check.add_argument("claims", nargs="*", metavar="ID", help=f"claim ids among: {', '.join(CHECKS)}")
+    check.add_argument("--json", action="store_true",
+                       help='print a JSON list of {"claim", "verdict", "method", "detail"}')
+    check.add_argument("--records", action="store_true",
+                       help="with --json: print the whole result records (expression, numbers, printed/corrected, seeds)")
+    check.add_argument("--verbose", action="store_true", help="also print each verified expression")
+    args = parser.parse_args(argv)
+    try:
+        started = time.perf_counter()
+        results = run_checks(args.claims)
+        elapsed = time.perf_counter() - started
+    except KeyError as error:
+        parser.error(error.args[0])
+    if args.json:
+        payload = [r.to_json() if args.records else
+                   {"claim": r.claim, "verdict": r.verdict, "method": r.method, "detail": r.detail} for r in results]
+        print(json.dumps(payload, indent=2))
+    else:
+        for r in results:
+            print(f"{r.verdict:>11}  {r.claim:<30} {r.method:<12} {r.detail}")
+            if r.printed:
+                print(f"{'':13}printed:   {r.printed}\n{'':13}corrected: {r.corrected}")
+            if args.verbose and r.expression:
+                print("\n".join(f"{'':13}{line}" for line in r.expression.splitlines()))
+        print(f"{len(results)} records in {elapsed:.1f} s")
+    return 1 if any(r.verdict == "failed" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
