@@ -116,15 +116,18 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
                f"b(T) = {b[-1]:.12f}.", seeds={"numeric_scalar": seed})
 
 
-def check_first_token_symmetric() -> CheckResult:
+def check_first_token_symmetric(symmetric: bool = True) -> CheckResult:
     """causal.first-token-symmetric (Lemma 5.2): for dy/dt = a P_y(U y) on the sphere, U = U^T, U v = lambda v:
     b = v^T y obeys db/dt = a(lambda - y^T U y) b; with y = b v + w (w ⊥ v), lambda - y^T U y =
-    lambda(1 - b^2) - w^T U w >= (lambda - lambda_2)(1 - b^2); equilibria are the unit eigenvectors."""
+    lambda(1 - b^2) - w^T U w >= (lambda - lambda_2)(1 - b^2); equilibria are the unit eigenvectors.
+    ``symmetric=False`` drops U = U^T, i.e. the relation v^T U y = lambda v^T y (a negative control)."""
     y, v, w = vector("y"), vector("v"), vector("w")
     Uy, Uv, Uw = vector("Uy"), vector("Uv"), vector("Uw")
     a, lam, b = sp.Symbol("a", positive=True), sp.Symbol("lambda", real=True), sp.Symbol("b", real=True)
     drive = SPHERE.tangent_projection(y, Uy) * a
-    relations = {I(y, y): 1, I(v, v): 1, I(v, Uy): lam * I(v, y)}  # <v, U y> = <U v, y> = lambda <v, y>
+    relations = {I(y, y): 1, I(v, v): 1}
+    if symmetric:
+        relations[I(v, Uy)] = lam * I(v, y)  # <v, U y> = <U v, y> = lambda <v, y>
     split_y = v * b + w
     split_Uy = Uv * b + Uw
     split = {I(v, v): 1, I(v, w): 0, I(w, w): 1 - b ** 2, I(v, Uv): lam, I(v, Uw): 0, I(w, Uv): 0}
@@ -192,10 +195,11 @@ def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50) -> CheckRes
         seeds=result.seeds, printed=PRINTED_EMPTY_DOMAIN, corrected=CORRECTED_EMPTY_DOMAIN)
 
 
-def check_time_varying() -> CheckResult:
+def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
     """causal.time-varying (Theorem 5.3; ICML Remark 4.7, eq. 8): for U(t) symmetric, U v = lambda v, |v| = 1,
     b = v(t)^T y_1 obeys db/dt = alpha(lambda - y^T U y) b + e, e = dv/dt^T y (as printed); e = dv/dt^T w
-    (dv/dt ⊥ v) so |e| <= |dv/dt| sqrt(1 - b^2)."""
+    (dv/dt ⊥ v) so |e| <= |dv/dt| sqrt(1 - b^2). ``perturbation_sign = -1`` tests a wrong sign of e
+    (a negative control)."""
     y, v, vdot, w = vector("y"), vector("v"), vector("vdot"), vector("w")
     Uy = vector("Uy")
     alpha, lam, b = sp.Symbol("alpha", positive=True), sp.Symbol("lambda", real=True), sp.Symbol("b", real=True)
@@ -206,7 +210,7 @@ def check_time_varying() -> CheckResult:
     vt = sp.Function("v")(t)
     identities = [
         Identity("db/dt = alpha (lambda - y^T U y) b + dv/dt^T y  (printed eq. 8)",
-                 bdot - (alpha * (lam - I(y, Uy)) * I(v, y) + I(vdot, y)), relations),
+                 bdot - (alpha * (lam - I(y, Uy)) * I(v, y) + perturbation_sign * I(vdot, y)), relations),
         Identity("|v(t)| = 1 for all t implies v^T dv/dt = 0 (d/dt of v^T v = 1, coordinate-wise)",
                  sp.diff(vt ** 2, t) / 2 - vt * sp.diff(vt, t)),
         Identity("y = b v + w: e = dv/dt^T y = dv/dt^T w", I(vdot, v * b + w) - I(vdot, w), {I(v, vdot): 0}),
@@ -259,17 +263,20 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
         seeds={"numeric_time_varying": seed})
 
 
-def check_reparam(d: int = 2) -> list[CheckResult]:
+def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     """causal.reparam (Remark 5.2, reconstructed): U invertible, W = U^T U (SPD by construction), new
     projection pi~(x) = U^-1 x / |x| onto E_W, system (16): dy_i/dt = T_{U y_i} pi~ (sum_j alpha_ij U y_j)
     = U^-1 P_{U y_i}(sum_j alpha_ij U y_j). The change of coordinates z_i = U y_i gives dz_i/dt =
-    P_{z_i}(sum_j alpha~_ij z_j) on the sphere, alpha~ built from P~ = U^-T P U^-1: the U = I model."""
+    P_{z_i}(sum_j alpha~_ij z_j) on the sphere, alpha~ built from P~ = U^-T P U^-1: the U = I model.
+    ``metric = "U U^T"`` tries the other SPD matrix built from U (a negative control: it fails)."""
     U = sp.Matrix(d, d, lambda i, j: sp.Symbol(f"u{i + 1}{j + 1}", real=True))
     Ui = U.inv()
     P = sp.Matrix(d, d, lambda i, j: sp.Symbol(f"p{i + 1}{j + 1}", real=True))
     x = sp.Matrix(sp.symbols(f"x1:{d + 1}", real=True))
     ys = [sp.Matrix(sp.symbols(f"y{k}_1:{d + 1}", real=True)) for k in (1, 2)]
-    W = U.T * U
+    if metric not in ("U^T U", "U U^T"):
+        raise ValueError(f"metric={metric!r} must be 'U^T U' or 'U U^T'.")
+    W = U.T * U if metric == "U^T U" else U * U.T
     norm = sp.sqrt((x.T * x)[0, 0])
     pi_tilde = Ui * x / norm
     P_sphere = lambda z: sp.eye(d) - z * z.T  # noqa: E731  (at a point z of the sphere)
@@ -281,7 +288,7 @@ def check_reparam(d: int = 2) -> list[CheckResult]:
     P_tilde = Ui.T * P * Ui
     w = sp.Matrix(sp.symbols(f"w1:{d + 1}", real=True))
     identities = [
-        Identity(f"d = {d}: pi~(x)^T W pi~(x) = 1 with W = U^T U (pi~ maps onto E_W)",
+        Identity(f"d = {d}: pi~(x)^T W pi~(x) = 1 with W = {metric} (pi~ maps onto E_W)",
                  sp.simplify((pi_tilde.T * W * pi_tilde)[0, 0] - 1)),
         Identity(f"d = {d}: Jacobian of pi~ at x equals U^-1 (I - x x^T/|x|^2)/|x|",
                  sp.simplify(pi_tilde.jacobian(x) - Ui * (sp.eye(d) - x * x.T / norm ** 2) / norm)),

@@ -66,18 +66,19 @@ def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
                "(sum_eta sum_j alpha_ij^eta) y and P_y y = 0.")
 
 
-def check_lyapunov(l: int = TOKENS, heads: int = HEADS) -> CheckResult:
+def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None) -> CheckResult:
     """full.lyapunov: at an index i maximising V_i = 1 - v^T y_i, dV_i/dt = -sum_eta sum_j alpha_ij^eta
     [(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]; every bracket term is >= 0 on H+(v)^l, so by Danskin
-    D+V = max over maximising i of dV_i/dt <= 0, with equality iff consensus."""
-    field = _full_field(heads)
+    D+V = max over maximising i of dV_i/dt <= 0, with equality iff consensus. ``tangent_projection``
+    replaces P_y in the field (negative controls)."""
+    field = _full_field(heads, tangent_projection=tangent_projection)
     W = field.ellipsoid.metric
     y, v = tokens(l), vector("v")
     relations = {k: val for a in y for k, val in field.ellipsoid.on_manifold(a).items()}
     F = field(y)
     alpha, yi, yj = sp.Symbol("alpha", positive=True), vector("yi"), vector("yj")
     pair = {**field.ellipsoid.on_manifold(yi), **field.ellipsoid.on_manifold(yj)}
-    one_term = EUCLID(v, field.ellipsoid.tangent_projection(yi, yj * alpha))
+    one_term = EUCLID(v, field.project(yi, yj * alpha))
     identities = [
         Identity("one term, any l, h: v^T P_{y_i}(alpha y_j) = alpha[(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]",
                  one_term - alpha * ((EUCLID(v, yj) - EUCLID(v, yi)) + EUCLID(v, yi) * W(yi - yj, yi - yj) / 2), pair),

@@ -202,7 +202,7 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
 
 def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None = None) -> CheckResult:
     """grad.convergence: along (6), dPhi/dt = dPhi(F) = g(F, F) = sum_i Z_i |F_i|_W^2 >= 0, zero iff F = 0
-    (Z_i > 0, W SPD)."""
+    (Z_i > 0, W SPD). ``W`` and ``P`` let a negative control take W != P."""
     W = W or Form("W")
     P = P or W
     E, y, _, relations = _setting(W, P, l)
@@ -212,7 +212,8 @@ def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None =
     squares = sum(field.normaliser(0, y, i) * W(f, f) for i, f in enumerate(F))
     return identities_result(
         "grad.convergence", [Identity("dPhi/dt = dPhi(F) = sum_i Z_i |F_i|_W^2", rate - squares, relations)],
-        detail=f"Dimension-free, l = {l}: dPhi/dt = |grad Phi|_g^2 = sum_i Z_i F_i^T W F_i, each term >= 0 since "
+        detail=f"Dimension-free in d, l = {l} explicitly (for any l it follows from the grad.field identity with the "
+               "tangent X = F): dPhi/dt = |grad Phi|_g^2 = sum_i Z_i F_i^T W F_i, each term >= 0 since "
                "Z_i = sqrt(n+1) sum_j exp(.) > 0 and W is SPD; it vanishes iff every F_i = 0 (an equilibrium). So Phi "
                "is non-decreasing (the flow is gradient ASCENT of Phi) and strictly increasing off equilibria; with "
                "LaSalle and the Lojasiewicz inequality (Phi, g real analytic) solutions converge to one equilibrium.")

@@ -72,17 +72,18 @@ def check_layernorm_radius(radius=None) -> CheckResult:
                       examples),))
 
 
-def check_layernorm_arbitrary_gamma(d: int = 4) -> CheckResult:
+def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
     """model.layernorm, the conjecture: for gamma with nonzero entries, z = N(x) satisfies
     (z - beta)^T D^-2 (z - beta) = n+1 and 1^T D^-1 (z - beta) = 0 (D = diag(gamma)): the outputs lie on the
     ellipsoid hypersurface E_W, W = D^-2/(n+1), centred at beta (diffeomorphic to S^n), and in fact on its
-    (n-1)-dimensional section by a hyperplane. Explicit coordinates, generic x, gamma, beta."""
+    (n-1)-dimensional section by a hyperplane. Explicit coordinates, generic x, gamma, beta.
+    ``ddof = 1`` uses the sample standard deviation (not what LayerNorm does: a negative control)."""
     x = sp.Matrix(sp.symbols(f"x1:{d + 1}", real=True))
     gamma = sp.Matrix(sp.symbols(f"gamma1:{d + 1}", real=True, nonzero=True))
     beta = sp.Matrix(sp.symbols(f"beta1:{d + 1}", real=True))
     mu = sum(x) / d
     centred = x - mu * sp.ones(d, 1)
-    sigma = sp.sqrt(sum(c ** 2 for c in centred) / d)
+    sigma = sp.sqrt(sum(c ** 2 for c in centred) / (d - ddof))
     z = sp.Matrix([centred[k] * gamma[k] / sigma + beta[k] for k in range(d)])
     scaled = sp.Matrix([(z[k] - beta[k]) / gamma[k] for k in range(d)])
     u = sp.Matrix(sp.symbols(f"u1:{d}", real=True))
