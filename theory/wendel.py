@@ -64,7 +64,10 @@ def wilson_interval(successes: int, trials: int, z: float = Z_SCORE) -> tuple[fl
     p = successes / trials
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at p = 0 or 1 the exact interval ends at 0 or 1; rounding must not cut it short
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return low, high
 
 
 def check_closed_forms() -> CheckResult:

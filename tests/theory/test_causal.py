@@ -1,0 +1,83 @@
+"""Causal attention: causal.first-token, causal.scalar, causal.reparam, causal.first-token-symmetric,
+causal.time-varying."""
+
+import pytest
+
+from theory import causal
+
+
+def flipped_sign_projection(ellipsoid, point, X):
+    return X + point * ellipsoid.metric(point, X)
+
+
+@pytest.mark.claim("causal.first-token", method="symbolic")
+def test_first_token_is_fixed(record):
+    assert record(causal.check_first_token()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.first-token", method="symbolic", control=True)
+def test_first_token_check_rejects_a_non_causal_mask():
+    assert causal.check_first_token(causal=False).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.scalar", method="symbolic")
+def test_cosine_to_the_first_token_obeys_the_scalar_ode(record):
+    assert record(causal.check_scalar()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.scalar", method="symbolic", control=True)
+def test_scalar_check_rejects_a_flipped_projection():
+    assert causal.check_scalar(tangent_projection=flipped_sign_projection).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.scalar", method="numeric")
+def test_vector_field_solution_follows_the_tanh_formula(record):
+    assert record(causal.numeric_scalar()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.reparam", method="symbolic")
+def test_change_of_coordinates_reduces_remark_5_2_to_identity_value(record):
+    reduction, obstruction = causal.check_reparam()
+    assert record(reduction).verdict == "verified"
+    assert record(obstruction).verdict == "verified"
+
+
+@pytest.mark.claim("causal.reparam", method="symbolic", control=True)
+def test_reparam_check_rejects_the_other_metric_u_u_transpose():
+    reduction, _ = causal.check_reparam(metric="U U^T")
+    assert reduction.verdict == "refuted"
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="symbolic")
+def test_first_token_scalar_ode_for_symmetric_value(record):
+    assert record(causal.check_first_token_symmetric()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="symbolic", control=True)
+def test_symmetric_check_rejects_a_non_symmetric_value_matrix():
+    assert causal.check_first_token_symmetric(symmetric=False).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="numeric")
+def test_other_eigenvectors_attract_their_invariant_hyperplane(record):
+    result = record(causal.numeric_first_token_symmetric())
+    assert result.verdict == "discrepancy"
+    assert max(result.numbers.values()) < result.tolerance
+
+
+@pytest.mark.claim("causal.time-varying", method="symbolic")
+def test_time_varying_scalar_ode_as_printed(record):
+    assert record(causal.check_time_varying()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.time-varying", method="symbolic", control=True)
+def test_time_varying_check_rejects_a_wrong_sign_of_the_perturbation():
+    assert causal.check_time_varying(perturbation_sign=-1).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.time-varying", method="numeric")
+def test_lag_behind_a_rotating_eigenvector_stays_in_the_iss_ball(record):
+    result = record(causal.numeric_time_varying())
+    assert result.verdict == "verified"
+    lags = [row[1] for row in result.tables[0].rows]
+    assert lags[0] < 1e-8 < lags[-1]

@@ -1,0 +1,72 @@
+"""grad.projection, grad.field, grad.convergence: the gradient structure of section 3 (long version)."""
+
+import sympy as sp
+import pytest
+
+from theory import gradient
+from theory.gram import Form
+
+
+def euclidean_projection(ellipsoid, point, X):
+    """I - y y^T (the sphere's projection) used on an ellipsoid with W != I."""
+    return X - point * Form("I")(point, X)
+
+
+@pytest.mark.claim("grad.projection", method="symbolic")
+def test_tangent_map_is_the_g_orthogonal_projection(record):
+    assert record(gradient.check_orthogonal_projection()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.projection", method="symbolic", control=True)
+def test_projection_check_rejects_the_euclidean_projection_on_an_ellipsoid():
+    assert gradient.check_orthogonal_projection(tangent_projection=euclidean_projection).verdict == "refuted"
+
+
+@pytest.mark.claim("grad.field", method="symbolic")
+def test_field_is_the_gradient_of_the_potential_under_hypothesis_3_1(record):
+    assert record(gradient.check_gradient_field()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.field", method="symbolic")
+def test_field_is_a_gradient_whenever_p_is_symmetric_and_w_u_equals_p(record):
+    assert record(gradient.check_gradient_general_condition()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.field", method="numeric")
+def test_gradient_identity_holds_in_dimension_500(record):
+    assert record(gradient.numeric_gradient()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.field", method="numeric")
+def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
+    result = record(gradient.counterexamples())
+    assert result.verdict == "verified"
+    rows = {row[0]: row for row in result.tables[0].rows}
+    assert rows["W != P (both SPD), U = I"][2] < 0  # Phi decreases somewhere: no Lyapunov function
+
+
+@pytest.mark.claim("grad.field", method="symbolic", control=True)
+@pytest.mark.parametrize("change", ["W != P", "P not symmetric", "potential without 1/2"])
+def test_gradient_check_rejects_a_wrong_model(change):
+    if change == "W != P":
+        result = gradient.check_gradient_field(W=Form("W"), P=Form("P"))
+    elif change == "P not symmetric":
+        result = gradient.check_gradient_field(W=Form("W"), P=Form("W", symmetric=False))
+    else:
+        result = gradient.check_gradient_field(half=sp.Integer(1))
+    assert result.verdict == "refuted"
+
+
+@pytest.mark.claim("grad.convergence", method="symbolic")
+def test_potential_derivative_is_the_squared_gradient_norm(record):
+    assert record(gradient.check_potential_monotone()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.convergence", method="symbolic", control=True)
+def test_monotonicity_check_rejects_w_different_from_p():
+    assert gradient.check_potential_monotone(W=Form("W"), P=Form("P")).verdict == "refuted"
+
+
+@pytest.mark.claim("grad.convergence", method="numeric")
+def test_potential_grows_and_the_solution_settles(record):
+    assert record(gradient.numeric_convergence()).verdict == "verified"

@@ -1,0 +1,42 @@
+"""model.layernorm: Remark 2.3 as printed, the conjecture for arbitrary gamma, and RMSNorm."""
+
+import sympy as sp
+import pytest
+
+from theory import layernorm
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic")
+def test_printed_radius_is_a_discrepancy_and_the_corrected_one_holds(record):
+    result = record(layernorm.check_layernorm_radius())
+    assert result.verdict == "discrepancy"
+    assert result.numbers["corrected_holds"] is True
+    assert "sqrt(n+1) |gamma0|" in result.corrected
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic", control=True)
+def test_radius_check_accepts_the_true_radius_and_rejects_another():
+    assert layernorm.check_layernorm_radius(radius=lambda d, g: sp.sqrt(d) * sp.Abs(g)).verdict == "verified"
+    assert layernorm.check_layernorm_radius(radius=lambda d, g: d * sp.Abs(g)).verdict == "discrepancy"
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic")
+def test_arbitrary_gamma_outputs_fill_a_section_of_an_ellipsoid(record):
+    assert record(layernorm.check_layernorm_arbitrary_gamma()).verdict == "verified"
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic", control=True)
+def test_arbitrary_gamma_check_rejects_the_sample_standard_deviation():
+    assert layernorm.check_layernorm_arbitrary_gamma(ddof=1).verdict == "refuted"
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic")
+def test_rmsnorm_is_the_projection_onto_an_ellipsoid(record):
+    assert record(layernorm.check_rmsnorm()).verdict == "verified"
+
+
+@pytest.mark.claim("model.layernorm", method="numeric")
+def test_torch_layernorm_and_rmsnorm_obey_the_invariants(record):
+    result = record(layernorm.torch_normalisations())
+    assert result.verdict == "verified"
+    assert result.numbers["measured_radius"] == pytest.approx(result.numbers["sqrt(n+1)|gamma0|"], rel=1e-5)

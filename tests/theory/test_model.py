@@ -1,0 +1,62 @@
+"""model.projection and model.continuum: pi_W, its tangent map (eq. 3), and the continuous-time limit."""
+
+import pytest
+
+from theory import model
+from theory.gram import Form
+
+
+def euclidean_projection(ellipsoid, point, X):
+    """I - y y^T (the sphere's projection) used on an ellipsoid with W != I."""
+    return X - point * Form("I")(point, X)
+
+
+def flipped_sign_projection(ellipsoid, point, X):
+    return X + point * ellipsoid.metric(point, X)
+
+
+@pytest.mark.claim("model.projection", method="symbolic")
+def test_projection_identities_hold_in_every_dimension(record):
+    assert record(model.check_projection()).verdict == "verified"
+
+
+@pytest.mark.claim("model.projection", method="symbolic")
+def test_jacobian_of_pi_w_equals_eq3_in_coordinates(record):
+    assert record(model.check_projection_jacobian_coordinates()).verdict == "verified"
+
+
+@pytest.mark.claim("model.projection", method="numeric")
+def test_projection_identities_hold_in_dimension_500(record):
+    assert record(model.spot_check_projection()).verdict == "verified"
+
+
+@pytest.mark.claim("model.projection", method="symbolic", control=True)
+@pytest.mark.parametrize("broken", [euclidean_projection, flipped_sign_projection], ids=["W-is-not-I", "flipped-sign"])
+def test_projection_check_rejects_a_wrong_tangent_projection(broken):
+    result = model.check_projection(tangent_projection=broken)
+    assert result.verdict == "refuted"
+    assert result.numbers["failing"] >= 1
+
+
+@pytest.mark.claim("model.continuum", method="symbolic")
+def test_discrete_step_is_first_order_approximation_of_the_flow(record):
+    assert record(model.check_continuum()).verdict == "verified"
+
+
+@pytest.mark.claim("model.continuum", method="numeric")
+def test_step_minus_flow_scales_like_tau_squared(record):
+    result = record(model.numeric_continuum_order())
+    assert result.verdict == "verified"
+    assert result.numbers["slope"] == pytest.approx(2.0, abs=0.1)
+
+
+@pytest.mark.claim("model.continuum", method="symbolic", control=True)
+def test_continuum_check_rejects_a_flipped_projection():
+    assert model.check_continuum(tangent_projection=flipped_sign_projection).verdict == "refuted"
+
+
+@pytest.mark.claim("model.continuum", method="numeric", control=True)
+def test_order_check_rejects_the_unprojected_flow():
+    result = model.numeric_continuum_order(project_flow=False)
+    assert result.verdict == "refuted"
+    assert result.numbers["slope"] == pytest.approx(1.0, abs=0.2)

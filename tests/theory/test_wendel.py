@@ -1,0 +1,44 @@
+"""full.wendel: Remark 4.3 / 3.4 against Wendel (1962), Cover's recursion and Monte Carlo."""
+
+from fractions import Fraction
+
+import pytest
+
+from theory import wendel
+
+
+@pytest.mark.claim("full.wendel", method="exact")
+def test_formula_with_d_equal_n_plus_1_matches_classical_closed_forms(record):
+    assert record(wendel.check_closed_forms()).verdict == "verified"
+
+
+@pytest.mark.claim("full.wendel", method="exact")
+@pytest.mark.parametrize("points, dimension", [(1, 1), (2, 1), (5, 3), (10, 3), (30, 7), (50, 500)])
+def test_wendel_closed_form_equals_cover_recursion(points, dimension):
+    assert wendel.wendel_probability(points, dimension) == Fraction(wendel.cover_count(points, dimension), 2 ** points)
+
+
+@pytest.mark.claim("full.wendel", method="monte-carlo")
+def test_printed_formula_is_a_discrepancy_and_monte_carlo_confirms_the_corrected_one(record):
+    result = record(wendel.monte_carlo())
+    assert result.verdict == "discrepancy"
+    for l, n, printed, corrected, cover, estimate, interval, samples in result.tables[0].rows:
+        low, high = (float(x) for x in interval.strip("[]").split(","))
+        assert corrected == cover and low <= corrected <= high
+    assert [10, 2] in result.numbers["printed differs at"]
+
+
+@pytest.mark.claim("full.wendel", method="monte-carlo", control=True)
+def test_monte_carlo_check_accepts_the_true_formula_and_flags_a_shifted_one():
+    true = wendel.monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 1))
+    shifted = wendel.monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 2))
+    assert true.verdict == "verified"
+    assert shifted.verdict == "discrepancy"
+
+
+@pytest.mark.full
+@pytest.mark.claim("full.wendel", method="monte-carlo")
+def test_monte_carlo_with_many_samples_and_gpt2_size(record):
+    result = record(wendel.monte_carlo(seed=20250113, samples=5000, large_samples=300,
+                                       pairs=(*wendel.PAIRS, (200, 1599))))
+    assert result.verdict == "discrepancy"
