@@ -159,7 +159,7 @@ def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=N
         detail=f"d = {d}, l = {l} random tokens on E_W, random tangent X.", seeds={"numeric_gradient": seed})
 
 
-def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 200) -> CheckResult:
+def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 200) -> list[CheckResult]:
     """grad.field / grad.convergence, necessity: dropping W = P (with U = I), or P = P^T, breaks the gradient
     identity; for W != P even dPhi/dt < 0 occurs (Phi is not monotone). Random instances, seeded."""
     rng = np.random.default_rng(seed)
@@ -183,21 +183,27 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
         worst[name] = identity_gap
     # verdict: the identity must fail in every dropped-hypothesis family (relative gap of order 1)
     failing = [n for n, gap in worst.items() if not gap > 1e-3]
-    verdict = "verified" if not failing else "refuted"
-    return CheckResult(
-        "grad.field", "numeric", verdict,
+    table = Table("dropping a hypothesis", ("model", "max |g(F,X) - dPhi(X)|/|dPhi(X)|",
+                                             "min dPhi/dt / |F|_1^2 (negative: Phi decreases)"), tuple(rows))
+    common = dict(tables=(table,), seeds={"counterexamples": seed})
+    field_record = CheckResult(
+        "grad.field", "numeric", "verified" if not failing else "refuted",
         detail="Necessity of the hypotheses: with U = I, the gradient identity g(F, X) = dPhi(X) fails as soon as W != P "
-               "or P is not symmetric (largest relative gap over random instances shown); for W != P the potential can "
-               "even decrease along (6) (negative normalised dPhi/dt), so Phi is then no Lyapunov function. Together with "
-               "the general condition (P = P^T, W U = P, verified symbolically), this says exactly when the field is the "
-               "g-gradient of Phi: the consensus configuration forces U - W^-1 P to be a multiple c I of the identity, and "
-               "then the remaining term c sum_{j != i} alpha_ij P_{y_i} y_j vanishes for all y only if c = 0.",
+               "or P is not symmetric (largest relative gap over random instances shown). Together with the general "
+               "condition (P = P^T, W U = P, verified symbolically) this says exactly when the field is the g-gradient "
+               "of Phi: the consensus configuration forces U - W^-1 P to be a multiple c I of the identity, and then "
+               "the remaining term c sum_{j != i} alpha_ij P_{y_i} y_j vanishes for all y only if c = 0.",
         numbers={"trials": trials, **{f"{n}: max relative gap": g for n, g in worst.items()}},
         tolerance=1e-3, tolerance_reason="a gradient identity that holds leaves a relative gap ~1e-9 (central "
-                                         "differences); a gap above 1e-3 is a genuine failure",
-        tables=(Table("dropping a hypothesis", ("model", "max |g(F,X) - dPhi(X)|/|dPhi(X)|",
-                                                 "min dPhi/dt / |F|_1^2 (negative: Phi decreases)"), tuple(rows)),),
-        seeds={"counterexamples": seed})
+                                         "differences); a gap above 1e-3 is a genuine failure", **common)
+    decreasing = rows[0][2] < 0
+    convergence_record = CheckResult(
+        "grad.convergence", "numeric", "verified" if decreasing else "refuted",
+        detail="The hypothesis W = P is needed for the monotonicity of Phi: with W != P (U = I) random instances "
+               f"{'have' if decreasing else 'do NOT have'} dPhi/dt < 0 along (6) (min normalised rate "
+               f"{rows[0][2]:.3e}), so Phi is then no Lyapunov function.",
+        numbers={"trials": trials, "min normalised dPhi/dt, W != P": rows[0][2]}, **common)
+    return [field_record, convergence_record]
 
 
 def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None = None) -> CheckResult:

@@ -38,10 +38,12 @@ def test_gradient_identity_holds_in_dimension_500(record):
 
 
 @pytest.mark.claim("grad.field", method="numeric")
+@pytest.mark.claim("grad.convergence", method="numeric")
 def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
-    result = record(gradient.counterexamples())
-    assert result.verdict == "verified"
-    rows = {row[0]: row for row in result.tables[0].rows}
+    field_record, convergence_record = gradient.counterexamples()
+    assert record(field_record).verdict == "verified"
+    assert record(convergence_record).verdict == "verified"
+    rows = {row[0]: row for row in field_record.tables[0].rows}
     assert rows["W != P (both SPD), U = I"][2] < 0  # Phi decreases somewhere: no Lyapunov function
 
 
