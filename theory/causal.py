@@ -12,9 +12,9 @@ from scipy.integrate import solve_ivp
 
 from reports.records import CheckResult, Table
 
-from .attention import ROOT_D, AttentionField, numeric_field, tokens
+from .attention import AttentionField, numeric_field, tokens
 from .ellipsoid import Ellipsoid
-from .gram import Form, sum_vectors, vector
+from .gram import Form, vector
 from .results import Identity, identities_result, numeric_result
 
 SPHERE = Ellipsoid(Form("I"))
@@ -56,9 +56,9 @@ def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
     identities = [
         Identity("d/dt (y_1^T y_2) = y_1^T F_2 = a (1 - b^2), a = sum_eta alpha_21^eta", I(y[0], F[1]) - rhs(gram_b, a),
                  relations),
-        Identity("equilibria: the roots of a(1 - b^2) are exactly b = -1, 1",
-                 sp.Abs(sp.FiniteSet(*sp.solve(rhs(b, a_sym), b)).symmetric_difference(sp.FiniteSet(-1, 1)).measure)
-                 + len(sp.FiniteSet(*sp.solve(rhs(b, a_sym), b)) ^ sp.FiniteSet(-1, 1))),
+        Identity("equilibria: the roots of a(1 - b^2) are exactly b = -1, 1 (residual: size of the symmetric "
+                 "difference of the two root sets)",
+                 sp.Integer(len(set(sp.solve(rhs(b, a_sym), b)) ^ {sp.Integer(-1), sp.Integer(1)}))),
         Identity("linearisation at b = 1: d/db a(1 - b^2) = -2a < 0 (asymptotically stable)",
                  sp.diff(rhs(b, a_sym), b).subs(b, 1) + 2 * a_sym),
         Identity("linearisation at b = -1: d/db a(1 - b^2) = 2a > 0 (unstable)",

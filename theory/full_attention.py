@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from reports.records import CheckResult, Table
+from reports.records import CheckResult
 
 from .attention import ROOT_D, AttentionField, numeric_field, tokens
 from .ellipsoid import Ellipsoid, random_points, random_spd
-from .gram import Form, sum_vectors, vector
+from .gram import Form, vector
 from .results import Identity, identities_result, numeric_result
 
 TOKENS, HEADS = 3, 2

@@ -13,9 +13,9 @@ from scipy.integrate import solve_ivp
 
 from reports.records import CheckResult, Table
 
-from .attention import ROOT_D, AttentionField, numeric_field, tokens
+from .attention import AttentionField, numeric_field, tokens
 from .ellipsoid import Ellipsoid, random_points, random_spd
-from .gram import Form, Vector, reduce, vector
+from .gram import Form, Vector, vector
 from .results import Identity, identities_result, numeric_result
 
 TOKENS = 3
@@ -73,27 +73,60 @@ def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> Che
                "onto T(E_W)^l is P_y = T_y pi_W token by token. The conclusion uses only W SPD and Z_i > 0, not W = P.")
 
 
-def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None = None, value=None,
-                         half: sp.Expr = sp.Rational(1, 2), relations_extra: dict | None = None,
-                         claim_detail: str = "") -> CheckResult:
+def _named_value(eta: int, b: Vector) -> Vector:
+    """U b as a named vector ``U<name of b>`` (b a single named token)."""
+    return vector(f"U{next(iter(b.terms))}")
+
+
+def _w_u_equals_p(W: Form, P: Form, vectors: list[Vector], token_vectors: list[Vector]) -> dict:
+    """The relations <a, U b>_W = <a, b>_P (W U = P) for every named a and token b."""
+    return {W(a, _named_value(0, b)): P(a, b) for a in vectors for b in token_vectors}
+
+
+def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None = None, w_u_equals_p: bool = False,
+                         half: sp.Expr = sp.Rational(1, 2), claim_detail: str = "") -> CheckResult:
     """grad.field (Lemma 3.2, Theorem 3.1): g(F, X) = dPhi(X) for every tangent X, and F is tangent, so F is
-    the g-gradient of Phi. Default: Hypothesis 3.1 (U = I, W = P symmetric). ``W``, ``P``, ``value``,
-    ``half`` let controls and the general condition change the model."""
+    the g-gradient of Phi. Default: Hypothesis 3.1 (U = I, W = P symmetric). ``w_u_equals_p`` takes a
+    general U with W U = P instead of U = I; ``W``, ``P`` and ``half`` let negative controls break the model.
+
+    Besides the whole identity for l tokens, it is split into one identity per pair (i, j) and one per
+    diagonal term i = j, whose sum over pairs is the identity for any number of tokens l."""
     W = W or Form("W")
     P = P or W
     E, y, X, relations = _setting(W, P, l)
-    relations.update(relations_extra or {})
-    field = AttentionField(ellipsoid=E, scores=(P,), value=value or (lambda eta, v: v))
+    value = _named_value if w_u_equals_p else (lambda eta, v: v)
+    if w_u_equals_p:
+        relations.update(_w_u_equals_p(W, P, [*y, *X], y))
+    field = AttentionField(ellipsoid=E, scores=(P,), value=value)
     F = field(y)
+    # one pair of tokens (i, j) and one diagonal term, for any l
+    yi, yj, Xi, Xj = vector("yi"), vector("yj"), vector("Xi"), vector("Xj")
+    pair_relations = {**E.on_manifold(yi, yj), **E.tangent_at(yi, Xi), **E.tangent_at(yj, Xj)}
+    if w_u_equals_p:
+        pair_relations.update(_w_u_equals_p(W, P, [yi, yj, Xi, Xj], [yi, yj]))
+    g_pair = (sp.exp(P(yi, yj)) * W(E.tangent_projection(yi, value(0, yj)), Xi)
+              + sp.exp(P(yj, yi)) * W(E.tangent_projection(yj, value(0, yi)), Xj))
+    phi_pair = lambda z: half * (sp.exp(P(z[0], z[1])) + sp.exp(P(z[1], z[0])))  # noqa: E731
+    g_diagonal = sp.exp(P(yi, yi)) * W(E.tangent_projection(yi, value(0, yi)), Xi)
+    phi_diagonal = lambda z: half * sp.exp(P(z[0], z[0]))  # noqa: E731
     identities = [
-        Identity("g(F, X) = dPhi(X) for tangent X (F = grad_g Phi)",
+        Identity(f"l = {l}: g(F, X) = dPhi(X) for tangent X (F = grad_g Phi)",
                  metric(field, y, F, X) - differential(lambda z: potential(z, P, half), y, X), relations),
-        *[Identity(f"y{i + 1}^T W F_{i + 1} = 0 (F tangent)", W(a, f), relations) for i, (a, f) in enumerate(zip(y, F))],
+        *[Identity(f"l = {l}: y{i + 1}^T W F_{i + 1} = 0 (F tangent)", W(a, f), relations)
+          for i, (a, f) in enumerate(zip(y, F))],
+        Identity("any l, pair i != j: e_ij <P_yi U y_j, X_i>_W + e_ji <P_yj U y_i, X_j>_W = d/ds of "
+                 "1/2 (e_ij + e_ji)(y + s X), e_ij = exp(y_i^T P y_j)",
+                 g_pair - differential(phi_pair, [yi, yj], [Xi, Xj]), pair_relations),
+        Identity("any l, diagonal i = j: e_ii <P_yi U y_i, X_i>_W = d/ds of 1/2 e_ii(y + s X)",
+                 g_diagonal - differential(phi_diagonal, [yi], [Xi]), pair_relations),
     ]
     return identities_result(
         "grad.field", identities,
-        detail=f"Dimension-free in d, l = {l} tokens, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j) with sqrt(n+1) kept as "
-               f"the symbol r. {claim_detail}".strip(),
+        detail=f"Dimension-free in d; l = {l} tokens in full, and any l through the pair and diagonal identities "
+               "(g(F, X) = sum_i Z_i <F_i, X_i>_W = sum_{i,j} e_ij <P_{y_i} U y_j, X_i>_W and Phi = 1/2 sum_{i,j} e_ij "
+               "split into the same pairs). Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j) with sqrt(n+1) kept as the symbol "
+               f"r; the constants 1/2 (in Phi) and sqrt(n+1) (in Z_i, both in alpha and in the metric) are as "
+               f"reconstructed. {claim_detail}".strip(),
         numbers={"tokens": l})
 
 
@@ -101,15 +134,8 @@ def check_gradient_general_condition(l: int = TOKENS) -> CheckResult:
     """grad.field, sharper sufficient condition: P symmetric (not necessarily definite), W any SPD and
     U = W^-1 P (i.e. W U = P): the field is still grad_g Phi. Encoded by the relations
     <a, U b>_W = <a, b>_P for every named a and token b."""
-    W, P = Form("W"), Form("P")
-    E, y, X, relations = _setting(W, P, l)
-    value = lambda eta, b: vector(f"U{list(b.terms)[0]}")  # noqa: E731  (U y_j as a named vector)
-    WU = {}
-    for a in [*y, *X]:
-        for b in y:
-            WU[W(a, value(0, b))] = P(a, b)
     return check_gradient_field(
-        l, W, P, value, relations_extra=WU,
+        l, Form("W"), Form("P"), w_u_equals_p=True,
         claim_detail="General condition: P = P^T and W U = P, i.e. U = W^-1 P is W-self-adjoint (Hypothesis 3.1 is "
                      "the case U = I, W = P; another is W = I with U = P any symmetric matrix).")
 
