@@ -144,6 +144,13 @@ CLAIMS: tuple[Claim, ...] = (
         ("property", "figure"),
     ),
     Claim(
+        "causal.identity-iss", "Theorem 5.1 (proof, eq. 14-15)", "Theorem 4.2 (proof sketch)",
+        "With errors e_j = y_j - y_1 of the earlier tokens, the scalar b = y_1^T y_i obeys a perturbed version of (12) "
+        "(eq. 15) for which the function (13) is an ISS-Lyapunov function with input e (reconstructed: the formulas "
+        "are lost in the long version's text).",
+        ("symbolic",),
+    ),
+    Claim(
         "causal.reparam", "Remark 5.2", "Remark 4.3",
         "If U is invertible, choosing the projection onto the ellipsoid defined from U, a change of coordinates "
         "reduces the model (16) to the case U = I.",
@@ -162,6 +169,13 @@ CLAIMS: tuple[Claim, ...] = (
         "P(t) bounded) the consensus (v, ..., v) is asymptotically stable with domain of attraction containing "
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
+    ),
+    Claim(
+        "causal.symmetric-iss", "Theorem 5.2 (proof, eq. 18-19)", "-",
+        "With U symmetric and the earlier tokens y_j = v + e_j, b = v^T y_i obeys (18): the first-token dynamics of "
+        "Lemma 5.2 plus an input term bounded by a constant times |e| (19), so V = 1 - b is a strict ISS-Lyapunov "
+        "function for b = 1 (reconstructed: the formulas are lost in the long version's text).",
+        ("symbolic",),
     ),
     Claim(
         "causal.time-varying", "Theorem 5.3", "-",

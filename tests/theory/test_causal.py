@@ -81,3 +81,23 @@ def test_lag_behind_a_rotating_eigenvector_stays_in_the_iss_ball(record):
     assert result.verdict == "verified"
     lags = [row[1] for row in result.tables[0].rows]
     assert lags[0] < 1e-8 < lags[-1]
+
+
+@pytest.mark.claim("causal.identity-iss", method="symbolic")
+def test_later_tokens_obey_the_perturbed_scalar_ode(record):
+    assert record(causal.check_identity_iss()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.identity-iss", method="symbolic", control=True)
+def test_identity_iss_check_rejects_a_flipped_projection():
+    assert causal.check_identity_iss(tangent_projection=flipped_sign_projection).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.symmetric-iss", method="symbolic")
+def test_later_tokens_with_symmetric_value_obey_eq_18(record):
+    assert record(causal.check_symmetric_iss()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.symmetric-iss", method="symbolic", control=True)
+def test_symmetric_iss_check_rejects_a_non_symmetric_value_matrix():
+    assert causal.check_symmetric_iss(symmetric=False).verdict == "refuted"
