@@ -74,6 +74,7 @@ def check_closed_forms() -> CheckResult:
     """full.wendel, exact: the corrected formula (d = n+1) against classical closed forms, symbolic in l:
     circle (n = 1) l / 2^{l-1}; S^2: (l^2 - l + 2) / 2^l; and the printed formula's values there."""
     l = sp.Symbol("l", integer=True, positive=True)
+    mu = sp.Symbol("mu", integer=True, nonnegative=True)
     corrected = lambda n: sum(sp.binomial(l - 1, mu) for mu in range(n + 1)) / 2 ** (l - 1)  # noqa: E731
     printed = lambda n: sum(sp.binomial(l - 1, mu) for mu in range(n)) / 2 ** (l - 1)  # noqa: E731
     identities = [
@@ -82,6 +83,10 @@ def check_closed_forms() -> CheckResult:
         Identity("n = 2: corrected formula = (l^2 - l + 2) / 2^l", sp.expand_func(corrected(2) - (l ** 2 - l + 2) / 2 ** l)),
         Identity("n = 1: the printed formula gives 2^-(l-1) instead (= 1/2 for two points on a circle)",
                  sp.expand_func(printed(1) - 1 / 2 ** (l - 1))),
+        Identity("n = l - 1: corrected formula = 1 (l tokens in R^l always share a hemisphere)",
+                 sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 1)).doit() / 2 ** (l - 1) - 1),
+        Identity("n = l - 1: printed formula = 1 - 2^-(l-1) (< 1: the printed formula misses the case l = n + 1)",
+                 sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 2)).doit() / 2 ** (l - 1) - (1 - 2 ** (1 - l))),
     ]
     return identities_result(
         "full.wendel", identities, method="exact",
