@@ -114,16 +114,17 @@ def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
                "which is dimension-free.")
 
 
-def check_rmsnorm() -> CheckResult:
+def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
     """model.layernorm (RMSNorm, Llama-family): N(x) = g * x / rms(x) equals pi_W(D x) with D = diag(g) and
     W = D^-2/(n+1): RMSNorm is the paper's projection onto an ellipsoid (after the linear map D), and its
-    outputs are all of E_W. Dimension-free: D x is a named vector with <Dx, W Dx> = <x, x>/(n+1)."""
+    outputs are all of E_W. Dimension-free: D x is a named vector with <Dx, W Dx> = <x, x>/(n+1).
+    ``scale`` replaces the 1/(n+1) in W (a negative control)."""
     d = sp.Symbol("d", positive=True, integer=True)
     I, Wf = Form("I"), Form("W")
     x, Dx = vector("x"), vector("Dx")
     rms = sp.sqrt(I(x, x) / d)
     rmsnorm = Dx / rms  # g * x / rms(x), with g * x = D x
-    relations = {Wf(Dx, Dx): I(x, x) / d}  # (D x)^T (D^-2 / d) (D x) = x^T x / d
+    relations = {Wf(Dx, Dx): I(x, x) * (1 / d if scale is None else scale)}  # (D x)^T (D^-2 / d) (D x) = x^T x / d
     projected = Dx / sp.sqrt(Wf(Dx, Dx))
     identities = [
         Identity("RMSNorm(x) = pi_W(D x), W = D^-2/(n+1)", rmsnorm - projected, relations),
@@ -138,9 +139,10 @@ def check_rmsnorm() -> CheckResult:
                "|N(x)|_W^2 = ms/(ms + eps) < 1, ms = mean(x^2).")
 
 
-def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64) -> CheckResult:
+def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, eps_correction: bool = True) -> CheckResult:
     """model.layernorm against torch.nn.LayerNorm and torch.nn.RMSNorm (float64, eps as in torch): the
-    invariants above, with the eps correction var/(var + eps) (resp. ms/(ms + eps))."""
+    invariants above, with the eps correction var/(var + eps) (resp. ms/(ms + eps)); ``eps_correction=False``
+    drops it (a negative control: torch's eps is then visible)."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -160,7 +162,8 @@ def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64) 
         r = rms_layer(x) / gamma
     var = x.var(dim=1, unbiased=False)
     ms = (x ** 2).mean(dim=1)
-    expected = d * var / (var + eps)
+    expected = d * var / (var + eps) if eps_correction else d * torch.ones_like(var)
+    ms_ratio = ms / (ms + eps) if eps_correction else torch.ones_like(ms)
     residuals = {
         "max | |N(x)-beta|^2 - (n+1) gamma0^2 var/(var+eps) | / ((n+1) gamma0^2)":
             float(((z_const ** 2).sum(1) - gamma0 ** 2 * expected).abs().max() / (d * gamma0 ** 2)),
@@ -169,7 +172,7 @@ def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64) 
             float(((z_gamma ** 2).sum(1) - expected).abs().max() / d),
         "max |sum (z-beta)/gamma| / sqrt(n+1)": float(z_gamma.sum(1).abs().max() / np.sqrt(d)),
         "max | |RMSNorm(x)|_W^2 - ms/(ms+eps) |, W = diag(g)^-2/(n+1)":
-            float(((r ** 2).sum(1) / d - ms / (ms + eps)).abs().max()),
+            float(((r ** 2).sum(1) / d - ms_ratio).abs().max()),
     }
     printed = d * gamma0 ** 2
     measured = float((z_const ** 2).sum(1).sqrt().mean())

@@ -60,29 +60,31 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
                "substituted constraints, so the identities hold for every n.")
 
 
-def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3)) -> CheckResult:
+def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3), radial_power: int = 2) -> CheckResult:
     """model.projection in explicit coordinates: the Jacobian matrix of x / sqrt(x^T W x) with a generic
-    symmetric W equals eq. 3 entry by entry."""
+    symmetric W equals eq. 3 entry by entry. ``radial_power`` is the power of |x|_W in eq. 3's
+    x x^T W |x|_W^{-2} (2 as printed; a negative control changes it)."""
     identities = []
     for d in dimensions:
         xs = sp.Matrix(sp.symbols(f"x1:{d + 1}", real=True))
         W = sp.Matrix(d, d, lambda i, j: sp.Symbol(f"w{min(i, j) + 1}{max(i, j) + 1}", real=True))
         q = (xs.T * W * xs)[0, 0]
         jacobian = (xs / sp.sqrt(q)).jacobian(xs)
-        eq3 = (sp.eye(d) - xs * xs.T * W / q) / sp.sqrt(q)
+        eq3 = (sp.eye(d) - xs * xs.T * W / sp.sqrt(q) ** radial_power) / sp.sqrt(q)
         identities.append(Identity(f"d = {d}: Jacobian of pi_W minus eq. 3 (all {d * d} entries)", jacobian - eq3))
     return identities_result("model.projection", identities,
                              detail="Explicit coordinates with a generic symmetric W: every entry of the difference "
                                     "of the two Jacobian matrices simplifies to 0.")
 
 
-def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION) -> CheckResult:
-    """model.projection in d = 500 (float64): the identities above, and eq. 3 against central differences."""
+def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: bool = True) -> CheckResult:
+    """model.projection in d = 500 (float64): the identities above, and eq. 3 against central differences.
+    ``use_W=False`` builds P_y = I - y y^T, without W (a negative control)."""
     rng = np.random.default_rng(seed)
     W = random_spd(rng, d)
     y = random_points(rng, W, 1)[0]
     X, Z, x = rng.standard_normal((3, d))
-    P = tangent_projection_matrix(W, y)
+    P = tangent_projection_matrix(W if use_W else np.eye(d), y)
     norm = lambda v: np.sqrt(v @ W @ v)  # noqa: E731
     pi = lambda v: v / norm(v)  # noqa: E731
     eq3 = (np.eye(d) - np.outer(x, W @ x) / norm(x) ** 2) @ X / norm(x)

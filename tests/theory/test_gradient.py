@@ -72,3 +72,12 @@ def test_monotonicity_check_rejects_w_different_from_p():
 @pytest.mark.claim("grad.convergence", method="numeric")
 def test_potential_grows_and_the_solution_settles(record):
     assert record(gradient.numeric_convergence()).verdict == "verified"
+
+
+@pytest.mark.claim("grad.field", method="numeric", control=True)
+def test_numeric_gradient_check_rejects_w_different_from_p():
+    import numpy as np
+    from theory.ellipsoid import random_spd
+    rng = np.random.default_rng(7)
+    W, P = random_spd(rng, 50, 0.4), random_spd(rng, 50, 0.4)
+    assert gradient.numeric_gradient(d=50, W=W, P=P, U=np.eye(50)).verdict == "refuted"

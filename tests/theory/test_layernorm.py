@@ -40,3 +40,13 @@ def test_torch_layernorm_and_rmsnorm_obey_the_invariants(record):
     result = record(layernorm.torch_normalisations())
     assert result.verdict == "verified"
     assert result.numbers["measured_radius"] == pytest.approx(result.numbers["sqrt(n+1)|gamma0|"], rel=1e-5)
+
+
+@pytest.mark.claim("model.layernorm", method="symbolic", control=True)
+def test_rmsnorm_check_rejects_a_wrong_ellipsoid():
+    assert layernorm.check_rmsnorm(scale=sp.Integer(1)).verdict == "refuted"
+
+
+@pytest.mark.claim("model.layernorm", method="numeric", control=True)
+def test_torch_check_detects_the_eps_regulariser_when_it_is_ignored():
+    assert layernorm.torch_normalisations(eps_correction=False).verdict == "refuted"

@@ -60,3 +60,13 @@ def test_order_check_rejects_the_unprojected_flow():
     result = model.numeric_continuum_order(project_flow=False)
     assert result.verdict == "refuted"
     assert result.numbers["slope"] == pytest.approx(1.0, abs=0.2)
+
+
+@pytest.mark.claim("model.projection", method="symbolic", control=True)
+def test_jacobian_check_rejects_a_wrong_power_of_the_norm():
+    assert model.check_projection_jacobian_coordinates(dimensions=(2,), radial_power=1).verdict == "refuted"
+
+
+@pytest.mark.claim("model.projection", method="numeric", control=True)
+def test_spot_check_rejects_the_projection_without_w():
+    assert model.spot_check_projection(use_W=False).verdict == "refuted"
