@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ def test_every_check_is_registered_under_a_claim_with_symbolic_or_exact_evidence
 
 def test_json_output_lists_claim_verdict_method_detail():
     out = subprocess.run([sys.executable, "-m", "theory", "check", "full.equilibria", "causal.first-token", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2]).stdout
     records = json.loads(out)
     assert [r["claim"] for r in records] == ["full.equilibria", "causal.first-token"]
     assert all(set(r) == {"claim", "verdict", "method", "detail"} and r["verdict"] == "verified" for r in records)
