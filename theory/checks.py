@@ -32,7 +32,7 @@ CHECKS: dict[str, tuple[Callable[[], CheckResult | list[CheckResult]], ...]] = {
     "causal.first-token": (causal.check_first_token,),
     "causal.scalar": (causal.check_scalar, causal.numeric_scalar),
     "causal.identity-iss": (causal.check_identity_iss,),
-    "causal.reparam": (causal.check_reparam,),
+    "causal.reparam": (causal.check_reparam, causal.numeric_reparam),
     "causal.first-token-symmetric": (causal.check_first_token_symmetric, causal.numeric_first_token_symmetric),
     "causal.symmetric-iss": (causal.check_symmetric_iss,),
     "causal.time-varying": (causal.check_time_varying, causal.numeric_time_varying),

@@ -42,6 +42,16 @@ def test_change_of_coordinates_reduces_remark_5_2_to_identity_value(record):
     assert record(obstruction).verdict == "verified"
 
 
+@pytest.mark.claim("causal.reparam", method="numeric")
+def test_change_of_coordinates_holds_in_dimension_500(record):
+    assert record(causal.numeric_reparam()).verdict == "verified"
+
+
+@pytest.mark.claim("causal.reparam", method="numeric", control=True)
+def test_numeric_reparam_rejects_the_other_metric_u_u_transpose():
+    assert causal.numeric_reparam(metric="U U^T").verdict == "refuted"
+
+
 @pytest.mark.claim("causal.reparam", method="symbolic", control=True)
 def test_reparam_check_rejects_the_other_metric_u_u_transpose():
     reduction, _ = causal.check_reparam(metric="U U^T")
