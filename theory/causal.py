@@ -104,13 +104,13 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
         return np.concatenate([F[1], [a]])
 
     times = np.linspace(0, horizon, 81)
-    sol = solve_ivp(rhs, (0, horizon), np.concatenate([y2, [0.0]]), t_eval=times, rtol=1e-10, atol=1e-12)
+    sol = solve_ivp(rhs, (0, horizon), np.concatenate([y2, [0.0]]), t_eval=times, rtol=1e-9, atol=1e-11)
     b = sol.y[:d].T @ y1
     predicted = np.tanh(sol.y[d] + np.arctanh(b0))
     residuals = {"max |b(t) - tanh(A(t) + atanh b0)|": float(np.abs(b - predicted).max()), "1 - b(T)": float(1 - b[-1])}
     return numeric_result(
         "causal.scalar", residuals, tolerance=1e-6,
-        tolerance_reason="integration error at rtol 1e-10 is ~1e-8; 1 - b(T) decays like exp(-2 A(T)) with "
+        tolerance_reason="integration error at rtol 1e-9 is ~1e-7; 1 - b(T) decays like exp(-2 A(T)) with "
                          "A(T) >= T h a_min, far below 1e-6 at T = 60",
         detail=f"d = {d}, h = {heads}, P_eta(t) = D_eta(t) P'_eta with |2 sin(omega t + phi)| entries, b(0) = {b0}: "
                f"b(T) = {b[-1]:.12f}.", seeds={"numeric_scalar": seed})
@@ -238,7 +238,7 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
         rhs = lambda t, y: alpha * (U(t) @ y - (y @ U(t) @ y) * y)  # noqa: E731
         y0 = np.array([0.6, 0.3, 0.74])
         T = 200.0
-        sol = solve_ivp(rhs, (0, T), y0 / np.linalg.norm(y0), rtol=1e-10, atol=1e-12)
+        sol = solve_ivp(rhs, (0, T), y0 / np.linalg.norm(y0), rtol=1e-9, atol=1e-11)
         vT = np.array([np.cos(omega * T), np.sin(omega * T), 0.0])
         lag = float(1 - vT @ sol.y[:, -1])
         ratio = omega / (alpha * gap)
@@ -255,10 +255,12 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
     return CheckResult(
         "causal.time-varying", "numeric", verdict,
         detail="Final lag 1 - v(T)^T y(T) of the first token under a rotating U(t) (d = 3, alpha = 1/sqrt(3), "
-               "lambda - lambda_2 = 1): within the ISS bound for every speed, zero for omega = 0, increasing with omega"
+               "lambda - lambda_2 = 1): within the ISS bound for every speed, zero for omega = 0, increasing with omega. "
+               "Here the token settles in the rotation plane, where |e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 "
+               "|w|^2 hold with equality, so the lag attains the bound: the estimate is sharp"
                + ("" if verdict == "verified" else " — FAILED") + ".",
         numbers={"within bound": ok, "increasing with speed": monotone},
-        tolerance=1e-8, tolerance_reason="integration error at rtol 1e-10",
+        tolerance=1e-8, tolerance_reason="integration error at rtol 1e-9 on a lag that converges exponentially",
         tables=(Table("lag vs speed", ("omega = |dv/dt|", "1 - v^T y at T = 200", "ISS bound 1 - b_*"), tuple(rows)),),
         seeds={"numeric_time_varying": seed})
 

@@ -97,7 +97,7 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
                "conversely the sum vanishes at consensus. Dimension-free in d, general W, non-symmetric P_eta(t).")
 
 
-def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: int = 2, samples: int = 8,
+def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: int = 2, samples: int = 5,
                         W=None) -> CheckResult:
     """full.lyapunov / full.invariance in d = 500: random configurations in H+(v)^l (random W, P_eta):
     dV_i/dt at the maximising index is < 0 and equals minus the sum of nonnegative terms; at consensus it is 0."""

@@ -94,7 +94,7 @@ def check_closed_forms() -> CheckResult:
                "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed one.")
 
 
-def monte_carlo(seed: int = 20250112, samples: int = 600, pairs=PAIRS, large_samples: int = 100,
+def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
                 printed=printed_probability) -> CheckResult:
     """full.wendel: printed formula, Wendel with d = n+1, Cover's recursion, and a Monte Carlo estimate (LP
     hemisphere test, Wilson 99.9% interval) for each (l, n). ``printed`` replaces the formula under test."""
