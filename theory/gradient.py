@@ -215,10 +215,10 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
     field_record = CheckResult(
         "grad.field", "numeric", "verified" if not failing else "refuted",
         detail="Necessity of the hypotheses: with U = I, the gradient identity g(F, X) = dPhi(X) fails as soon as W != P "
-               "or P is not symmetric (largest relative gap over random instances shown). Together with the general "
-               "condition (P = P^T, W U = P, verified symbolically) this says exactly when the field is the g-gradient "
-               "of Phi: the consensus configuration forces U - W^-1 P to be a multiple c I of the identity, and then "
-               "the remaining term c sum_{j != i} alpha_ij P_{y_i} y_j vanishes for all y only if c = 0.",
+               "or P is not symmetric (largest relative gap over random instances shown). The general condition "
+               "(P = P^T, W U = P) is verified symbolically; that W U = P is also necessary for this metric and "
+               "potential is argued, not machine-checked: at consensus the identity forces U - W^-1 P = c I, and the "
+               "remaining term c sum_{j != i} alpha_ij P_{y_i} y_j vanishes for all y only if c = 0.",
         numbers={"trials": trials, **{f"{n}: max relative gap": g for n, g in worst.items()}},
         tolerance=1e-3, tolerance_reason="a gradient identity that holds leaves a relative gap ~1e-9 (central "
                                          "differences); a gap above 1e-3 is a genuine failure", **common)
