@@ -78,10 +78,12 @@ def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
                "the Lyapunov function taken as V = 1 - b (>= 0, zero iff b = 1, strictly decreasing on (-1, 1)).")
 
 
-def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: float = 60.0) -> CheckResult:
+def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: float = 60.0,
+                   rate_factor: float = 1.0) -> CheckResult:
     """causal.scalar, numeric: two causal tokens in d = 20, time-varying P_eta(t) = D_eta(t) P'_eta; b(t)
     from the vector field matches tanh(A(t) + atanh b(0)), A' = a(t) integrated along the solution, and
-    b(T) -> 1 from b(0) = -0.99."""
+    b(T) -> 1 from b(0) = -0.99. ``rate_factor`` scales A in the predicted formula (a negative control
+    uses 2)."""
     rng = np.random.default_rng(seed)
     base = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(heads)]
     omega, phi = rng.uniform(0, 1, (heads, d)), rng.uniform(0, 2 * np.pi, (heads, d))
@@ -106,7 +108,7 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
     times = np.linspace(0, horizon, 81)
     sol = solve_ivp(rhs, (0, horizon), np.concatenate([y2, [0.0]]), t_eval=times, rtol=1e-9, atol=1e-11)
     b = sol.y[:d].T @ y1
-    predicted = np.tanh(sol.y[d] + np.arctanh(b0))
+    predicted = np.tanh(rate_factor * sol.y[d] + np.arctanh(b0))
     residuals = {"max |b(t) - tanh(A(t) + atanh b0)|": float(np.abs(b - predicted).max()), "1 - b(T)": float(1 - b[-1])}
     return numeric_result(
         "causal.scalar", residuals, tolerance=1e-6,
@@ -222,10 +224,12 @@ def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
                "(lambda - lambda_2)): an ISS estimate whose ultimate ball shrinks to b = 1 as sup|dv/dt| -> 0.")
 
 
-def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1)) -> CheckResult:
+def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1),
+                         bound_factor: float = 1.0) -> CheckResult:
     """causal.time-varying, numeric (first token, d = 3): U(t) = R(t) diag(1, 0, -1) R(t)^T rotating about e_3
     with angular speed omega = |dv/dt|; the final lag 1 - v(t)^T y stays within the ISS bound 1 - b_*, b_* the
-    largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with omega."""
+    largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with omega.
+    ``bound_factor`` scales the bound (a negative control uses 0.5: a bound too small is rejected)."""
     d, alpha, gap = 3, 1 / np.sqrt(3), 1.0
     rows, ok = [], True
     lags = []
@@ -246,7 +250,7 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
             bound = 0.0
         else:
             # largest root of b^2 (1 - b^2) = ratio^2: b^2 = (1 + sqrt(1 - 4 ratio^2)) / 2
-            bound = float(1 - np.sqrt((1 + np.sqrt(1 - 4 * ratio ** 2)) / 2))
+            bound = bound_factor * float(1 - np.sqrt((1 + np.sqrt(1 - 4 * ratio ** 2)) / 2))
         ok &= lag <= bound + 1e-8
         rows.append((omega, lag, bound))
         lags.append(lag)

@@ -98,9 +98,10 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
 
 
 def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: int = 2, samples: int = 5,
-                        W=None) -> CheckResult:
+                        W=None, field_metric: str = "W") -> CheckResult:
     """full.lyapunov / full.invariance in d = 500: random configurations in H+(v)^l (random W, P_eta):
-    dV_i/dt at the maximising index is < 0 and equals minus the sum of nonnegative terms; at consensus it is 0."""
+    dV_i/dt at the maximising index is < 0 and equals minus the sum of nonnegative terms; at consensus it is 0.
+    ``field_metric = "I"`` integrates the field with the sphere's projection on E_W (a negative control)."""
     rng = np.random.default_rng(seed)
     W = random_spd(rng, d, 0.5) if W is None else W
     v = random_points(rng, W, 1)[0]
@@ -109,7 +110,7 @@ def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: 
         Ps = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(heads)]
         y = random_points(rng, W, l)
         y *= np.sign(y @ v)[:, None]  # reflect into H+(v)
-        F = numeric_field(y, W, Ps)
+        F = numeric_field(y, W if field_metric == "W" else np.eye(d), Ps)
         i = int(np.argmin(y @ v))
         rate = -(v @ F[i])
         terms = 0.0

@@ -111,3 +111,13 @@ def test_later_tokens_with_symmetric_value_obey_eq_18(record):
 @pytest.mark.claim("causal.symmetric-iss", method="symbolic", control=True)
 def test_symmetric_iss_check_rejects_a_non_symmetric_value_matrix():
     assert causal.check_symmetric_iss(symmetric=False).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.scalar", method="numeric", control=True)
+def test_numeric_scalar_check_rejects_a_wrong_solution_formula():
+    assert causal.numeric_scalar(rate_factor=2.0, horizon=10.0).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.time-varying", method="numeric", control=True)
+def test_lag_check_rejects_a_bound_that_is_too_small():
+    assert causal.numeric_time_varying(speeds=(0.0, 0.05), bound_factor=0.5).verdict == "refuted"

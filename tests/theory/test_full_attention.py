@@ -65,3 +65,8 @@ def test_lyapunov_function_decreases_in_dimension_500(record):
 @pytest.mark.claim("full.lyapunov", method="symbolic", control=True)
 def test_lyapunov_check_rejects_the_euclidean_projection_on_an_ellipsoid():
     assert full_attention.check_lyapunov(tangent_projection=euclidean_projection).verdict == "refuted"
+
+
+@pytest.mark.claim("full.lyapunov", method="numeric", control=True)
+def test_lyapunov_spot_check_rejects_the_sphere_projection_on_an_ellipsoid():
+    assert full_attention.lyapunov_spot_check(samples=2, field_metric="I").verdict == "refuted"
