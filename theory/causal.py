@@ -156,10 +156,11 @@ CORRECTED_EMPTY_DOMAIN = ("The other unit eigenvectors are unstable, and the set
                           "every y with v^T y = 0 and u_2^T y > 0.")
 
 
-def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50) -> CheckResult:
+def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: float = 0.0) -> CheckResult:
     """causal.first-token-symmetric, numeric (d = 50, U = Q diag(2, 1.5, eigenvalues <= 0) Q^T): from v^T y > 0
     the first token converges to v; from v^T y = 0, u_2^T y > 0 it converges to u_2 (so the printed 'empty
-    domain of attraction' of the other eigenvectors is not literally true)."""
+    domain of attraction' of the other eigenvectors is not literally true). ``v_offset`` moves the second
+    start off the hyperplane v^T y = 0 (a negative control: it then converges to v, not u_2)."""
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     eigenvalues = np.concatenate([[2.0, 1.5], rng.uniform(-1.0, 0.0, d - 2)])
@@ -178,7 +179,7 @@ def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50) -> CheckRes
     z0 = rng.standard_normal(d)
     z0 -= (z0 @ v) * v
     z0 *= np.sign(z0 @ u2)
-    to_u2 = run(z0, 80.0)
+    to_u2 = run(z0 + v_offset * v, 80.0 if v_offset == 0 else 500.0)
     residuals = {"|y(T) - v| from v^T y(0) > 0": float(np.linalg.norm(to_v - v)),
                  "|y(T) - u_2| from v^T y(0) = 0, u_2^T y(0) > 0": float(np.linalg.norm(to_u2 - u2))}
     result = numeric_result(

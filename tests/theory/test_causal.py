@@ -121,3 +121,8 @@ def test_numeric_scalar_check_rejects_a_wrong_solution_formula():
 @pytest.mark.claim("causal.time-varying", method="numeric", control=True)
 def test_lag_check_rejects_a_bound_that_is_too_small():
     assert causal.numeric_time_varying(speeds=(0.0, 0.05), bound_factor=0.5).verdict == "refuted"
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="numeric", control=True)
+def test_convergence_to_u2_needs_the_start_on_the_hyperplane():
+    assert causal.numeric_first_token_symmetric(v_offset=0.1).verdict == "refuted"
