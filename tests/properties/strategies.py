@@ -23,8 +23,8 @@ Hypotheses generated (SPEC section 2; long version numbering):
   constant speed |dv/dt| = omega (bounded eigenvector speed); omega = 0 is Thm 5.2.
 * ``gradient_instances`` -- Hyp. 3.1 (Thm 3.1): h = 1, U = I, P symmetric positive definite and
   time-invariant, W = P (reconstructed); tokens anywhere on E_W.
-* ``simplex_configurations`` -- outside Hyp. 4.1's domain: tokens at the vertices of a regular simplex
-  (not in any open hemisphere) with P_eta = c_eta I, an equilibrium that never meets.
+* ``antipodal_configurations`` -- outside Thm 4.1's domain: tokens +-y on a line (in no open
+  hemisphere), an equilibrium that never meets.
 
 Dimensions d run from 2 to a few hundred: most examples are small (d <= 6), about one in five is
 large (7 <= d <= MAX_DIM), so a profile's examples include some large ones.
@@ -436,37 +436,50 @@ def gradient_instances(draw, *, max_dim: int = MAX_DIM) -> GradientInstance:
 
 # --- outside the hypotheses: no common hemisphere ------------------------------------------------
 @dataclass(frozen=True)
-class SimplexConfiguration:
-    """d + 1 tokens at the vertices of a regular simplex inscribed in S^{d-1} (rotated at random), with
-    P_eta = c_eta I: no open hemisphere holds them all, and sum_j alpha_ij y_j is parallel to y_i (all
-    y_i^T y_j, i != j, are equal), so the configuration is an equilibrium of (6) that never meets."""
+class AntipodalConfiguration:
+    """Tokens +-y on one line through the origin, both signs present (``signs``), so no open hemisphere holds
+    them all; Hyp. 4.1 otherwise (U = I, trigonometric P_eta(t), E_W). Every term of eq. 6 is a multiple of
+    y, so the configuration is an equilibrium that never meets -- exactly so in floating point too (a
+    rounding error along y is removed by the tangent projection and the retraction), unlike e.g. a regular
+    simplex, an equilibrium that rounding errors leave."""
 
     dim: int
     heads: int
     seed: int
-    scales: tuple[float, ...]
+    p_bound: float
+    harmonics: int
+    signs: tuple[int, ...]
+    condition: float = 1.0
 
     @cached_property
-    def y0(self) -> np.ndarray:
-        """The simplex's vertices, shape=[d + 1, d]."""
+    def _arrays(self):
         rng = np.random.default_rng(self.seed)
-        tokens = self.dim + 1
-        centred = np.eye(tokens) - 1.0 / tokens  # the vertices of a simplex in the hyperplane sum = 0 of R^{d+1}
-        basis = np.linalg.svd(centred)[2][: self.dim]  # an orthonormal basis of that hyperplane
-        vertices = centred @ basis.T
-        return w_normalize(None, vertices @ random_orthogonal(rng, self.dim).T)
+        W = None if self.condition == 1.0 else random_spd(rng, self.dim, self.condition)
+        y = w_normalize(W, rng.standard_normal(self.dim))
+        y0 = np.asarray(self.signs, dtype=np.float64)[:, None] * y
+        P = tuple(random_trigonometric_matrix(rng, self.dim, self.harmonics, self.p_bound, MAX_FREQUENCY)
+                  for _ in range(self.heads))
+        return W, y0, P
+
+    W = property(lambda self: self._arrays[0], doc="W, shape=[d, d], or None for the sphere.")
+    y0 = property(lambda self: self._arrays[1], doc="The tokens +-y, shape=[l, d].")
+    P = property(lambda self: self._arrays[2], doc="The heads' P_eta(t), a tuple of TrigonometricMatrix.")
 
     @property
-    def P(self) -> tuple[np.ndarray, ...]:
-        return tuple(scale * np.eye(self.dim) for scale in self.scales)
+    def tokens(self) -> int:
+        return len(self.signs)
 
 
 @st.composite
-def simplex_configurations(draw) -> SimplexConfiguration:
-    heads = draw(st.integers(1, MAX_HEADS))
-    return SimplexConfiguration(
-        dim=draw(st.integers(2, 6)),
-        heads=heads,
+def antipodal_configurations(draw, *, max_dim: int = MAX_DIM) -> AntipodalConfiguration:
+    """Instances with tokens +-y (at least one of each sign) and otherwise Hyp. 4.1."""
+    rest = draw(st.lists(st.sampled_from([-1, 1]), min_size=0, max_size=MAX_TOKENS - 2))
+    return AntipodalConfiguration(
+        dim=draw(dimensions(max_dim)),
+        heads=draw(st.integers(1, MAX_HEADS)),
         seed=draw(SEEDS),
-        scales=tuple(draw(st.lists(st.floats(-MAX_P_BOUND, MAX_P_BOUND), min_size=heads, max_size=heads))),
+        p_bound=draw(st.floats(0.0, MAX_P_BOUND)),
+        harmonics=draw(st.integers(0, MAX_HARMONICS)),
+        signs=(1, -1, *rest),
+        condition=draw(st.sampled_from([1.0, 2.0, 5.0])),
     )

@@ -1,0 +1,117 @@
+"""Causal attention (Thm 5.1-5.3 / ICML 4.2, 4.5) on generated instances, with negative controls."""
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+
+from tests.properties import strategies as S
+from tests.properties.checks import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
+                                     check_token_lyapunov_monotone, check_tracking_radius)
+from tests.properties.control import budget, find_violation
+from tests.properties.models import ReversedProjection, full_mask
+
+
+# --- causal.first-token --------------------------------------------------------------------------
+@pytest.mark.claim("causal.first-token", method="property")
+@budget(0.5)
+@given(S.causal_identity_instances())
+def test_first_token_is_fixed(instance):
+    holds, numbers = check_first_token_fixed(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("causal.first-token", method="property", control=True)
+def test_first_token_check_rejects_a_full_mask():
+    instance, tries = find_violation(S.causal_identity_instances(max_dim=16),
+                                     lambda i: not check_first_token_fixed(i, full_mask).holds)
+    assert check_first_token_fixed(instance).holds, "the same instance must pass with the causal mask"
+
+
+# --- causal.identity -----------------------------------------------------------------------------
+@pytest.mark.claim("causal.identity", method="property")
+@budget(0.5)
+@given(S.causal_identity_instances())
+def test_causal_tokens_converge_to_the_first_token(instance):
+    holds, numbers = check_causal_consensus(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("causal.identity", method="property", control=True)
+def test_causal_consensus_check_rejects_a_full_mask():
+    # With a full mask the first token moves, so the tokens do not meet at y_1(0).
+    instance, tries = find_violation(S.causal_identity_instances(max_dim=16),
+                                     lambda i: not check_causal_consensus(i, full_mask).holds, max_examples=5)
+    assert check_causal_consensus(instance).holds, "the same instance must pass with the causal mask"
+
+
+@pytest.mark.claim("causal.identity", method="property", control=True)
+@budget(0.25)
+@given(S.causal_identity_instances(max_dim=16))
+def test_second_token_antipodal_to_the_first_stays_put(instance):
+    # Outside the domain D^1: y_2 = -y_1 is an equilibrium of the second token, so no consensus.
+    holds, numbers = check_causal_consensus(replace(instance, antipodal_second=True))
+    assert not holds, numbers
+
+
+# --- causal.symmetric (Thm 5.2) ------------------------------------------------------------------
+@pytest.mark.claim("causal.symmetric", method="property")
+@budget(0.5)
+@given(S.symmetric_value_instances())
+def test_tokens_in_the_top_eigenvector_hemisphere_converge_to_it(instance):
+    holds, numbers = check_symmetric_consensus(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("causal.symmetric", method="property", control=True)
+@budget(0.25)
+@given(S.symmetric_value_instances(max_dim=16))
+def test_symmetric_consensus_check_rejects_the_reversed_projection_on_every_instance(instance):
+    # Reversed, V_1 = 1 - v^T y_1 increases strictly: the first token leaves v.
+    holds, numbers = check_symmetric_consensus(instance, ReversedProjection)
+    assert not holds, numbers
+
+
+# --- V_1 monotone (Lemma 5.2, used in Thm 5.2's proof; Fig. 6) -----------------------------------
+@pytest.mark.claim("causal.first-token-symmetric", method="property")
+@budget(0.5)
+@given(S.symmetric_value_instances())
+def test_first_token_lyapunov_function_never_increases(instance):
+    holds, numbers = check_token_lyapunov_monotone(instance, token=0)
+    assert holds, numbers
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="property", control=True)
+@budget(0.25)
+@given(S.symmetric_value_instances(max_dim=16))
+def test_v1_check_rejects_the_reversed_projection_on_every_instance(instance):
+    # Reversed: d/dt v^T y_1 = -alpha_11 (v^T y_1)(lambda - y_1^T U y_1) < 0 unless y_1 = v.
+    holds, numbers = check_token_lyapunov_monotone(instance, ReversedProjection, token=0)
+    assert not holds, numbers
+
+
+@pytest.mark.claim("causal.first-token-symmetric", method="property", control=True)
+def test_v2_need_not_be_monotone():
+    # The paper (Fig. 6): V_2 = 1 - v^T y_2 is not a Lyapunov function and may increase. The same
+    # monotonicity check, on the second token of the model as printed, finds an instance where it does.
+    instance, tries = find_violation(S.symmetric_value_instances(max_dim=16),
+                                     lambda i: not check_token_lyapunov_monotone(i, token=1).holds)
+    assert check_token_lyapunov_monotone(instance, token=0).holds
+
+
+# --- causal.time-varying (Thm 5.3) ---------------------------------------------------------------
+@pytest.mark.claim("causal.time-varying", method="property")
+@budget(0.25)
+@given(S.moving_eigenvector_instances())
+def test_tracking_radius_vanishes_at_rest_and_grows_with_eigenvector_speed(instance):
+    holds, numbers = check_tracking_radius(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("causal.time-varying", method="property", control=True)
+@budget(0.1)
+@given(S.moving_eigenvector_instances())
+def test_tracking_check_rejects_the_reversed_projection_on_every_instance(instance):
+    # Reversed, the tokens flow away from v(t) (towards U's bottom eigenvector): no radius vanishes.
+    holds, numbers = check_tracking_radius(instance, ReversedProjection)
+    assert not holds, numbers

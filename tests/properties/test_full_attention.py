@@ -1,0 +1,104 @@
+"""Full attention (Thm 4.1 / ICML 3.2, Lemma 4.1, Remark 4.1) on generated instances, with negative controls."""
+
+import pytest
+from hypothesis import given
+
+from tests.properties import strategies as S
+from tests.properties.checks import (check_attention_bounds, check_consensus_returns, check_full_convergence,
+                                     check_full_invariance, check_full_lyapunov)
+from tests.properties.control import budget, find_violation
+from tests.properties.models import ReversedProjection, UnnormalisedAttention
+
+
+# --- full.invariance -----------------------------------------------------------------------------
+@pytest.mark.claim("full.invariance", method="property")
+@budget(0.5)
+@given(S.full_attention_instances())
+def test_tokens_stay_in_their_open_hemisphere(instance):
+    holds, numbers = check_full_invariance(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("full.invariance", method="property", control=True)
+def test_invariance_check_rejects_the_reversed_projection():
+    instance, tries = find_violation(S.full_attention_instances(max_dim=16),
+                                     lambda i: not check_full_invariance(i, ReversedProjection).holds)
+    assert not check_full_invariance(instance, ReversedProjection).holds
+    assert check_full_invariance(instance).holds, "the same instance must pass with the model as printed"
+
+
+# --- full.lyapunov -------------------------------------------------------------------------------
+@pytest.mark.claim("full.lyapunov", method="property")
+@budget(0.5)
+@given(S.full_attention_instances())
+def test_hemisphere_lyapunov_function_never_increases(instance):
+    holds, numbers = check_full_lyapunov(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("full.lyapunov", method="property", control=True)
+@budget(0.25)
+@given(S.full_attention_instances(max_dim=16))
+def test_lyapunov_check_rejects_the_reversed_projection_on_every_instance(instance):
+    # Reversing the field reverses the sign of the Danskin derivative: V increases strictly off consensus.
+    holds, numbers = check_full_lyapunov(instance, ReversedProjection)
+    assert not holds, numbers
+
+
+# --- full.convergence ----------------------------------------------------------------------------
+@pytest.mark.claim("full.convergence", method="property")
+@budget(0.5)
+@given(S.full_attention_instances())
+def test_tokens_in_a_hemisphere_reach_consensus(instance):
+    holds, numbers = check_full_convergence(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("full.convergence", method="property", control=True)
+def test_convergence_check_rejects_the_reversed_projection():
+    instance, tries = find_violation(S.full_attention_instances(max_dim=16),
+                                     lambda i: not check_full_convergence(i, ReversedProjection).holds,
+                                     max_examples=5)
+    assert check_full_convergence(instance).holds, "the same instance must pass with the model as printed"
+
+
+@pytest.mark.claim("full.convergence", method="property", control=True)
+@budget(0.25)
+@given(S.antipodal_configurations())
+def test_tokens_in_no_common_hemisphere_need_not_meet(instance):
+    # Outside the hypotheses: tokens +-y on a line are an equilibrium that never meets (E stays >= 2/l).
+    holds, numbers = check_full_convergence(instance)
+    assert not holds, numbers
+
+
+# --- full.bounds ---------------------------------------------------------------------------------
+@pytest.mark.claim("full.bounds", method="property")
+@given(S.full_attention_instances())
+def test_attention_weights_lie_within_the_bounds_of_lemma_4_1(instance):
+    holds, numbers = check_attention_bounds(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("full.bounds", method="property", control=True)
+def test_bounds_check_rejects_a_dropped_normaliser():
+    instance, tries = find_violation(S.full_attention_instances(),
+                                     lambda i: not check_attention_bounds(i, UnnormalisedAttention).holds)
+    assert check_attention_bounds(instance).holds, "the same instance must pass with the model as printed"
+
+
+# --- full.autonomous (Remark 4.1) ----------------------------------------------------------------
+@pytest.mark.claim("full.autonomous", method="property")
+@budget(0.5)
+@given(S.consensus_perturbations())
+def test_perturbed_consensus_returns_without_moving_away(instance):
+    holds, numbers = check_consensus_returns(instance)
+    assert holds, numbers
+
+
+@pytest.mark.claim("full.autonomous", method="property", control=True)
+@budget(0.25)
+@given(S.consensus_perturbations(max_dim=16))
+def test_return_check_rejects_the_reversed_projection_on_every_instance(instance):
+    # Reversed, the Lyapunov function max_i (1 - <z, y_i>_W) increases strictly: the perturbation grows.
+    holds, numbers = check_consensus_returns(instance, ReversedProjection)
+    assert not holds, numbers
