@@ -31,3 +31,32 @@ def find_violation(strategy, violated, *, max_examples: int = 25):
     found = find(strategy, condition, settings=settings(max_examples=max_examples, phases=[Phase.generate],
                                                         derandomize=True, database=None, deadline=None))
     return found, len(tried)
+
+
+# --- a summary of what every property saw, for the report ---------------------------------------
+#: (claim, property, control) -> list of (holds, numbers), filled by ``observe`` during the run.
+OBSERVED: dict[tuple[str, str, bool], list[tuple[bool, dict]]] = {}
+
+
+def observe(claim: str, name: str, outcome, *, control: bool = False):
+    """Keep ``outcome`` (a checks.Outcome) for the report's summary table; return it unchanged."""
+    OBSERVED.setdefault((claim, name, control), []).append((bool(outcome.holds), dict(outcome.numbers)))
+    return outcome
+
+
+def _extremes(runs: list[tuple[bool, dict]]) -> str:
+    keys = [k for k, v in runs[0][1].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    parts = []
+    for key in keys:
+        values = [n[key] for _, n in runs if isinstance(n.get(key), (int, float))]
+        parts.append(f"{key} {min(values):.3g} .. {max(values):.3g}" if len(values) > 1 else f"{key} {values[0]:.3g}")
+    return "; ".join(parts)
+
+
+def summary_rows() -> tuple[tuple, ...]:
+    """One row per observed property: claim, property, kind, instances run, held, ranges of its numbers."""
+    rows = []
+    for (claim, name, control), runs in sorted(OBSERVED.items()):
+        rows.append((claim, name, "negative control" if control else "property", len(runs),
+                     sum(h for h, _ in runs), _extremes(runs)))
+    return tuple(rows)

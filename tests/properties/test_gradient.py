@@ -5,7 +5,7 @@ from hypothesis import given
 
 from tests.properties import strategies as S
 from tests.properties.checks import check_potential_monotone
-from tests.properties.control import budget, find_violation
+from tests.properties.control import budget, find_violation, observe
 from tests.properties.models import ReversedProjection
 
 
@@ -13,7 +13,8 @@ from tests.properties.models import ReversedProjection
 @budget(0.5)
 @given(S.gradient_instances())
 def test_potential_never_decreases_and_the_solution_comes_to_rest(instance):
-    holds, numbers = check_potential_monotone(instance)
+    holds, numbers = observe("grad.convergence", "potential never decreases and the solution comes to rest",
+                             check_potential_monotone(instance))
     assert holds, numbers
 
 
@@ -22,7 +23,8 @@ def test_potential_never_decreases_and_the_solution_comes_to_rest(instance):
 @given(S.gradient_instances(max_dim=16))
 def test_potential_check_rejects_the_reversed_projection_on_every_instance(instance):
     # Reversed, dPhi/dt = -|grad Phi|_g^2 < 0 off equilibria.
-    holds, numbers = check_potential_monotone(instance, ReversedProjection)
+    holds, numbers = observe("grad.convergence", "potential check rejects the reversed projection on every instance",
+                             check_potential_monotone(instance, ReversedProjection), control=True)
     assert not holds, numbers
 
 
@@ -31,4 +33,6 @@ def test_potential_check_rejects_a_metric_other_than_p():
     # W = I != P: the field is no longer the gradient of Phi for g, and Phi can decrease.
     instance, tries = find_violation(S.gradient_instances(max_dim=16),
                                      lambda i: not check_potential_monotone(i, metric_is_P=False).holds)
+    observe("grad.convergence", "potential check rejects a metric other than P",
+            check_potential_monotone(instance, metric_is_P=False), control=True)
     assert check_potential_monotone(instance).holds, "the same instance must pass with W = P"
