@@ -192,7 +192,8 @@ class AttentionField:
                 scores = np.where(mask, scores, -np.inf)
             weights = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
             sums = np.sum(weights, axis=-1, keepdims=True)
-        weights /= np.sqrt(y.shape[-1]) * sums
+        sums *= np.sqrt(y.shape[-1])  # Z_i^eta = sqrt(n+1) sum_j exp(...)
+        weights *= 1.0 / sums
         return weights
 
     def attention(self, t: float, y) -> np.ndarray:
@@ -209,10 +210,7 @@ class AttentionField:
         weights = self._weights(t, y)  # [..., l, h, l]
         tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
         if self._identity_values:
-            combined = weights[..., 0, :]
-            for eta in range(1, h):
-                combined = combined + weights[..., eta, :]
-            return combined @ y
+            return self._summed_weights(weights) @ y
         # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
         mixed = (weights.reshape(*y.shape[:-2], tokens * h, tokens) @ y).reshape(*y.shape[:-2], tokens, h * dim)
         if self._U_stack is not None:
@@ -221,10 +219,28 @@ class AttentionField:
             stacked_U = np.concatenate([u.T for u in self.values(t)], axis=0)
         return (mixed.reshape(-1, h * dim) @ stacked_U).reshape(y.shape)
 
+    @staticmethod
+    def _summed_weights(weights: np.ndarray) -> np.ndarray:
+        """sum_eta alpha^eta, shape=[..., l, l], from the layout [..., l, h, l]."""
+        combined = weights[..., 0, :]
+        for eta in range(1, weights.shape[-2]):
+            combined = combined + weights[..., eta, :]
+        return combined
+
     def __call__(self, t: float, y) -> np.ndarray:
         """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``."""
         y = self._check_state(y)
-        return self.manifold.tangent_projection(y, self.attention_update(t, y))
+        if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
+            # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
+            # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
+            # one product with y instead of three more passes over the state (the same formula, regrouped;
+            # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l).
+            combined = self._summed_weights(self._weights(t, y))
+            gram = y @ np.swapaxes(y, -1, -2)
+            diagonal = np.einsum("...ij,...ij->...i", combined, gram)
+            combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
+            return combined @ y
+        return self.manifold.tangent_projection_(y, self.attention_update(t, y))
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
         """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].

@@ -123,6 +123,11 @@ class Ellipsoid:
         point = np.asarray(point, dtype=np.float64)
         return vector - np.einsum("...i,...i->...", self.apply_W(point), vector)[..., None] * point
 
+    def tangent_projection_(self, point: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """``tangent_projection`` overwriting ``vector`` (a float64 array the caller owns), for inner loops."""
+        vector -= np.einsum("...i,...i->...", self.apply_W(point), vector)[..., None] * point
+        return vector
+
     def projection_differential(self, point, vector) -> np.ndarray:
         """T_x pi_W . X = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X for any nonzero x (eq. 3), shape=[..., d]."""
         point = as_finite_array("point", point, ndim_min=1)

@@ -49,9 +49,13 @@ def _d2(t: float) -> np.ndarray:
 
 
 def full_attention_example() -> AttentionField:
-    """The system of Figs. 1-3: h = 2, U = I, W = I, P_eta(t) = D_eta(t) P'_eta, full attention."""
+    """The system of Figs. 1-3: h = 2, U = I, W = I, P_eta(t) = D_eta(t) P'_eta, full attention.
+
+    W = I is given explicitly so that the field knows d = 3 (its heads are callables).
+    """
     return AttentionField(P=(Modulated(FIG1_P1, _d1, "2 diag(cos 10pi t, sin 10pi t, cos 6pi t) P'_1"),
-                             Modulated(FIG1_P2, _d2, "2 diag(cos 6pi t, sin 6pi t, cos 4pi t) P'_2")))
+                             Modulated(FIG1_P2, _d2, "2 diag(cos 6pi t, sin 6pi t, cos 4pi t) P'_2")),
+                          W=np.eye(3))
 
 
 def symmetric_value_example() -> AttentionField:
@@ -89,7 +93,7 @@ def causal_random_example(seed: int, *, dim: int = 500, heads: int = 2) -> Causa
     modulations = tuple(SineModulation(rng.uniform(0.0, 1.0, size=dim), rng.uniform(0.0, 2 * np.pi, size=dim))
                         for _ in range(heads))
     heads_P = tuple(Modulated(p, m, "diag(|2 sin(omega t + phi)|) P'") for p, m in zip(p_prime, modulations))
-    return CausalRandomExample(AttentionField(P=heads_P, causal=True), seed, p_prime, modulations)
+    return CausalRandomExample(AttentionField(P=heads_P, W=np.eye(dim), causal=True), seed, p_prime, modulations)
 
 
 def uniform_box_tokens(rng: np.random.Generator, shape) -> np.ndarray:
