@@ -143,6 +143,12 @@ def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
 
 
 # --- checks (pure) -----------------------------------------------------------------------------
+def _hypothesis_not_met(claim: str, what: str, numbers: dict[str, Any]) -> CheckResult:
+    """The theorem's hypothesis fails on the given data: no verdict on the claim (reported, not raised)."""
+    return CheckResult(claim, "figure", "not-run", detail=f"hypothesis not met: {what}; the observation was not "
+                       "checked on these data.", numbers=numbers)
+
+
 def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 1: the plotted norms are those of the printed P_eta(t) (closed form), bounded and 1-periodic."""
     norms = np.array([data["norm_P1"], data["norm_P2"]])
@@ -170,7 +176,9 @@ def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
     numbers = {"min_t_min_i_v.y_i": float(alignment.min()), "min_i_v.y_i(0)": float(alignment[0].min()),
                "E(0)": float(E[0]), "E(T)": float(E[-1]), "T": data["t"][-1], "max_drift": data["max_drift"],
                "evaluations": data["evaluations"]}
-    ok = alignment[0].min() > 0 and alignment.min() > 0 and E[-1] <= CONSENSUS_TOL
+    if alignment[0].min() <= 0:
+        return _hypothesis_not_met("sim.fig2", f"min_i v^T y_i(0) = {alignment[0].min():.3g} <= 0", numbers)
+    ok = alignment.min() > 0 and E[-1] <= CONSENSUS_TOL
     return CheckResult(
         "sim.fig2", "figure", "verified" if ok else "refuted",
         detail="10 tokens drawn uniformly in H+(v), v = (1, 0, 0), on S^2 with the printed P_eta(t): every token "
@@ -185,6 +193,8 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
     V = np.array(data["V"])
     numbers = {"V(0)": float(V[0]), "V(T)": float(V[-1]), "max_increase_V": _max_increase(V),
                "samples": int(V.size), "T": data["t"][-1]}
+    if V[0] >= 1.0:
+        return _hypothesis_not_met("sim.fig3", f"V(y(0)) = {V[0]:.3g} >= 1: a token starts outside H+(v)", numbers)
     ok = _max_increase(V) <= MONOTONE_TOL and V[-1] < V[0]
     return CheckResult(
         "sim.fig3", "figure", "verified" if ok else "refuted",
@@ -220,7 +230,9 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
     numbers = {"lambda": data["lambda"], "instances": data["instances"],
                "min_t_min_i_v.y_i_all": data["min_alignment_all"], "final_max_i_1-v.y_i_all": data["final_max_V_all"],
                "T": data["t"][-1], "max_drift": data["max_drift"]}
-    ok = data["lambda"] > 0 and data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
+    if data["lambda"] <= 0:
+        return _hypothesis_not_met("sim.fig5", f"the top eigenvalue of U is {data['lambda']:.4g} <= 0", numbers)
+    ok = data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
     return CheckResult(
         "sim.fig5", "figure", "verified" if ok else "refuted",
         detail=f"Causal, h = 1, printed P' and symmetric U (top eigenvalue {data['lambda']:.4f} > 0, v its unit "

@@ -99,3 +99,12 @@ def test_figure_checks_reject_the_time_reversed_model():
     assert check_figure2(data).verdict == "refuted"
     assert check_figure3(data).verdict == "refuted"
     assert np.max(np.diff(data["V"])) > 1e-3
+
+
+def test_figure_checks_report_an_unmet_hypothesis_instead_of_a_verdict():
+    """Initial tokens outside H+(v) (here: v flipped) are not a counterexample: the check says so."""
+    data = dict(simulate_figure2(51))
+    data["v"] = [-x for x in data["v"]]
+    result = check_figure2(data)
+    assert result.verdict == "not-run"
+    assert result.detail.startswith("hypothesis not met")
