@@ -21,6 +21,9 @@ from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
 
+#: Below this a row of exp(scores - shift) is treated as underflowed and recomputed with its own maximum.
+_SMALLEST_ROW_SUM = 1e-250
+
 
 def _check_square(name: str, value, dim: int | None) -> np.ndarray:
     matrix = as_finite_array(name, value)
@@ -161,50 +164,83 @@ class AttentionField:
         return y
 
     # --- attention (eq. 6's alpha) ----------------------------------------------------------------
-    def _log_weights(self, t: float, y: np.ndarray) -> np.ndarray:
-        """y_i^T P_eta y_j, masked to -inf above the diagonal when causal, shape=[..., h, l, l]."""
+    def _scores(self, t: float, y: np.ndarray) -> np.ndarray:
+        """s_ij^eta = y_i^T P_eta y_j in the layout [..., l, h, l] (all heads by one matrix product)."""
         dim, tokens, h = y.shape[-1], y.shape[-2], self.heads
         stacked = self._P_columns(t, dim)
         if stacked.shape[0] != dim:
             raise ValueError(f"y must have last axis d = {stacked.shape[0]} (the size of P(t)); got shape {y.shape}.")
-        # rows y_i^T P_eta, all heads at once by one matrix product: shape [..., l, h, d] -> [..., h, l, d]
-        projected = (y @ stacked).reshape(*y.shape[:-1], h, dim)
-        projected = np.moveaxis(projected, -2, -3)
-        scores = projected @ np.swapaxes(y, -1, -2)[..., None, :, :]
-        if self.causal:
-            scores = np.where(np.tri(tokens, dtype=bool), scores, -np.inf)
-        return scores
+        # (y @ [P_1 | ... | P_h]) has row i = (y_i^T P_1, ..., y_i^T P_h); as [..., l h, d] row (i, eta) is y_i^T P_eta.
+        # (numpy's matmul of a stack by one matrix does not reach BLAS: multiply as one 2-d product.)
+        projected = (y.reshape(-1, dim) @ stacked).reshape(*y.shape[:-2], tokens * h, dim)
+        return (projected @ np.swapaxes(y, -1, -2)).reshape(*y.shape[:-2], tokens, h, tokens)
+
+    def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
+        """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
+        scores = self._scores(t, y)
+        tokens = y.shape[-2]
+        mask = np.tri(tokens, dtype=bool)[:, None, :] if self.causal else None
+        # Log-sum-exp: softmax is invariant under a shift of the scores; one shift for the whole batch (the
+        # largest score) keeps every exponent <= 0. A row whose own maximum lies so far below that the row
+        # underflows is redone with its own maximum, the textbook row-wise shift.
+        weights = np.exp(scores - np.max(scores))
+        if mask is not None:
+            weights *= mask
+        sums = (weights.reshape(-1, tokens) @ np.ones(tokens)).reshape(*weights.shape[:-1], 1)
+        if np.min(sums) < _SMALLEST_ROW_SUM:
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+            sums = np.sum(weights, axis=-1, keepdims=True)
+        sums *= np.sqrt(y.shape[-1])  # Z_i^eta = sqrt(n+1) sum_j exp(...)
+        weights *= 1.0 / sums
+        return weights
 
     def attention(self, t: float, y) -> np.ndarray:
-        """alpha_ij^eta(t, y), shape=[..., h, l, l] (rows sum to 1/sqrt(d), as printed).
+        """alpha_ij^eta(t, y), shape=[..., h, l, l]; rows sum to 1/sqrt(d) (the sqrt(n+1) of Z_i, as printed).
 
-        Softmax by log-sum-exp: the row maximum is subtracted before exponentiating.
+        Softmax by log-sum-exp (exponents shifted by the largest score); zero above the diagonal when causal.
         """
         y = self._check_state(y)
-        scores = self._log_weights(t, y)
-        scores = scores - np.max(scores, axis=-1, keepdims=True)
-        weights = np.exp(scores)
-        weights /= np.sqrt(y.shape[-1]) * np.sum(weights, axis=-1, keepdims=True)
-        return weights
+        return np.moveaxis(self._weights(t, y), -2, -3)
 
     def attention_update(self, t: float, y) -> np.ndarray:
         """f_i(y) = sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j (before projection), shape=[..., l, d]."""
         y = self._check_state(y)
-        weights = self.attention(t, y)
+        weights = self._weights(t, y)  # [..., l, h, l]
+        tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
         if self._identity_values:
-            return np.sum(weights, axis=-3) @ y
-        mixed = weights @ y[..., None, :, :]  # [..., h, l, d]: sum_j alpha_ij^eta y_j
+            return self._summed_weights(weights) @ y
+        # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
+        mixed = (weights.reshape(*y.shape[:-2], tokens * h, tokens) @ y).reshape(*y.shape[:-2], tokens, h * dim)
         if self._U_stack is not None:
             stacked_U = self._U_stack
         else:
             stacked_U = np.concatenate([u.T for u in self.values(t)], axis=0)
-        mixed = np.moveaxis(mixed, -3, -2).reshape(*y.shape[:-1], self.heads * y.shape[-1])
-        return mixed @ stacked_U  # row i: sum_eta (U_eta m_i^eta)^T
+        return (mixed.reshape(-1, h * dim) @ stacked_U).reshape(y.shape)
+
+    @staticmethod
+    def _summed_weights(weights: np.ndarray) -> np.ndarray:
+        """sum_eta alpha^eta, shape=[..., l, l], from the layout [..., l, h, l]."""
+        combined = weights[..., 0, :]
+        for eta in range(1, weights.shape[-2]):
+            combined = combined + weights[..., eta, :]
+        return combined
 
     def __call__(self, t: float, y) -> np.ndarray:
         """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``."""
         y = self._check_state(y)
-        return self.manifold.tangent_projection(y, self.attention_update(t, y))
+        if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
+            # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
+            # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
+            # one product with y instead of three more passes over the state (the same formula, regrouped;
+            # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l).
+            combined = self._summed_weights(self._weights(t, y))
+            gram = y @ np.swapaxes(y, -1, -2)
+            diagonal = np.einsum("...ij,...ij->...i", combined, gram)
+            combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
+            return combined @ y
+        return self.manifold.tangent_projection_(y, self.attention_update(t, y))
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
         """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].

@@ -93,12 +93,12 @@ class Ellipsoid:
     def norm(self, vector) -> np.ndarray:
         """|x|_W = sqrt(x^T W x), shape=[...]."""
         vector = np.asarray(vector, dtype=np.float64)
-        return np.sqrt(np.sum(self.apply_W(vector) * vector, axis=-1))
+        return np.sqrt(np.einsum("...i,...i->...", self.apply_W(vector), vector))
 
     def submersion(self, point) -> np.ndarray:
         """x^T W x - 1, shape=[...]: zero exactly on E_W."""
         point = np.asarray(point, dtype=np.float64)
-        return np.sum(self.apply_W(point) * point, axis=-1) - 1.0
+        return np.einsum("...i,...i->...", self.apply_W(point), point) - 1.0
 
     # --- projection (eq. 2) and its tangent map (eq. 3) -----------------------------------------
     def project(self, point) -> np.ndarray:
@@ -121,7 +121,12 @@ class Ellipsoid:
         The W-orthogonal projection onto T_y E_W = {X : y^T W X = 0}: ``vector - <point, vector>_W point``.
         """
         point = np.asarray(point, dtype=np.float64)
-        return vector - np.sum(self.apply_W(point) * vector, axis=-1, keepdims=True) * point
+        return vector - np.einsum("...i,...i->...", self.apply_W(point), vector)[..., None] * point
+
+    def tangent_projection_(self, point: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """``tangent_projection`` overwriting ``vector`` (a float64 array the caller owns), for inner loops."""
+        vector -= np.einsum("...i,...i->...", self.apply_W(point), vector)[..., None] * point
+        return vector
 
     def projection_differential(self, point, vector) -> np.ndarray:
         """T_x pi_W . X = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X for any nonzero x (eq. 3), shape=[..., d]."""
