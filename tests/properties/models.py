@@ -29,11 +29,25 @@ class ReversedProjection(AttentionField):
 
 
 class UnnormalisedAttention(AttentionField):
-    """Broken: alpha_ij^eta = exp(y_i^T P_eta y_j) without the normaliser Z_i^eta (masked entries stay 0)."""
+    """Broken: alpha_ij^eta = exp(y_i^T P_eta y_j) without the normaliser Z_i^eta (masked entries stay 0).
+
+    Built on the public API (``query_key``, ``values``, ``manifold``): the weights, then eq. 6 with them.
+    """
 
     def attention(self, t, y):
         y = np.asarray(y, dtype=np.float64)
-        return np.exp(self._log_weights(t, y))
+        scores = np.einsum("...id,hde,...je->...hij", y, self.query_key(t), y)
+        weights = np.exp(scores)
+        if self.causal:
+            weights = weights * np.tri(y.shape[-2])
+        return weights
+
+    def attention_update(self, t, y):
+        mixed = self.attention(t, y) @ np.asarray(y, dtype=np.float64)[..., None, :, :]  # [..., h, l, d]
+        return np.einsum("hde,...hie->...id", self.values(t), mixed)
+
+    def __call__(self, t, y):
+        return self.manifold.tangent_projection(y, self.attention_update(t, y))
 
 
 def full_mask(**keywords) -> AttentionField:

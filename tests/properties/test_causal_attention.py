@@ -112,13 +112,17 @@ def test_v1_check_rejects_the_reversed_projection_on_every_instance(instance):
 @pytest.mark.claim("causal.first-token-symmetric", method="property", control=True)
 def test_v2_need_not_be_monotone():
     # The paper (Fig. 6): V_2 = 1 - v^T y_2 is not a Lyapunov function and may increase. The same
-    # monotonicity check, on the second token of the model as printed, finds an instance where it does.
-    instance, tries = find_violation(S.symmetric_value_instances(max_dim=16),
-                                     lambda i: not check_token_lyapunov_monotone(i, token=1).holds)
-    observe("causal.first-token-symmetric", "V_2 need not be monotone",
-            check_token_lyapunov_monotone(instance, token=1),
-            control=True)
-    assert check_token_lyapunov_monotone(instance, token=0).holds
+    # monotonicity check, on the second token of the model as printed, finds an instance where V_2 rises
+    # by more than 100 times the check's tolerance (a rise of the dynamics, not of the solver's error).
+    def clearly_rises(instance) -> bool:
+        holds, numbers = check_token_lyapunov_monotone(instance, token=1)
+        return numbers["max_increase"] > 100 * numbers["tolerance"]
+
+    instance, tries = find_violation(S.symmetric_value_instances(max_dim=16), clearly_rises)
+    outcome = observe("causal.first-token-symmetric", "V_2 need not be monotone",
+                      check_token_lyapunov_monotone(instance, token=1), control=True)
+    assert not outcome.holds, outcome.numbers
+    assert check_token_lyapunov_monotone(instance, token=0).holds, "V_1 stays monotone on the same instance"
 
 
 # --- causal.time-varying (Thm 5.3) ---------------------------------------------------------------
