@@ -5,10 +5,11 @@ returns ``Outcome(holds, numbers)``. The property test asserts ``holds`` on gene
 the hypotheses; its negative control runs the *same* function on a broken model (``models.py``) or on an
 instance outside the hypotheses and asserts that it does not hold.
 
-Tolerances come from the solver's error, measured rather than assumed: every trajectory is integrated
-twice, by Dormand-Prince 5(4) at rtol = RTOL (kept) and at rtol = 100 RTOL; the largest distance between
-the two, ``error``, over-estimates the kept trajectory's error (about 100 times smaller), and each
-tolerance is that error times the Lipschitz constant of the monitored function, plus a rounding floor.
+Tolerances come from the solver's error, measured rather than assumed: a trajectory whose check needs a
+tolerance is integrated twice, by Dormand-Prince 5(4) at rtol = RTOL (kept) and at rtol = 100 RTOL; the
+largest distance between the two, ``error``, over-estimates the kept trajectory's error (about 100 times
+smaller), and each tolerance is that error times the Lipschitz constant of the monitored function, plus a
+rounding floor. Convergence checks compare with thresholds (CONSENSUS_*) three orders above that error.
 
 Time is measured in units of sqrt(d): the rows of alpha sum to 1/sqrt(d) (the sqrt(n+1) in Z_i), so
 every rate of the model scales as 1/sqrt(d).
@@ -136,7 +137,7 @@ def check_full_lyapunov(instance, model=MODEL) -> Outcome:
 def check_full_convergence(instance, model=MODEL) -> Outcome:
     """full.convergence: E (eq. 9) reaches CONSENSUS_E before t = 100 sqrt(d) (the generated instances
     need at most ~10 sqrt(d))."""
-    field = _field_for(instance, model, W=getattr(instance, "W", None))
+    field = _field_for(instance, model, W=instance.W)
     scale = _time_scale(instance.dim)
     run, reached = simulate_until(field, instance.y0, lambda y: misalignment(y) <= CONSENSUS_E,
                                   chunk=10 * scale, t_max=100 * scale)
