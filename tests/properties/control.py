@@ -60,3 +60,15 @@ def summary_rows() -> tuple[tuple, ...]:
         rows.append((claim, name, "negative control" if control else "property", len(runs),
                      sum(h for h, _ in runs), _extremes(runs)))
     return tuple(rows)
+
+
+def control_record(claim: str, broken: str, instance, tries: int, outcome,
+                   counterpart: str = "The same instance passes with the model as printed."):
+    """The report's record of a search control: which broken model or instance, found after how many tries."""
+    from reports.records import CheckResult
+
+    return CheckResult(
+        claim, "property", "verified",
+        detail=(f"negative control: the property failed, as it must, on {broken}; violating instance (found after "
+                f"{tries} generated instance(s) of the property's own strategy): {instance!r}. {counterpart}"),
+        numbers={"tries": tries, **{k: v for k, v in outcome.numbers.items() if not isinstance(v, tuple)}})

@@ -46,8 +46,8 @@ MAX_TOKENS = 8
 MAX_HEADS = 3
 #: Largest bound p on the Frobenius norm of P_eta(t): attention weights stay within e^{+-2p} of uniform.
 MAX_P_BOUND = 2.0
-#: Largest angular frequency of the trigonometric P_eta(t) (the paper's D(t) uses up to 10 pi; the sim
-#: figure tests cover that; here it bounds the step count over horizons of ~10-200 sqrt(d)).
+#: Largest angular frequency of the trigonometric P_eta(t), per unit of the time scale sqrt(d) (the paper's
+#: D(t) uses up to 10 pi on S^2; the sim figure tests cover that; here it bounds the step count).
 MAX_FREQUENCY = 2.0 * np.pi
 #: Largest number of harmonics of a trigonometric P_eta(t).
 MAX_HARMONICS = 3
@@ -85,11 +85,16 @@ class TrigonometricMatrix:
 
 def random_trigonometric_matrix(rng: np.random.Generator, dim: int, harmonics: int, bound: float,
                                 max_frequency: float) -> TrigonometricMatrix:
-    """A trigonometric P(t) with Gaussian coefficients scaled so that sum_k |coefficient_k|_F = ``bound``."""
+    """A trigonometric P(t) with Gaussian coefficients scaled so that sum_k |coefficient_k|_F = ``bound``.
+
+    Frequencies are uniform in [0.1, max_frequency] / sqrt(d): per unit of the model's time scale sqrt(d)
+    (the rows of alpha sum to 1/sqrt(d)), so P varies as often over the dynamics whatever d, and a solver's
+    step count over a horizon of c sqrt(d) does not grow with d.
+    """
     coefficients = rng.standard_normal((2 * harmonics + 1, dim, dim))
     shares = rng.dirichlet(np.ones(2 * harmonics + 1))
     coefficients *= (bound * shares / np.linalg.norm(coefficients, axis=(1, 2)))[:, None, None]
-    frequencies = rng.uniform(0.1, max_frequency, size=harmonics)
+    frequencies = rng.uniform(0.1, max_frequency, size=harmonics) / np.sqrt(dim)
     return TrigonometricMatrix(coefficients, frequencies)
 
 

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from tests.properties import strategies as S
 from tests.properties.checks import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
                                      check_token_lyapunov_monotone, check_tracking_radius)
-from tests.properties.control import budget, find_violation, observe
+from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection, full_mask
 
 
@@ -23,12 +23,15 @@ def test_first_token_is_fixed(instance):
 
 
 @pytest.mark.claim("causal.first-token", method="property", control=True)
-def test_first_token_check_rejects_a_full_mask():
+def test_first_token_check_rejects_a_full_mask(record):
     instance, tries = find_violation(S.causal_identity_instances(max_dim=16),
                                      lambda i: not check_first_token_fixed(i, full_mask).holds)
-    observe("causal.first-token", "first token check rejects a full mask", check_first_token_fixed(instance, full_mask),
-            control=True)
+    outcome = observe("causal.first-token", "first token check rejects a full mask",
+                      check_first_token_fixed(instance, full_mask), control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_first_token_fixed(instance).holds, "the same instance must pass with the causal mask"
+    record(control_record("causal.first-token", "a full (non-causal) mask", instance, tries, outcome))
+
 
 
 # --- causal.identity -----------------------------------------------------------------------------
@@ -42,13 +45,16 @@ def test_causal_tokens_converge_to_the_first_token(instance):
 
 
 @pytest.mark.claim("causal.identity", method="property", control=True)
-def test_causal_consensus_check_rejects_a_full_mask():
+def test_causal_consensus_check_rejects_a_full_mask(record):
     # With a full mask the first token moves, so the tokens do not meet at y_1(0).
     instance, tries = find_violation(S.causal_identity_instances(max_dim=16),
                                      lambda i: not check_causal_consensus(i, full_mask).holds, max_examples=5)
-    observe("causal.identity", "full mask rejected", check_causal_consensus(instance, full_mask),
-            control=True)
+    outcome = observe("causal.identity", "full mask rejected", check_causal_consensus(instance, full_mask),
+                      control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_causal_consensus(instance).holds, "the same instance must pass with the causal mask"
+    record(control_record("causal.identity", "a full (non-causal) mask", instance, tries, outcome))
+
 
 
 @pytest.mark.claim("causal.identity", method="property", control=True)
@@ -110,7 +116,7 @@ def test_v1_check_rejects_the_reversed_projection_on_every_instance(instance):
 
 
 @pytest.mark.claim("causal.first-token-symmetric", method="property", control=True)
-def test_v2_need_not_be_monotone():
+def test_v2_need_not_be_monotone(record):
     # The paper (Fig. 6): V_2 = 1 - v^T y_2 is not a Lyapunov function and may increase. The same
     # monotonicity check, on the second token of the model as printed, finds an instance where V_2 rises
     # by more than 100 times the check's tolerance (a rise of the dynamics, not of the solver's error).
@@ -123,6 +129,8 @@ def test_v2_need_not_be_monotone():
                       check_token_lyapunov_monotone(instance, token=1), control=True)
     assert not outcome.holds, outcome.numbers
     assert check_token_lyapunov_monotone(instance, token=0).holds, "V_1 stays monotone on the same instance"
+    record(control_record("causal.first-token-symmetric", "V_2 = 1 - v^T y_2 (not a Lyapunov function)", instance,
+                          tries, outcome, counterpart="V_1 stays monotone on the same instance."))
 
 
 # --- causal.time-varying (Thm 5.3) ---------------------------------------------------------------

@@ -6,7 +6,7 @@ from hypothesis import example, given
 from tests.properties import strategies as S
 from tests.properties.checks import (check_attention_bounds, check_consensus_returns, check_full_convergence,
                                      check_full_invariance, check_full_lyapunov)
-from tests.properties.control import budget, find_violation, observe
+from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection, UnnormalisedAttention
 
 
@@ -21,12 +21,15 @@ def test_tokens_stay_in_their_open_hemisphere(instance):
 
 
 @pytest.mark.claim("full.invariance", method="property", control=True)
-def test_invariance_check_rejects_the_reversed_projection():
+def test_invariance_check_rejects_the_reversed_projection(record):
     instance, tries = find_violation(S.full_attention_instances(max_dim=16),
                                      lambda i: not check_full_invariance(i, ReversedProjection).holds)
-    observe("full.invariance", "invariance check rejects the reversed projection",
-            check_full_invariance(instance, ReversedProjection), control=True)
+    outcome = observe("full.invariance", "invariance check rejects the reversed projection",
+                      check_full_invariance(instance, ReversedProjection), control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_full_invariance(instance).holds, "the same instance must pass with the model as printed"
+    record(control_record("full.invariance", "the reversed projection (y y^T W - I) f", instance, tries, outcome))
+
 
 
 # --- full.lyapunov -------------------------------------------------------------------------------
@@ -60,13 +63,16 @@ def test_tokens_in_a_hemisphere_reach_consensus(instance):
 
 
 @pytest.mark.claim("full.convergence", method="property", control=True)
-def test_convergence_check_rejects_the_reversed_projection():
+def test_convergence_check_rejects_the_reversed_projection(record):
     instance, tries = find_violation(S.full_attention_instances(max_dim=16),
                                      lambda i: not check_full_convergence(i, ReversedProjection).holds,
                                      max_examples=5)
-    observe("full.convergence", "convergence check rejects the reversed projection",
-            check_full_convergence(instance, ReversedProjection), control=True)
+    outcome = observe("full.convergence", "convergence check rejects the reversed projection",
+                      check_full_convergence(instance, ReversedProjection), control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_full_convergence(instance).holds, "the same instance must pass with the model as printed"
+    record(control_record("full.convergence", "the reversed projection (y y^T W - I) f", instance, tries, outcome))
+
 
 
 @pytest.mark.claim("full.convergence", method="property", control=True)
@@ -92,12 +98,15 @@ def test_attention_weights_lie_within_the_bounds_of_lemma_4_1(instance):
 
 
 @pytest.mark.claim("full.bounds", method="property", control=True)
-def test_bounds_check_rejects_a_dropped_normaliser():
+def test_bounds_check_rejects_a_dropped_normaliser(record):
     instance, tries = find_violation(S.full_attention_instances(),
                                      lambda i: not check_attention_bounds(i, UnnormalisedAttention).holds)
-    observe("full.bounds", "bounds check rejects a dropped normaliser",
-            check_attention_bounds(instance, UnnormalisedAttention), control=True)
+    outcome = observe("full.bounds", "bounds check rejects a dropped normaliser",
+                      check_attention_bounds(instance, UnnormalisedAttention), control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_attention_bounds(instance).holds, "the same instance must pass with the model as printed"
+    record(control_record("full.bounds", "attention without the normaliser Z_i", instance, tries, outcome))
+
 
 
 # --- full.autonomous (Remark 4.1) ----------------------------------------------------------------

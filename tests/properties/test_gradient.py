@@ -5,7 +5,7 @@ from hypothesis import given
 
 from tests.properties import strategies as S
 from tests.properties.checks import check_potential_monotone
-from tests.properties.control import budget, find_violation, observe
+from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection
 
 
@@ -29,10 +29,13 @@ def test_potential_check_rejects_the_reversed_projection_on_every_instance(insta
 
 
 @pytest.mark.claim("grad.convergence", method="property", control=True)
-def test_potential_check_rejects_a_metric_other_than_p():
+def test_potential_check_rejects_a_metric_other_than_p(record):
     # W = I != P: the field is no longer the gradient of Phi for g, and Phi can decrease.
     instance, tries = find_violation(S.gradient_instances(max_dim=16),
                                      lambda i: not check_potential_monotone(i, metric_is_P=False).holds)
-    observe("grad.convergence", "potential check rejects a metric other than P",
-            check_potential_monotone(instance, metric_is_P=False), control=True)
+    outcome = observe("grad.convergence", "potential check rejects a metric other than P",
+                      check_potential_monotone(instance, metric_is_P=False), control=True)
+    assert not outcome.holds, outcome.numbers
     assert check_potential_monotone(instance).holds, "the same instance must pass with W = P"
+    record(control_record("grad.convergence", "W = I != P (outside Hyp. 3.1)", instance, tries, outcome,
+                          counterpart="The same instance passes with W = P."))
