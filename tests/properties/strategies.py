@@ -401,7 +401,7 @@ def moving_eigenvector_instances(*, max_dim: int = 8) -> st.SearchStrategy[Symme
         top=st.floats(0.5, 2.0),
         gap=st.floats(0.3, 1.0),
         spread=st.floats(0.0, 1.0),
-        margin=st.floats(0.1, 0.9),
+        margin=st.floats(0.2, 0.9),
     )
 
 
