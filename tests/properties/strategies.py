@@ -387,8 +387,9 @@ def symmetric_value_instances(draw, *, max_dim: int = MAX_DIM) -> SymmetricValue
 def moving_eigenvector_instances(*, max_dim: int = 8) -> st.SearchStrategy[SymmetricValueInstance]:
     """Instances of Hyp. 5.3 at speed 0 (the property varies the speed omega with ``with_speed``).
 
-    Time-invariant P, a clear gap and small dimensions: the radius is compared across speeds, so the
-    tracking lag must dominate the transient (the radius is measured once the transient has died out).
+    Time-invariant P, a clear gap (>= 0.3), tokens at least 0.2 above the hemisphere's edge (so the slow
+    speeds compared keep every token in the moving hemisphere) and small dimensions d <= 8 (three runs over
+    30 sqrt(d) / gap each).
     """
     return st.builds(
         SymmetricValueInstance,
