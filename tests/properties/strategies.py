@@ -203,8 +203,9 @@ def full_attention_instances(draw, *, max_dim: int = MAX_DIM, time_invariant: bo
 # --- Remark 4.1: perturbations of a consensus ----------------------------------------------------
 @dataclass(frozen=True)
 class ConsensusPerturbation:
-    """Time-invariant P (Remark 4.1), U = I: tokens pi_W(z + radius * g_i) around a consensus point z in E_W,
-    g_i Gaussian directions tangent at z of unit Euclidean length."""
+    """Time-invariant P (Remark 4.1), U = I: tokens pi_W(z + radius * s_i g_i) around a consensus point z in
+    E_W, g_i Gaussian directions tangent at z of unit Euclidean length, s_i uniform in [0.1, 1] (so the tokens
+    differ even for d = 2, where every g_i is one of the two unit tangents +-t)."""
 
     dim: int
     tokens: int
@@ -223,6 +224,7 @@ class ConsensusPerturbation:
         directions = rng.standard_normal((self.tokens, self.dim))
         directions -= np.outer(directions @ Wz, z)  # tangent at z: z^T W g = 0 (as |z|_W = 1)
         directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+        directions *= rng.uniform(0.1, 1.0, size=(self.tokens, 1))
         y0 = w_normalize(W, z + self.radius * directions)
         P = tuple(random_trigonometric_matrix(rng, self.dim, 0, self.p_bound, 1.0) for _ in range(self.heads))
         return W, z, y0, P
