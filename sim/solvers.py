@@ -215,7 +215,7 @@ def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.order))
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.embedded_order + 1))
     return min(100 * h0, h1, span)
 
 
