@@ -34,7 +34,7 @@ def _check_square(name: str, value, dim: int | None) -> np.ndarray:
     return matrix
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AttentionField:
     """The vector field of eq. 6: dy_i/dt = P_{y_i}( sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j ).
 
@@ -98,12 +98,6 @@ class AttentionField:
                     dim = checked.shape[0]
                     checked_U.append(checked)
             values = tuple(checked_U)
-        # Re-check constant matrices against the final dimension (a later head may have fixed d).
-        for name, group in (("P", checked_P), ("U", values or ())):
-            for eta, matrix in enumerate(group):
-                if not callable(matrix) and matrix.shape[0] != dim:
-                    raise ValueError(f"{name}[{eta}] must have shape ({dim}, {dim}) like the other matrices; "
-                                     f"got {matrix.shape}.")
         identity = values is None or all(not callable(u) and np.array_equal(u, np.eye(dim)) for u in values)
         set_ = object.__setattr__
         set_(self, "P", tuple(checked_P))

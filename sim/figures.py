@@ -106,11 +106,15 @@ def simulate_figure4(size: str) -> dict[str, Any]:
     example = causal_random_example(SEEDS["fig4.matrices"])
     rng = np.random.default_rng(SEEDS["fig4.initial"])
     y0 = uniform_box_tokens(rng, (FIG4_TRAJECTORIES[size], 50, 500))
-    # Saved at every step (about 180 over the horizon): no extra steps to land on a grid.
-    sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True),
+    # Saved at every step (about 200 over the horizon: no extra steps to land on a grid), and only what is
+    # plotted and checked: E per trajectory and how far the first token has moved (a full state is 20 MB).
+    def kept(y):
+        return np.stack([misalignment(y), np.max(np.abs(y[:, 0, :] - y0[:, 0, :]), axis=-1)], axis=-1)
+
+    sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True, fn=kept),
                 controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9))
-    first_token_motion = float(np.max(np.abs(sol.ys[:, :, 0, :] - y0[None, :, 0, :])))
-    return {"t": _rounded(sol.ts), "E": _rounded(misalignment(sol.ys).T), "trajectories": int(y0.shape[0]),
+    first_token_motion = float(np.max(sol.ys[..., 1]))
+    return {"t": _rounded(sol.ts), "E": _rounded(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
             "first_token_motion": first_token_motion, "evaluations": sol.evaluations, "steps": sol.steps,
             "max_drift": sol.max_drift, "solver": "Dopri5, rtol 1e-6, atol 1e-9"}
 

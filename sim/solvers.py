@@ -118,10 +118,12 @@ class Dopri5(Solver):
 @dataclass(frozen=True)
 class SaveAt:
     """What ``solve`` returns: the states at ``ts`` (steps land exactly on them), at every step
-    (``steps=True``), or only at t1 (the default)."""
+    (``steps=True``), or only at t1 (the default). ``fn(y)``, if given, is stored instead of the state
+    (diffrax's ``SaveAt(fn=...)``): e.g. E of every instance rather than all the tokens of a large batch."""
 
     ts: tuple[float, ...] | np.ndarray | None = None
     steps: bool = False
+    fn: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         if self.ts is not None and self.steps:
@@ -170,7 +172,8 @@ class AdaptiveStepSize:
 # --- the entry point -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Solution:
-    """``ts : shape=[n_save]``, ``ys : shape=[n_save, ..., tokens, d]`` and the cost and drift of the run.
+    """``ts : shape=[n_save]``, ``ys : shape=[n_save, ..., tokens, d]`` (or of ``SaveAt.fn``'s output) and the
+    cost and drift of the run.
 
     ``evaluations`` counts calls of the vector field (each call evaluates every instance of the
     batch); ``max_drift`` is max |y^T W y - 1| over every accepted step.
@@ -215,7 +218,7 @@ def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.order))
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.embedded_order + 1))
     return min(100 * h0, h1, span)
 
 
@@ -277,10 +280,11 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
         dt = float(dt0)
     tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
     ts, ys = [], []
+    keep = saveat.fn if saveat.fn is not None else np.copy
     next_save = 0
     if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
         ts.append(t0)
-        ys.append(y.copy())
+        ys.append(np.asarray(keep(y)))
         next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
     t, steps, rejected, max_drift = t0, 0, 0, 0.0
     last_rejected = False
@@ -319,10 +323,10 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
             max_drift = max(max_drift, float(np.max(np.abs(manifold.submersion(y)))))
         if saveat.steps:
             ts.append(t)
-            ys.append(y.copy())
+            ys.append(np.asarray(keep(y)))
         elif next_save < save_times.size and t == save_times[next_save]:
             ts.append(t)
-            ys.append(y.copy())
+            ys.append(np.asarray(keep(y)))
             next_save += 1
     return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=counted.evaluations, steps=steps,
                     rejected_steps=rejected, max_drift=max_drift,

@@ -126,3 +126,15 @@ def test_continuum_check_rejects_a_discrete_model_with_the_wrong_value_scale():
     result = check_continuum(field, 0.0, y0, TAUS, discrete_field=wrong)
     assert result.verdict == "refuted"
     assert abs(result.numbers["slope"] - 1.0) <= ORDER_SLACK
+
+
+def test_saveat_fn_stores_a_function_of_the_state(problem):
+    from sim import misalignment
+
+    field, y0, _ = problem
+    batch = np.stack([y0, y0[::-1]])
+    ts = np.linspace(0.0, 0.5, 6)
+    full = integrate_fixed(field, RK4(), 0.0, 0.5, batch, steps=50, saveat=SaveAt(ts=ts))
+    reduced = integrate_fixed(field, RK4(), 0.0, 0.5, batch, steps=50, saveat=SaveAt(ts=ts, fn=misalignment))
+    assert reduced.ys.shape == (6, 2)
+    np.testing.assert_array_equal(reduced.ys, misalignment(full.ys))
