@@ -44,6 +44,8 @@ class UnnormalisedAttention(AttentionField):
 
     def attention_update(self, t, y):
         mixed = self.attention(t, y) @ np.asarray(y, dtype=np.float64)[..., None, :, :]  # [..., h, l, d]
+        if self.U is None:  # U_eta = I
+            return np.sum(mixed, axis=-3)
         return np.einsum("hde,...hie->...id", self.values(t), mixed)
 
     def __call__(self, t, y):

@@ -131,3 +131,20 @@ def test_return_check_rejects_the_reversed_projection_on_every_instance(instance
     holds, numbers = observe("full.autonomous", "return check rejects the reversed projection on every instance",
                              check_consensus_returns(instance, ReversedProjection), control=True)
     assert not holds, numbers
+
+
+# --- what the proof of Thm 4.1 uses --------------------------------------------------------------
+@pytest.mark.claim("full.invariance", method="property")
+@pytest.mark.claim("full.lyapunov", method="property")
+@budget(0.1)
+@given(S.full_attention_instances(max_dim=16))
+def test_hemisphere_properties_need_only_positive_weights(instance):
+    # The proof of Thm 4.1 uses alpha_ij > 0 only: without the normaliser Z_i (a broken *model*, which the
+    # bounds check rejects) invariance and the Lyapunov decrease still hold, so these checks rightly do not
+    # reject it.
+    holds, numbers = observe("full.invariance", "invariance without the normaliser (alpha > 0 suffices)",
+                             check_full_invariance(instance, UnnormalisedAttention))
+    assert holds, numbers
+    holds, numbers = observe("full.lyapunov", "Lyapunov decrease without the normaliser (alpha > 0 suffices)",
+                             check_full_lyapunov(instance, UnnormalisedAttention))
+    assert holds, numbers
