@@ -5,13 +5,15 @@ from __future__ import annotations
 from hypothesis import Phase, find, settings
 
 
-def budget(fraction: float, minimum: int = 3) -> settings:
-    """The loaded profile's settings with ``fraction`` of its max_examples (at least ``minimum``).
+def budget(fraction: float, minimum: int = 3, cap: int = 100) -> settings:
+    """The loaded profile's settings with ``fraction`` of its max_examples (at least ``minimum``, at most ``cap``).
 
     The profiles (tests/conftest.py: dev, ci, thorough) set the scale; an expensive property takes a
-    fraction of it so the whole suite keeps its time budget under every profile.
+    fraction of it so the whole suite keeps its time budget under every profile (each example integrates
+    an ODE, ~0.1-1 s; the cap keeps the thorough profile's run of this folder near 15 min of CPU).
     """
-    return settings(settings.default, max_examples=max(minimum, int(settings.default.max_examples * fraction)))
+    examples = max(minimum, min(cap, int(settings.default.max_examples * fraction)))
+    return settings(settings.default, max_examples=examples)
 
 
 def find_violation(strategy, violated, *, max_examples: int = 25):
