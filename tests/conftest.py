@@ -7,7 +7,12 @@ what `make report` uses.
 
 import os
 
-from hypothesis import HealthCheck, settings
+# One BLAS thread per process, unless the user says otherwise: on the 2 shared cores the tests run on,
+# multi-threaded BLAS on the small matrices of the tests oversubscribes the CPU (measured: a d = 289 property
+# example took 146 s with the default threads and 24 s with one). Set before numpy is first imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, print_blob=True,

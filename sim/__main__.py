@@ -1,0 +1,59 @@
+"""Command line: ``python -m sim figure {1..6} --out DIR`` and ``python -m sim bench [--out FILE]``.
+
+``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
+observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
+``--section``, the report section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+
+def _blas_threads(count: int | None):
+    if count is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=count, user_api="blas")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    figure = commands.add_parser("figure", help="simulate, check and plot one of the paper's figures 1-6")
+    figure.add_argument("number", type=int, choices=range(1, 7), metavar="N", help="the paper's figure, 1..6")
+    figure.add_argument("--out", type=Path, required=True, help="folder for figN.png and figN.json")
+    figure.add_argument("--size", choices=("full", "fast"), default="full",
+                        help="full: the paper's size (default); fast: fewer trajectories/instances (Figs. 4-6)")
+    bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
+    bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
+    bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes, for trying the command (not the benchmark's figures)")
+    for sub in (figure, bench):
+        sub.add_argument("--blas-threads", type=int, default=None,
+                         help="limit BLAS threads (default: the library's own setting)")
+    args = parser.parse_args(argv)
+    with _blas_threads(args.blas_threads):
+        if args.command == "figure":
+            from .figures import make_figure
+
+            output = make_figure(args.number, args.out, size=args.size)
+            print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
+                              "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
+            return 0 if output.result.verdict == "verified" else 1
+        from .bench import run_benchmark, write_outputs
+
+        results = run_benchmark(quick=args.quick)
+        write_outputs(results, out=args.out, section=args.section)
+        print(json.dumps(results["summary"], indent=1))
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

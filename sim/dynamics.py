@@ -1,0 +1,302 @@
+"""The attention dynamics: the vector field of eq. 6, the discrete model of eq. 1, and E of eq. 9.
+
+Notation of the ICML paper (SPEC section 1): tokens y = (y_1..y_l), y_i in E_W subset R^d, d = n + 1;
+heads eta = 1..h with P_eta(t) = Q_eta^T K_eta and value matrices U_eta(t);
+
+    alpha_ij^eta = exp(y_i^T P_eta y_j) / Z_i^eta,   Z_i^eta = sqrt(n+1) sum_j exp(y_i^T P_eta y_j)
+
+(the sqrt(n+1) multiplies the normaliser as printed, so the rows of alpha sum to 1/sqrt(d)); causal
+attention keeps j <= i only. Every function is batched: ``y : shape=[..., l, d]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
+
+#: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
+Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
+
+#: Below this a row of exp(scores - shift) is treated as underflowed and recomputed with its own maximum.
+_SMALLEST_ROW_SUM = 1e-250
+
+
+def _check_square(name: str, value, dim: int | None) -> np.ndarray:
+    matrix = as_finite_array(name, value)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"{name} must be a square (d, d) matrix; got shape {matrix.shape}.")
+    if dim is not None and matrix.shape[0] != dim:
+        raise ValueError(f"{name} must have shape ({dim}, {dim}) like the other matrices; got {matrix.shape}.")
+    return matrix
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionField:
+    """The vector field of eq. 6: dy_i/dt = P_{y_i}( sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j ).
+
+    Parameters
+    ----------
+    P : sequence of h matrices, each shape=[d, d] or a callable t -> shape=[d, d]
+        P_eta(t) = Q_eta(t)^T K_eta(t), one per head.
+    U : sequence of h matrices (constant or callables), or None
+        The value matrices U_eta(t); None means U_eta = I for every head.
+    W : array, shape=[d, d], or None
+        The SPD matrix of the ellipsoid E_W; None is the sphere.
+    causal : bool
+        Auto-regressive attention: alpha_ij = 0 for j > i, Z_i sums over j <= i.
+
+    Calling the field, ``field(t, y)`` with ``y : shape=[..., l, d]``, returns dy/dt of the same shape.
+    The formula is evaluated as printed at any y (on E_W it is tangent to E_W).
+    """
+
+    P: Sequence[Matrix]
+    U: Sequence[Matrix] | None = None
+    W: np.ndarray | None = None
+    causal: bool = False
+    manifold: Ellipsoid = field(init=False, repr=False, compare=False)
+    dim: int | None = field(init=False, repr=False, compare=False)
+    _P_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _U_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _identity_values: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        heads = self.P
+        if callable(heads) or isinstance(heads, np.ndarray) and heads.ndim == 2:
+            raise TypeError("P must be a sequence of h head matrices (arrays or callables of t), e.g. P=(P1, P2); "
+                            "got a single matrix.")
+        heads = tuple(heads)
+        if not heads:
+            raise ValueError("P must hold at least one head (h >= 1).")
+        manifold = Ellipsoid(self.W)
+        dim = manifold.dim
+        checked_P = []
+        for eta, matrix in enumerate(heads, start=1):
+            if callable(matrix):
+                checked_P.append(matrix)
+            else:
+                checked = _check_square(f"P[{eta - 1}] (head {eta})", matrix, dim)
+                dim = checked.shape[0]
+                checked_P.append(checked)
+        values = None
+        if self.U is not None:
+            if callable(self.U) or isinstance(self.U, np.ndarray) and self.U.ndim == 2:
+                raise TypeError("U must be a sequence of h value matrices (arrays or callables of t), or None "
+                                "for U = I; got a single matrix.")
+            values = tuple(self.U)
+            if len(values) != len(heads):
+                raise ValueError(f"U must have one matrix per head: len(U) = {len(values)} but len(P) = {len(heads)}.")
+            checked_U = []
+            for eta, matrix in enumerate(values, start=1):
+                if callable(matrix):
+                    checked_U.append(matrix)
+                else:
+                    checked = _check_square(f"U[{eta - 1}] (head {eta})", matrix, dim)
+                    dim = checked.shape[0]
+                    checked_U.append(checked)
+            values = tuple(checked_U)
+        identity = values is None or all(not callable(u) and np.array_equal(u, np.eye(dim)) for u in values)
+        set_ = object.__setattr__
+        set_(self, "P", tuple(checked_P))
+        set_(self, "U", values)
+        set_(self, "W", None if self.W is None else np.asarray(self.W, dtype=np.float64))
+        set_(self, "causal", bool(self.causal))
+        set_(self, "manifold", manifold)
+        set_(self, "dim", dim)
+        set_(self, "_identity_values", identity)
+        constant_P = not any(callable(p) for p in checked_P)
+        set_(self, "_P_stack", np.concatenate(checked_P, axis=1) if constant_P else None)
+        constant_U = values is not None and not any(callable(u) for u in values)
+        set_(self, "_U_stack", np.concatenate([u.T for u in values], axis=0) if constant_U and not identity else None)
+
+    # --- the matrices at time t -----------------------------------------------------------------
+    @property
+    def heads(self) -> int:
+        """h, the number of heads."""
+        return len(self.P)
+
+    def _evaluate(self, name: str, eta: int, matrix: Matrix, t: float, dim: int | None) -> np.ndarray:
+        if not callable(matrix):
+            return matrix
+        value = np.asarray(matrix(t), dtype=np.float64)
+        if value.ndim != 2 or value.shape[0] != value.shape[1] or (dim is not None and value.shape[0] != dim):
+            expected = f"({dim}, {dim})" if dim is not None else "(d, d)"
+            raise ValueError(f"{name}[{eta}](t) must return a {expected} matrix; at t={t!r} it returned shape "
+                             f"{value.shape}.")
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name}[{eta}](t) must be finite; at t={t!r} it has NaN/inf entries.")
+        return value
+
+    def query_key(self, t: float) -> np.ndarray:
+        """The matrices P_eta(t), shape=[h, d, d]."""
+        return np.stack([self._evaluate("P", eta, p, t, self.dim) for eta, p in enumerate(self.P)])
+
+    def values(self, t: float) -> np.ndarray:
+        """The matrices U_eta(t), shape=[h, d, d] (identities when U is None)."""
+        if self.U is None:
+            if self.dim is None:
+                raise ValueError("values(t) needs the dimension d: give W or a constant P or U matrix.")
+            return np.broadcast_to(np.eye(self.dim), (self.heads, self.dim, self.dim))
+        return np.stack([self._evaluate("U", eta, u, t, self.dim) for eta, u in enumerate(self.U)])
+
+    def _P_columns(self, t: float, dim: int) -> np.ndarray:
+        """[P_1(t) | ... | P_h(t)], shape=[d, h d]."""
+        if self._P_stack is not None:
+            return self._P_stack
+        return np.concatenate([self._evaluate("P", eta, p, t, dim) for eta, p in enumerate(self.P)], axis=1)
+
+    def _check_state(self, y) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim < 2:
+            raise ValueError(f"y must have shape [..., tokens, d]; got shape {y.shape}.")
+        if self.dim is not None and y.shape[-1] != self.dim:
+            raise ValueError(f"y must have last axis d = {self.dim} (the size of the head matrices); "
+                             f"got shape {y.shape}.")
+        return y
+
+    # --- attention (eq. 6's alpha) ----------------------------------------------------------------
+    def _scores(self, t: float, y: np.ndarray) -> np.ndarray:
+        """s_ij^eta = y_i^T P_eta y_j in the layout [..., l, h, l] (all heads by one matrix product)."""
+        dim, tokens, h = y.shape[-1], y.shape[-2], self.heads
+        stacked = self._P_columns(t, dim)
+        if stacked.shape[0] != dim:
+            raise ValueError(f"y must have last axis d = {stacked.shape[0]} (the size of P(t)); got shape {y.shape}.")
+        # (y @ [P_1 | ... | P_h]) has row i = (y_i^T P_1, ..., y_i^T P_h); as [..., l h, d] row (i, eta) is y_i^T P_eta.
+        # (numpy's matmul of a stack by one matrix does not reach BLAS: multiply as one 2-d product.)
+        projected = (y.reshape(-1, dim) @ stacked).reshape(*y.shape[:-2], tokens * h, dim)
+        return (projected @ np.swapaxes(y, -1, -2)).reshape(*y.shape[:-2], tokens, h, tokens)
+
+    def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
+        """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
+        scores = self._scores(t, y)
+        tokens = y.shape[-2]
+        mask = np.tri(tokens, dtype=bool)[:, None, :] if self.causal else None
+        # Log-sum-exp: softmax is invariant under a shift of the scores; one shift for the whole batch (the
+        # largest score) keeps every exponent <= 0. A row whose own maximum lies so far below that the row
+        # underflows is redone with its own maximum, the textbook row-wise shift.
+        weights = np.exp(scores - np.max(scores))
+        if mask is not None:
+            weights *= mask
+        sums = (weights.reshape(-1, tokens) @ np.ones(tokens)).reshape(*weights.shape[:-1], 1)
+        if np.min(sums) < _SMALLEST_ROW_SUM:
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+            sums = np.sum(weights, axis=-1, keepdims=True)
+        sums *= np.sqrt(y.shape[-1])  # Z_i^eta = sqrt(n+1) sum_j exp(...)
+        weights *= 1.0 / sums
+        return weights
+
+    def attention(self, t: float, y) -> np.ndarray:
+        """alpha_ij^eta(t, y), shape=[..., h, l, l]; rows sum to 1/sqrt(d) (the sqrt(n+1) of Z_i, as printed).
+
+        Softmax by log-sum-exp (exponents shifted by the largest score); zero above the diagonal when causal.
+        """
+        y = self._check_state(y)
+        return np.moveaxis(self._weights(t, y), -2, -3)
+
+    def attention_update(self, t: float, y) -> np.ndarray:
+        """f_i(y) = sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j (before projection), shape=[..., l, d]."""
+        y = self._check_state(y)
+        weights = self._weights(t, y)  # [..., l, h, l]
+        tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
+        if self._identity_values:
+            return self._summed_weights(weights) @ y
+        # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
+        mixed = (weights.reshape(*y.shape[:-2], tokens * h, tokens) @ y).reshape(*y.shape[:-2], tokens, h * dim)
+        if self._U_stack is not None:
+            stacked_U = self._U_stack
+        else:
+            stacked_U = np.concatenate([u.T for u in self.values(t)], axis=0)
+        return (mixed.reshape(-1, h * dim) @ stacked_U).reshape(y.shape)
+
+    @staticmethod
+    def _summed_weights(weights: np.ndarray) -> np.ndarray:
+        """sum_eta alpha^eta, shape=[..., l, l], from the layout [..., l, h, l]."""
+        combined = weights[..., 0, :]
+        for eta in range(1, weights.shape[-2]):
+            combined = combined + weights[..., eta, :]
+        return combined
+
+    def __call__(self, t: float, y) -> np.ndarray:
+        """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``."""
+        y = self._check_state(y)
+        if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
+            # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
+            # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
+            # one product with y instead of three more passes over the state (the same formula, regrouped;
+            # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l).
+            combined = self._summed_weights(self._weights(t, y))
+            gram = y @ np.swapaxes(y, -1, -2)
+            diagonal = np.einsum("...ij,...ij->...i", combined, gram)
+            combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
+            return combined @ y
+        return self.manifold.tangent_projection_(y, self.attention_update(t, y))
+
+    def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
+        """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].
+
+        ``tau`` is the step of V_eta = tau V'_eta (sec. 2.3); the matrices are evaluated at time ``t``.
+        """
+        tau = float(tau)
+        if not np.isfinite(tau):
+            raise ValueError(f"tau must be finite; got {tau!r}.")
+        y = self._check_state(y)
+        return self.manifold.project(y + tau * self.attention_update(t, y))
+
+
+# --- functions of the state --------------------------------------------------------------------
+def _check_tokens(y) -> np.ndarray:
+    y = as_finite_array("y", y, ndim_min=2)
+    return y
+
+
+def misalignment(y) -> np.ndarray:
+    """E(y) = 1 - (1/l) sum_i y_1^T y_i / (|y_1| |y_i|) (eq. 9), shape=[...] for ``y : shape=[..., l, d]``.
+
+    Euclidean cosines as printed; zero iff all tokens point in y_1's direction. Raises for zero tokens.
+    """
+    y = _check_tokens(y)
+    norms = np.linalg.norm(y, axis=-1)
+    if np.any(norms <= ZERO_NORM):
+        raise ValueError("y must have nonzero tokens: the cosine in E (eq. 9) is undefined for a zero token.")
+    unit = y / norms[..., None]
+    cosines = np.sum(unit[..., :1, :] * unit, axis=-1)
+    return 1.0 - np.mean(cosines, axis=-1)
+
+
+def token_lyapunov(y, v) -> np.ndarray:
+    """V_i(y) = 1 - v^T y_i, shape=[..., l] (the functions V_1, V_2 of Fig. 6 and the terms of eq. 7)."""
+    y = _check_tokens(y)
+    v = as_finite_array("v", v, ndim_min=1)
+    if v.shape != (y.shape[-1],):
+        raise ValueError(f"v must have shape ({y.shape[-1]},) like the tokens; got {v.shape}.")
+    return 1.0 - y @ v
+
+
+def hemisphere_lyapunov(y, v) -> np.ndarray:
+    """V(y) = max_i (1 - v^T y_i) (eq. 7), shape=[...]; a Lyapunov function on H+(v)^l (Thm 4.1 / ICML 3.2)."""
+    return np.max(token_lyapunov(y, v), axis=-1)
+
+
+def top_eigenvector(U) -> tuple[float, np.ndarray]:
+    """(lambda, v): the largest eigenvalue of a symmetric U and its unit eigenvector (sign: first nonzero > 0).
+
+    Raises ValueError unless U is symmetric and lambda is simple (the hypotheses of Thm 5.2 / ICML 4.5).
+    """
+    U = as_finite_array("U", U)
+    if U.ndim != 2 or U.shape[0] != U.shape[1]:
+        raise ValueError(f"U must be a square (d, d) matrix; got shape {U.shape}.")
+    asymmetry = float(np.max(np.abs(U - U.T)))
+    if asymmetry > 1e-12 * max(1.0, float(np.max(np.abs(U)))):
+        raise ValueError(f"U must be symmetric (Thm 5.2 / ICML 4.5 needs U^T = U); max |U - U^T| is {asymmetry:.3g}.")
+    eigenvalues, eigenvectors = np.linalg.eigh(U)
+    if U.shape[0] > 1 and eigenvalues[-1] - eigenvalues[-2] <= 1e-12 * max(1.0, abs(eigenvalues[-1])):
+        raise ValueError(f"U's largest eigenvalue must be simple; the top two are {eigenvalues[-1]:.6g} and "
+                         f"{eigenvalues[-2]:.6g}.")
+    v = eigenvectors[:, -1]
+    v = v * np.sign(v[np.flatnonzero(np.abs(v) > 1e-12)[0]])
+    return float(eigenvalues[-1]), v

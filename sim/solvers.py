@@ -1,0 +1,341 @@
+"""Batched solvers that stay on the manifold, and one entry point, ``solve`` (diffrax's layout).
+
+Three ideas kept apart: the *term* (a vector field ``field(t, y)`` such as ``AttentionField``), a
+*solver* (one step of a method, with its ``order``), and ``solve(field, solver, t0, t1, y0, *, ...)``
+with keyword-only option objects (``SaveAt``, ``ConstantStepSize``, ``AdaptiveStepSize``).
+
+States have shape ``[..., tokens, d]``: the leading axes are independent instances integrated at once
+with a common time grid. After every step the state is retracted to the manifold by pi_W (eq. 2),
+which keeps a one-step method's order and its drift off E_W at rounding level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .manifold import Ellipsoid, as_finite_array
+
+
+# --- solvers -------------------------------------------------------------------------------------
+class Solver:
+    """One step of a one-step method. ``order``: global order of convergence; ``embedded_order``:
+    order of the embedded error estimate (None for fixed-step methods)."""
+
+    order: int
+    embedded_order: int | None = None
+
+    def init(self, field, t0: float, y0: np.ndarray) -> Any:
+        """Solver state carried between steps (e.g. the first-same-as-last stage)."""
+        return None
+
+    def step(self, field, t: float, y: np.ndarray, dt: float, state: Any):
+        """Advance by ``dt``: return ``(y_next, error_estimate or None, next_state_if_accepted)``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Euler(Solver):
+    """Explicit Euler, order 1: y + dt f(t, y), then pi_W."""
+
+    order = 1
+
+    def step(self, field, t, y, dt, state):
+        return y + dt * field(t, y), None, None
+
+
+class RK4(Solver):
+    """The classical fourth-order Runge-Kutta method, order 4, followed by the retraction pi_W."""
+
+    order = 4
+
+    def step(self, field, t, y, dt, state):
+        half = 0.5 * dt
+        k1 = field(t, y)
+        k2 = field(t + half, y + half * k1)
+        k3 = field(t + half, y + half * k2)
+        k4 = field(t + dt, y + dt * k3)
+        return y + (dt / 6.0) * (k1 + 2.0 * (k2 + k3) + k4), None, None
+
+
+class DiscreteModel(Solver):
+    """The discrete model itself (eq. 1) with tau = dt: y_i <- pi_W(y_i + dt f_i(y)).
+
+    As an approximation of the flow of eq. 6 it has order 1 (one step differs by O(dt^2), sec. 2.3).
+    """
+
+    order = 1
+
+    def step(self, field, t, y, dt, state):
+        return field.manifold.retract(y + dt * field.attention_update(t, y)), None, None
+
+
+class Dopri5(Solver):
+    """Dormand-Prince 5(4) (the pair of scipy's RK45), first-same-as-last, order 5 with an order-4 estimate.
+
+    The last stage f(t + dt, y_next) is taken at the step's end point before the retraction and reused as
+    the next step's first stage (as scipy does): it differs from f at the retracted point by the size of
+    the local error's normal component, which keeps the order and saves one evaluation per step.
+    """
+
+    order = 5
+    embedded_order = 4
+    _C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0)
+    _A = ((),
+          (1 / 5,),
+          (3 / 40, 9 / 40),
+          (44 / 45, -56 / 15, 32 / 9),
+          (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+          (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656))
+    _B = (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84)
+    # b - b_hat for the seven stages (the last is the FSAL stage f(t + dt, y_next)).
+    _E = (71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
+
+    def init(self, field, t0, y0):
+        return field(t0, y0)
+
+    def step(self, field, t, y, dt, state):
+        # The stages are rows of one array [y, k_1, ..., k_7], so that every linear combination
+        # y + dt sum_s a_s k_s is one matrix-vector product: one pass over memory for large states.
+        stack = np.empty((8, y.size))
+        stack[0] = y.ravel()
+        stack[1] = state.ravel()
+        for s, (c, row) in enumerate(zip(self._C[1:], self._A[1:]), start=1):
+            stage_state = np.array((1.0, *(dt * a for a in row))) @ stack[: s + 1]
+            stack[s + 1] = field(t + c * dt, stage_state.reshape(y.shape)).ravel()
+        y_next = np.array((1.0, *(dt * b for b in self._B))) @ stack[:7]
+        y_next = y_next.reshape(y.shape)
+        stack[7] = field(t + dt, y_next).ravel()
+        error = np.array([dt * e for e in self._E]) @ stack[1:8]
+        return y_next, error.reshape(y.shape), stack[7].reshape(y.shape)
+
+
+# --- options -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SaveAt:
+    """What ``solve`` returns: the states at ``ts`` (steps land exactly on them), at every step
+    (``steps=True``), or only at t1 (the default). ``fn(y)``, if given, is stored instead of the state
+    (diffrax's ``SaveAt(fn=...)``): e.g. E of every instance rather than all the tokens of a large batch."""
+
+    ts: tuple[float, ...] | np.ndarray | None = None
+    steps: bool = False
+    fn: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ts is not None and self.steps:
+            raise ValueError("SaveAt takes either ts or steps=True, not both.")
+
+
+@dataclass(frozen=True)
+class ConstantStepSize:
+    """Fixed steps of ``dt0`` (the last one shortened to end at t1, or at a save time)."""
+
+
+@dataclass(frozen=True)
+class AdaptiveStepSize:
+    """Error control for an embedded pair, as scipy's RK45: accept when the scaled error norm is <= 1.
+
+    The scaled error of one instance is the RMS over its tokens and coordinates of
+    e / (atol + rtol max(|y|, |y_next|)); ``norm="max"`` takes the worst instance (every instance meets
+    the tolerance it would meet alone), ``norm="rms"`` the RMS over the whole batch.
+    """
+
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    safety: float = 0.9
+    min_factor: float = 0.2
+    max_factor: float = 10.0
+    norm: str = "max"
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}={value!r} must be finite and not negative.")
+        if self.rtol == 0 and self.atol == 0:
+            raise ValueError("rtol and atol must not both be zero.")
+        if self.norm not in ("max", "rms"):
+            raise ValueError(f"norm={self.norm!r} must be 'max' or 'rms'.")
+
+    def error_norm(self, error: np.ndarray, y: np.ndarray, y_next: np.ndarray) -> float:
+        scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(y_next))
+        ratio = np.square(error / scale)
+        if self.norm == "rms" or ratio.ndim <= 2:
+            return float(np.sqrt(np.mean(ratio)))
+        return float(np.sqrt(np.max(np.mean(ratio, axis=(-2, -1)))))
+
+
+# --- the entry point -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Solution:
+    """``ts : shape=[n_save]``, ``ys : shape=[n_save, ..., tokens, d]`` (or of ``SaveAt.fn``'s output) and the
+    cost and drift of the run.
+
+    ``evaluations`` counts calls of the vector field (each call evaluates every instance of the
+    batch); ``max_drift`` is max |y^T W y - 1| over every accepted step.
+    """
+
+    ts: np.ndarray
+    ys: np.ndarray
+    evaluations: int
+    steps: int
+    rejected_steps: int
+    max_drift: float
+    stats: dict = field(default_factory=dict)
+
+
+class _CountingField:
+    """The field with a counter of evaluations (``attention_update`` counts as one, as the discrete model's)."""
+
+    def __init__(self, field):
+        self.field = field
+        self.manifold = getattr(field, "manifold", None)
+        self.evaluations = 0
+
+    def __call__(self, t, y):
+        self.evaluations += 1
+        return self.field(t, y)
+
+    def attention_update(self, t, y):
+        self.evaluations += 1
+        return self.field.attention_update(t, y)
+
+
+def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float, y0: np.ndarray, f0, span: float):
+    """Hairer, Norsett & Wanner's starting step (as scipy's select_initial_step), worst instance first."""
+    def norm(x):
+        return controller.error_norm(x, y0, y0)
+
+    d0, d1 = norm(y0), norm(f0)
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    h0 = min(h0, span)
+    f1 = field(t0 + h0, y0 + h0 * f0)
+    d2 = norm(f1 - f0) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.embedded_order + 1))
+    return min(100 * h0, h1, span)
+
+
+def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None = None,
+          saveat: SaveAt | None = None, controller: ConstantStepSize | AdaptiveStepSize | None = None,
+          max_steps: int = 1_000_000, project: bool = True, manifold: Ellipsoid | None = None) -> Solution:
+    """Integrate ``dy/dt = field(t, y)`` from t0 to t1 with ``solver``; return a :class:`Solution`.
+
+    Parameters
+    ----------
+    field : callable (t, y) -> dy/dt, e.g. ``AttentionField``; ``field.manifold`` is the retraction target.
+    solver : ``Euler()``, ``RK4()``, ``Dopri5()``, ``DiscreteModel()``.
+    y0 : array, shape=[..., tokens, d], on the manifold (finite).
+    dt0 : the (initial) step; required with ``ConstantStepSize``, chosen automatically if None otherwise.
+    saveat : ``SaveAt`` (default: only t1).
+    controller : ``ConstantStepSize()`` (default) or ``AdaptiveStepSize(rtol, atol)`` (embedded pairs only).
+    project : retract to the manifold by pi_W after every step (default True).
+    manifold : overrides ``field.manifold``.
+    """
+    saveat = SaveAt() if saveat is None else saveat
+    controller = ConstantStepSize() if controller is None else controller
+    if not isinstance(solver, Solver):
+        raise TypeError(f"solver must be a Solver instance such as RK4(); got {solver!r}.")
+    t0, t1 = float(t0), float(t1)
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
+    y = as_finite_array("y0", y0, ndim_min=2).copy()
+    manifold = manifold if manifold is not None else getattr(field, "manifold", None)
+    if project and manifold is None:
+        raise ValueError("project=True needs a manifold: give manifold= or a field with a .manifold attribute.")
+    adaptive = isinstance(controller, AdaptiveStepSize)
+    if adaptive and solver.embedded_order is None:
+        raise ValueError(f"{solver!r} has no embedded error estimate; use ConstantStepSize() with it.")
+    if not adaptive and not isinstance(controller, ConstantStepSize):
+        raise TypeError(f"controller must be ConstantStepSize() or AdaptiveStepSize(...); got {controller!r}.")
+    if dt0 is None and not adaptive:
+        raise ValueError("dt0 must be given with ConstantStepSize (the fixed step).")
+    if dt0 is not None and not (np.isfinite(dt0) and dt0 > 0):
+        raise ValueError(f"dt0={dt0!r} must be finite and positive.")
+    if saveat.ts is not None:
+        save_times = np.asarray(saveat.ts, dtype=np.float64)
+        if save_times.ndim != 1 or save_times.size == 0 or not np.all(np.isfinite(save_times)):
+            raise ValueError("SaveAt.ts must be a non-empty 1-d array of finite times.")
+        if np.any(np.diff(save_times) <= 0) or save_times[0] < t0 or save_times[-1] > t1:
+            raise ValueError(f"SaveAt.ts must increase strictly within [t0, t1] = [{t0}, {t1}].")
+    else:
+        save_times = np.array([t1]) if not saveat.steps else np.array([])
+    counted = _CountingField(field)
+    if project:
+        drift = float(np.max(np.abs(manifold.submersion(y))))
+        if drift > 1e-8:
+            raise ValueError(f"y0 must lie on the manifold (max |y^T W y - 1| = {drift:.3g} > 1e-8); "
+                             "project it with Ellipsoid.project first.")
+    state = solver.init(counted, t0, y)
+    span = t1 - t0
+    if adaptive and dt0 is None:
+        dt = _initial_step(counted, solver, controller, t0, y, state, span)
+    else:
+        dt = float(dt0)
+    tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
+    ts, ys = [], []
+    keep = saveat.fn if saveat.fn is not None else np.copy
+    next_save = 0
+    if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
+        ts.append(t0)
+        ys.append(np.asarray(keep(y)))
+        next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
+    t, steps, rejected, max_drift = t0, 0, 0, 0.0
+    last_rejected = False
+    while t1 - t > tiny:
+        if steps + rejected >= max_steps:
+            raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
+        stop = save_times[next_save] if next_save < save_times.size else t1
+        landed = t + dt >= stop - tiny  # this step ends exactly at the next save time (or t1)
+        step = stop - t if landed else dt
+        y_next, error, next_state = solver.step(counted, t, y, step, state)
+        if adaptive:
+            err = controller.error_norm(error, y, y_next)
+            if not np.isfinite(err):
+                raise FloatingPointError(f"the solution became non-finite at t={t:.6g} (error estimate {err}).")
+            exponent = -1.0 / (solver.embedded_order + 1)
+            if err > 1.0:
+                dt = step * max(controller.min_factor, controller.safety * err**exponent)
+                rejected += 1
+                last_rejected = True
+                continue
+            factor = controller.max_factor if err == 0 else min(controller.max_factor,
+                                                                controller.safety * err**exponent)
+            if last_rejected:
+                factor = min(1.0, factor)
+            last_rejected = False
+            # A step shortened to land on a save time says little about larger steps: keep the proposal.
+            if not (step < dt and factor >= 1.0):
+                dt = step * factor
+        elif not np.all(np.isfinite(y_next)):
+            raise FloatingPointError(f"the solution became non-finite at t={t:.6g}.")
+        t = stop if landed else t + step
+        y = manifold.retract(y_next) if project else y_next
+        state = next_state
+        steps += 1
+        if manifold is not None:
+            max_drift = max(max_drift, float(np.max(np.abs(manifold.submersion(y)))))
+        if saveat.steps:
+            ts.append(t)
+            ys.append(np.asarray(keep(y)))
+        elif next_save < save_times.size and t == save_times[next_save]:
+            ts.append(t)
+            ys.append(np.asarray(keep(y)))
+            next_save += 1
+    return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=counted.evaluations, steps=steps,
+                    rejected_steps=rejected, max_drift=max_drift,
+                    stats={"solver": repr(solver), "controller": repr(controller), "project": project})
+
+
+def integrate_fixed(field: Callable, solver: Solver, t0: float, t1: float, y0, *, steps: int,
+                    saveat: SaveAt | None = None) -> Solution:
+    """``solve`` with ``ConstantStepSize`` and ``steps`` equal steps of (t1 - t0) / steps."""
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps={steps!r} must be a positive integer.")
+    return solve(field, solver, t0, t1, y0, dt0=(t1 - t0) / steps, saveat=saveat, controller=ConstantStepSize())

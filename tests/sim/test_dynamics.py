@@ -1,0 +1,145 @@
+"""The attention vector field (eq. 6), the discrete model (eq. 1), E (eq. 9) and V (eq. 7)."""
+
+import numpy as np
+import pytest
+
+from sim import AttentionField, Ellipsoid, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
+from sim.scenarios import FIG5_U, full_attention_example
+from tests.sim.conftest import W3
+
+ATOL = 1e-12  # rounding level: O(1) entries after sums of <= 10 terms
+
+
+def eq6_by_loops(P, U, W, causal, y):
+    """Eq. 6 written out term by term (no batching, no log-sum-exp): the reference for the vectorised field."""
+    tokens, d = y.shape
+    out = np.zeros_like(y)
+    for i in range(tokens):
+        total = np.zeros(d)
+        for Peta, Ueta in zip(P, U):
+            js = range(i + 1) if causal else range(tokens)
+            Z = np.sqrt(d) * sum(np.exp(y[i] @ Peta @ y[j]) for j in js)
+            total += sum(np.exp(y[i] @ Peta @ y[j]) / Z * (Ueta @ y[j]) for j in js)
+        out[i] = (np.eye(d) - np.outer(y[i], y[i]) @ W) @ total
+    return out
+
+
+CASES = {
+    "sphere-full-U=I": dict(W=None, causal=False, values=False),
+    "sphere-causal-U": dict(W=None, causal=True, values=True),
+    "ellipsoid-full-U": dict(W=W3, causal=False, values=True),
+    "ellipsoid-causal-U=I": dict(W=W3, causal=True, values=False),
+}
+
+
+def build(case, rng, heads=2):
+    P = tuple(rng.uniform(-1, 1, (3, 3)) for _ in range(heads))
+    U = tuple(rng.uniform(-1, 1, (3, 3)) for _ in range(heads)) if case["values"] else None
+    field = AttentionField(P=P, U=U, W=case["W"], causal=case["causal"])
+    return field, P, (U if U is not None else (np.eye(3),) * heads)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_field_equals_eq6_written_term_by_term(name, rng):
+    case = CASES[name]
+    field, P, U = build(case, rng)
+    y = Ellipsoid(case["W"]).random_point(rng, (6, 3))
+    W = np.eye(3) if case["W"] is None else case["W"]
+    np.testing.assert_allclose(field(0.0, y), eq6_by_loops(P, U, W, case["causal"], y), atol=ATOL)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_batched_field_equals_the_field_of_each_instance(name, rng):
+    field, _, _ = build(CASES[name], rng)
+    y = Ellipsoid(CASES[name]["W"]).random_point(rng, (4, 2, 6, 3))
+    batched = field(0.3, y)
+    for index in np.ndindex(4, 2):
+        np.testing.assert_allclose(batched[index], field(0.3, y[index]), atol=ATOL)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_field_is_tangent_to_the_manifold(name, rng):
+    field, _, _ = build(CASES[name], rng)
+    y = field.manifold.random_point(rng, (50, 8, 3))
+    assert field.manifold.is_tangent(field(0.0, y), y, atol=ATOL).all()
+
+
+def test_time_dependent_heads_are_evaluated_at_t():
+    field = full_attention_example()
+    y = Ellipsoid().random_point(np.random.default_rng(3), (10, 3))
+    frozen = AttentionField(P=tuple(field.query_key(0.37)))
+    np.testing.assert_allclose(field(0.37, y), frozen(0.0, y), atol=ATOL)
+
+
+def test_attention_rows_sum_to_one_over_sqrt_d_as_printed(rng):
+    field, _, _ = build(CASES["sphere-full-U=I"], rng)
+    alpha = field.attention(0.0, Ellipsoid().random_point(rng, (5, 7, 3)))
+    assert alpha.shape == (5, 2, 7, 7)
+    np.testing.assert_allclose(alpha.sum(axis=-1), 1 / np.sqrt(3), atol=ATOL)
+
+
+def test_causal_attention_vanishes_above_the_diagonal(rng):
+    field, _, _ = build(CASES["sphere-causal-U"], rng)
+    alpha = field.attention(0.0, Ellipsoid().random_point(rng, (5, 7, 3)))
+    assert np.all(np.triu(np.ones((7, 7)), k=1) * alpha == 0)
+    np.testing.assert_allclose(alpha.sum(axis=-1), 1 / np.sqrt(3), atol=ATOL)
+
+
+def test_softmax_is_stable_for_huge_scores(rng):
+    """Scores of size 1e4 overflow a naive exp; log-sum-exp gives the limit weights (the argmax row entries)."""
+    field = AttentionField(P=(1e4 * np.eye(3),))
+    y = Ellipsoid().random_point(rng, (6, 3))
+    alpha = field.attention(0.0, y)
+    assert np.all(np.isfinite(alpha))
+    np.testing.assert_allclose(alpha[0].sum(axis=-1), 1 / np.sqrt(3), atol=ATOL)
+    np.testing.assert_allclose(np.diag(alpha[0]), 1 / np.sqrt(3), atol=ATOL)  # y_i^T y_i = 1 is each row's max
+
+
+def test_rows_far_below_the_batch_maximum_are_not_lost(rng):
+    """One instance's scores ~1e3 above the other's: a shift shared by the batch would underflow the second
+    instance's rows to 0; they must come out as when that instance is computed alone."""
+    field = AttentionField(P=(np.eye(3),))
+    y = Ellipsoid().random_point(rng, (2, 5, 3))
+    y[0] *= 40.0  # the formula is evaluated at any y: scores y_i^T y_j up to 1600
+    together = field.attention(0.0, y)
+    assert np.all(np.isfinite(together))
+    for k in range(2):
+        np.testing.assert_allclose(together[k], field.attention(0.0, y[k]), atol=ATOL)
+
+
+def test_first_token_is_fixed_under_causal_identity_values(rng):
+    field = AttentionField(P=(rng.standard_normal((3, 3)),), causal=True)
+    y = Ellipsoid().random_point(rng, (8, 3))
+    np.testing.assert_allclose(field(0.0, y)[0], 0.0, atol=ATOL)
+
+
+def test_discrete_step_is_eq1(rng):
+    field, P, U = build(CASES["ellipsoid-full-U"], rng)
+    y = field.manifold.random_point(rng, (6, 3))
+    tau = 0.05
+    update = np.zeros_like(y)
+    for Peta, Ueta in zip(P, U):
+        scores = np.exp(y @ Peta @ y.T)
+        update += (scores / (np.sqrt(3) * scores.sum(axis=1, keepdims=True))) @ y @ Ueta.T
+    expected = Ellipsoid(W3).project(y + tau * update)
+    np.testing.assert_allclose(field.discrete_step(0.0, y, tau), expected, atol=ATOL)
+
+
+def test_misalignment_is_zero_at_consensus_and_one_for_orthogonal_tokens():
+    y = np.tile([0.0, 0.6, 0.8], (5, 1))
+    assert misalignment(y) == pytest.approx(0.0, abs=ATOL)
+    assert misalignment(np.eye(3)) == pytest.approx(1 - 1 / 3, abs=ATOL)
+    assert misalignment(np.stack([np.eye(3), np.eye(3)])).shape == (2,)
+
+
+def test_hemisphere_lyapunov_is_the_worst_token():
+    y = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0]])
+    v = np.array([1.0, 0, 0])
+    np.testing.assert_allclose(token_lyapunov(y, v), [0.0, 1.0, 0.4], atol=ATOL)
+    assert hemisphere_lyapunov(y, v) == pytest.approx(1.0)
+
+
+def test_top_eigenvector_of_the_printed_U():
+    lam, v = top_eigenvector(FIG5_U)
+    np.testing.assert_allclose(FIG5_U @ v, lam * v, atol=ATOL)
+    assert lam == pytest.approx(np.linalg.eigvalsh(FIG5_U)[-1])

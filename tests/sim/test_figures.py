@@ -1,0 +1,110 @@
+"""Figures 1-6 of the paper (sec. 6.1 / ICML 5.1): each is simulated with the printed matrices, its observation
+checked on the numbers, and the figure handed to the report beside the paper's figure number.
+
+The default run uses the paper's systems with fewer trajectories/instances for Figs. 4-6 (``size="fast"``);
+``--full`` adds the paper's sizes (Fig. 4: 100 trajectories of 50 tokens in R^500).
+"""
+
+import json
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from sim.figures import check_figure2, check_figure3, make_figure, simulate_figure2
+from sim.scenarios import full_attention_example
+
+
+@pytest.fixture(scope="session")
+def figure_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("sim-figures")
+
+
+def _made(number, figure_dir, size, record):
+    output = make_figure(number, figure_dir / size, size=size)
+    assert output.png.stat().st_size > 10_000
+    written = json.loads(output.data_path.read_text())
+    assert written["figure"] == number and written["check"]["verdict"] == output.result.verdict
+    result = record(output.result)
+    assert result.verdict == "verified", result.detail
+    assert result.figures[0].paper_figure == f"Fig. {number}"
+    return result
+
+
+@pytest.mark.claim("sim.fig1", method="figure")
+def test_figure1_norms_of_the_printed_P_are_bounded_and_periodic(figure_dir, record):
+    _made(1, figure_dir, "fast", record)
+
+
+@pytest.mark.claim("sim.fig2", method="figure")
+def test_figure2_tokens_stay_in_the_hemisphere_and_meet(figure_dir, record):
+    result = _made(2, figure_dir, "fast", record)
+    assert result.numbers["min_t_min_i_v.y_i"] > 0
+    assert result.numbers["max_drift"] <= 1e-12
+
+
+@pytest.mark.claim("sim.fig3", method="figure")
+def test_figure3_lyapunov_function_never_increases(figure_dir, record):
+    _made(3, figure_dir, "fast", record)
+
+
+@pytest.mark.claim("sim.fig4", method="figure")
+def test_figure4_misalignment_vanishes_on_every_trajectory_reduced(figure_dir, record):
+    """The paper's system at 4 of its 100 trajectories (BLAS on one thread: the machine is shared)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = _made(4, figure_dir, "fast", record)
+    assert result.numbers["first_token_motion"] <= 1e-12  # U = I, causal: the first token is fixed
+
+
+@pytest.mark.full
+@pytest.mark.claim("sim.fig4", method="figure")
+def test_figure4_misalignment_vanishes_on_all_100_trajectories(figure_dir, record):
+    result = _made(4, figure_dir, "full", record)
+    assert result.numbers["trajectories"] == 100
+
+
+@pytest.mark.claim("sim.fig5", method="figure")
+def test_figure5_tokens_stay_in_the_hemisphere_of_v_and_converge_to_v(figure_dir, record):
+    _made(5, figure_dir, "fast", record)
+
+
+@pytest.mark.claim("sim.fig6", method="figure")
+def test_figure6_V1_is_monotone_and_V2_is_not(figure_dir, record):
+    result = _made(6, figure_dir, "fast", record)
+    assert result.numbers["instances_V2_increasing"] > 0
+
+
+@pytest.mark.full
+@pytest.mark.claim("sim.fig5", method="figure")
+@pytest.mark.claim("sim.fig6", method="figure")
+def test_figures5_and_6_on_1000_initial_states(figure_dir, record):
+    for number in (5, 6):
+        _made(number, figure_dir, "full", record)
+
+
+class Reversed:
+    """A broken model: the attention field with its sign flipped (time reversed), so tokens repel."""
+
+    def __init__(self, field):
+        self.field, self.manifold = field, field.manifold
+
+    def __call__(self, t, y):
+        return -self.field(t, y)
+
+
+@pytest.mark.claim("sim.fig2", method="figure", control=True)
+@pytest.mark.claim("sim.fig3", method="figure", control=True)
+def test_figure_checks_reject_the_time_reversed_model():
+    data = simulate_figure2(201, field=Reversed(full_attention_example()))
+    assert check_figure2(data).verdict == "refuted"
+    assert check_figure3(data).verdict == "refuted"
+    assert np.max(np.diff(data["V"])) > 1e-3
+
+
+def test_figure_checks_report_an_unmet_hypothesis_instead_of_a_verdict():
+    """Initial tokens outside H+(v) (here: v flipped) are not a counterexample: the check says so."""
+    data = dict(simulate_figure2(51))
+    data["v"] = [-x for x in data["v"]]
+    result = check_figure2(data)
+    assert result.verdict == "not-run"
+    assert result.detail.startswith("hypothesis not met")

@@ -1,0 +1,98 @@
+"""The ellipsoid E_W (sphere when W = I): one fact per test, batched over leading axes."""
+
+import numpy as np
+import pytest
+
+from sim import Ellipsoid
+from tests.sim.conftest import W3
+
+ATOL = 1e-12  # rounding level for O(1) quantities in float64 after a handful of operations
+
+
+def test_project_lands_on_the_manifold(manifold, rng):
+    x = rng.standard_normal((7, 5, 3)) * 10.0
+    assert manifold.belongs(manifold.project(x), atol=ATOL).all()
+
+
+def test_project_is_idempotent(manifold, rng):
+    y = manifold.project(rng.standard_normal((20, 3)))
+    np.testing.assert_allclose(manifold.project(y), y, atol=ATOL)
+
+
+def test_tangent_projection_is_idempotent(manifold, rng):
+    y = manifold.random_point(rng, (20, 3))
+    once = manifold.tangent_projection(y, rng.standard_normal((20, 3)))
+    np.testing.assert_allclose(manifold.tangent_projection(y, once), once, atol=ATOL)
+
+
+def test_tangent_projection_lands_in_the_tangent_space(manifold, rng):
+    y = manifold.random_point(rng, (4, 20, 3))
+    assert manifold.is_tangent(manifold.tangent_projection(y, rng.standard_normal(y.shape)), y, atol=ATOL).all()
+
+
+def test_tangent_projection_kernel_is_the_point(manifold, rng):
+    y = manifold.random_point(rng, (20, 3))
+    np.testing.assert_allclose(manifold.tangent_projection(y, 3.0 * y), 0.0, atol=ATOL)
+
+
+def test_tangent_projection_is_self_adjoint_for_the_W_inner_product(manifold, rng):
+    y = manifold.random_point(rng, (20, 3))
+    a, b = rng.standard_normal((2, 20, 3))
+    np.testing.assert_allclose(manifold.inner_product(y, manifold.tangent_projection(y, a), b),
+                               manifold.inner_product(y, a, manifold.tangent_projection(y, b)), atol=ATOL)
+
+
+def test_projection_differential_matches_a_taylor_remainder_of_order_two(manifold, rng):
+    """|pi(x + h X) - pi(x) - h T_x pi X| = O(h^2) over h in logspace (pymanopt's check_gradient habit)."""
+    x = 1.7 * manifold.random_point(rng, (3,))
+    X = rng.standard_normal(3)
+    hs = np.logspace(-5, -1, 9)
+    remainders = [np.linalg.norm(manifold.project(x + h * X) - manifold.project(x)
+                                 - h * manifold.projection_differential(x, X)) for h in hs]
+    slope = np.polyfit(np.log(hs), np.log(remainders), 1)[0]
+    assert abs(slope - 2.0) <= 0.1
+
+
+def test_projection_differential_at_a_unit_point_is_the_tangent_projection(manifold, rng):
+    y = manifold.random_point(rng, (10, 3))
+    X = rng.standard_normal((10, 3))
+    np.testing.assert_allclose(manifold.projection_differential(y, X), manifold.tangent_projection(y, X), atol=ATOL)
+
+
+def test_random_points_belong(manifold, rng):
+    assert manifold.random_point(rng, (100, 10, 3)).shape == (100, 10, 3)
+    assert manifold.belongs(manifold.random_point(rng, (100, 10, 3)), atol=ATOL).all()
+
+
+def test_random_points_in_a_hemisphere_are_in_it_and_on_the_manifold(manifold, rng):
+    v = np.array([0.3, -1.0, 0.5])
+    y = manifold.random_point_in_hemisphere(v, rng, (500, 3))
+    assert (y @ v > 0).all()
+    assert manifold.belongs(y, atol=ATOL).all()
+
+
+def test_random_sphere_points_are_uniform():
+    """The mean of uniform points on S^2 is 0 and E[x x^T] = I/3 (standard errors ~ 1/sqrt(n))."""
+    y = Ellipsoid().random_point(np.random.default_rng(7), (40000, 3))
+    np.testing.assert_allclose(y.mean(axis=0), 0.0, atol=0.02)
+    np.testing.assert_allclose(y.T @ y / len(y), np.eye(3) / 3, atol=0.01)
+
+
+def test_random_hemisphere_points_are_uniform_on_the_half_sphere():
+    """For uniform points on the hemisphere of e_1 on S^2, y_1 is uniform on (0, 1) (Archimedes)."""
+    y = Ellipsoid().random_point_in_hemisphere(np.array([1.0, 0, 0]), np.random.default_rng(8), (40000, 3))
+    np.testing.assert_allclose(np.quantile(y[:, 0], [0.25, 0.5, 0.75]), [0.25, 0.5, 0.75], atol=0.01)
+
+
+def test_an_identity_W_is_the_sphere():
+    assert Ellipsoid(np.eye(4)).is_sphere
+    assert not Ellipsoid(W3).is_sphere
+
+
+def test_belongs_rejects_points_off_the_manifold(manifold):
+    assert not manifold.belongs(np.array([2.0, 0.0, 0.0]), atol=1e-6)
+
+
+def test_is_tangent_rejects_the_normal_direction(manifold, rng):
+    y = manifold.random_point(rng, (3,))
+    assert not manifold.is_tangent(y, y, atol=1e-6)
