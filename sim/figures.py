@@ -42,10 +42,14 @@ MONOTONE_REASON = ("Integrated with rtol = atol <= 1e-9 on values of size <= 2 o
 CONSENSUS_TOL = 1e-4
 CONSENSUS_REASON = ("Consensus is asymptotic: E (eq. 9) below 1e-4 at the chosen horizon, from about 1 at t = 0, "
                     "is four orders of decrease; the integration error (rtol <= 1e-9) is far below it.")
-FIG4_TOL = 1e-3
-FIG4_REASON = ("E starts near 1 (random tokens in R^500 are nearly orthogonal) and decays exponentially with rate "
-               "~ h/sqrt(d) ~ 0.09 set by the sqrt(n+1) normaliser; 1e-3 at t = 150 is three orders of decrease, "
-               "far above the integration error (rtol 1e-6).")
+FIG4_TOL = 1e-2
+FIG4_REASON = ("E -> 0 is asymptotic; on a finite horizon it is read as: E below 1e-2 at t = 150 on every trajectory "
+               "(two orders below its start near 1: random tokens in R^500 are nearly orthogonal) and still "
+               "decaying exponentially there (the least-squares slope of log E over the last quarter of the horizon "
+               "is below -1e-3 on every trajectory), so not levelling off at a positive value. The rate ~ h/sqrt(d) "
+               "~ 0.09 is set by the sqrt(n+1) normaliser; the integration error (rtol 1e-6) is far below 1e-2.")
+#: "Still decaying": log E falls at least this fast at the end (an e-folding time of at most 1000).
+FIG4_MIN_RATE = 1e-3
 EXACT_TOL = 1e-12
 EXACT_REASON = "A closed form evaluated in float64 (values of size <= 2): agreement to 1e-12 is rounding level."
 
@@ -211,20 +215,25 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
 
 
 def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
-    """Fig. 4: E -> 0 along every trajectory."""
+    """Fig. 4: E -> 0 along every trajectory (small at the horizon and still decaying exponentially)."""
     E = np.array(data["E"])  # [trajectory, time]
+    t = np.array(data["t"])
+    last = t >= 0.75 * t[-1]
+    rates = np.array([np.polyfit(t[last], np.log(row[last]), 1)[0] for row in E])
     numbers = {"trajectories": data["trajectories"], "max_final_E": float(E[:, -1].max()),
-               "mean_final_E": float(E[:, -1].mean()), "min_initial_E": float(E[:, 0].min()),
-               "first_token_motion": data["first_token_motion"], "T": data["t"][-1],
+               "median_final_E": float(np.median(E[:, -1])), "min_initial_E": float(E[:, 0].min()),
+               "slowest_log_E_slope_last_quarter": float(rates.max()),
+               "first_token_motion": data["first_token_motion"], "T": float(t[-1]),
                "evaluations": data["evaluations"], "max_drift": data["max_drift"]}
-    ok = E[:, -1].max() <= FIG4_TOL and np.all(E[:, -1] < E[:, 0])
+    ok = E[:, -1].max() <= FIG4_TOL and rates.max() <= -FIG4_MIN_RATE
     return CheckResult(
         "sim.fig4", "figure", "verified" if ok else "refuted",
         detail=f"E (eq. 9) along {data['trajectories']} trajectories (causal, U = I, 50 tokens on S^499, h = 2): "
-               f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {data['t'][-1]:g} on every "
-               "trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ U(0, 2 pi) per diagonal "
-               "entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: our seeded draws (not "
-               "printed).",
+               f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {t[-1]:g} on every "
+               f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{t[last][0]:.0f}, "
+               f"{t[-1]:g}] on every trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ "
+               "U(0, 2 pi) per diagonal entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: "
+               "our seeded draws (not printed). The first token does not move (U = I, causal).",
         numbers=numbers, tolerance=FIG4_TOL, tolerance_reason=FIG4_REASON, figures=figures,
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 
