@@ -21,7 +21,7 @@ from reports.records import CheckResult, Figure
 
 from .dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
 from .manifold import Ellipsoid
-from .scenarios import (FIG1_P1, FIG1_P2, FIG3_V, FIG5_P, FIG5_U, _d1, _d2, causal_random_example,
+from .scenarios import (FIG1_P1, FIG1_P2, FIG3_V, FIG5_U, fig1_D1, fig1_D2, causal_random_example,
                         full_attention_example, symmetric_value_example, uniform_box_tokens)
 from .solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 
@@ -64,7 +64,7 @@ class FigureOutput:
     result: CheckResult
 
 
-def _rounded(array: np.ndarray) -> list:
+def _listed(array: np.ndarray) -> list:
     return np.asarray(array, dtype=float).tolist()
 
 
@@ -79,10 +79,10 @@ def simulate_figure1(samples: int = 1001) -> dict[str, Any]:
     ts = np.linspace(0.0, HORIZONS["fig1"], samples)
     norms = np.array([[np.linalg.norm(p) for p in field.query_key(t)] for t in ts])
     # ||D P'||_F^2 = sum_k D_kk^2 |row_k P'|^2
-    closed = np.stack([np.sqrt(np.array([_d1(t) ** 2 for t in ts]) @ np.sum(FIG1_P1**2, axis=1)),
-                       np.sqrt(np.array([_d2(t) ** 2 for t in ts]) @ np.sum(FIG1_P2**2, axis=1))], axis=1)
+    closed = np.stack([np.sqrt(np.array([fig1_D1(t) ** 2 for t in ts]) @ np.sum(FIG1_P1**2, axis=1)),
+                       np.sqrt(np.array([fig1_D2(t) ** 2 for t in ts]) @ np.sum(FIG1_P2**2, axis=1))], axis=1)
     shifted = np.array([[np.linalg.norm(p) for p in field.query_key(t + 1.0)] for t in ts])
-    return {"t": _rounded(ts), "norm_P1": _rounded(norms[:, 0]), "norm_P2": _rounded(norms[:, 1]),
+    return {"t": _listed(ts), "norm_P1": _listed(norms[:, 0]), "norm_P2": _listed(norms[:, 1]),
             "closed_form_residual": float(np.max(np.abs(norms - closed))),
             "period_residual": float(np.max(np.abs(shifted - norms))),
             "bound": [2 * float(np.linalg.norm(FIG1_P1)), 2 * float(np.linalg.norm(FIG1_P2))]}
@@ -99,8 +99,8 @@ def simulate_figure2(samples: int = 1001, *, field=None) -> dict[str, Any]:
     ts = np.linspace(0.0, HORIZONS["fig2"], samples)
     sol = solve(field, Dopri5(), 0.0, ts[-1], y0, saveat=SaveAt(ts=ts),
                 controller=AdaptiveStepSize(rtol=1e-10, atol=1e-10))
-    return {"t": _rounded(sol.ts), "y": _rounded(sol.ys), "v": _rounded(FIG3_V),
-            "V": _rounded(hemisphere_lyapunov(sol.ys, FIG3_V)), "E": _rounded(misalignment(sol.ys)),
+    return {"t": _listed(sol.ts), "y": _listed(sol.ys), "v": _listed(FIG3_V),
+            "V": _listed(hemisphere_lyapunov(sol.ys, FIG3_V)), "E": _listed(misalignment(sol.ys)),
             "evaluations": sol.evaluations, "max_drift": sol.max_drift, "solver": "Dopri5, rtol = atol = 1e-10"}
 
 
@@ -118,7 +118,7 @@ def simulate_figure4(size: str) -> dict[str, Any]:
     sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True, fn=kept),
                 controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9))
     first_token_motion = float(np.max(sol.ys[..., 1]))
-    return {"t": _rounded(sol.ts), "E": _rounded(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
+    return {"t": _listed(sol.ts), "E": _listed(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
             "first_token_motion": first_token_motion, "evaluations": sol.evaluations, "steps": sol.steps,
             "max_drift": sol.max_drift, "solver": "Dopri5, rtol 1e-6, atol 1e-9"}
 
@@ -139,9 +139,9 @@ def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
     increase_1 = np.max(np.diff(V[:, :, 0], axis=0), axis=0)
     increase_2 = np.max(np.diff(V[:, :, 1], axis=0), axis=0)
     shown = int(np.argmax(increase_2))
-    return {"t": _rounded(sol.ts), "y": _rounded(sol.ys[:, shown]), "v": _rounded(v), "lambda": lam,
+    return {"t": _listed(sol.ts), "y": _listed(sol.ys[:, shown]), "v": _listed(v), "lambda": lam,
             "instances": instances, "shown_instance": shown,
-            "V1": _rounded(V[:, shown, 0]), "V2": _rounded(V[:, shown, 1]),
+            "V1": _listed(V[:, shown, 0]), "V2": _listed(V[:, shown, 1]),
             "max_increase_V1_all": float(np.max(increase_1)),
             "instances_V2_increasing": int(np.count_nonzero(increase_2 > MONOTONE_TOL)),
             "max_increase_V2": float(increase_2[shown]),
