@@ -21,7 +21,7 @@ from reports.records import CheckResult, Figure
 
 from .dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
 from .manifold import Ellipsoid
-from .scenarios import (FIG1_P1, FIG1_P2, FIG3_V, FIG5_P, FIG5_U, _d1, _d2, causal_random_example,
+from .scenarios import (FIG1_P1, FIG1_P2, FIG3_V, FIG5_U, fig1_D1, fig1_D2, causal_random_example,
                         full_attention_example, symmetric_value_example, uniform_box_tokens)
 from .solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 
@@ -42,10 +42,14 @@ MONOTONE_REASON = ("Integrated with rtol = atol <= 1e-9 on values of size <= 2 o
 CONSENSUS_TOL = 1e-4
 CONSENSUS_REASON = ("Consensus is asymptotic: E (eq. 9) below 1e-4 at the chosen horizon, from about 1 at t = 0, "
                     "is four orders of decrease; the integration error (rtol <= 1e-9) is far below it.")
-FIG4_TOL = 1e-3
-FIG4_REASON = ("E starts near 1 (random tokens in R^500 are nearly orthogonal) and decays exponentially with rate "
-               "~ h/sqrt(d) ~ 0.09 set by the sqrt(n+1) normaliser; 1e-3 at t = 150 is three orders of decrease, "
-               "far above the integration error (rtol 1e-6).")
+FIG4_TOL = 1e-2
+FIG4_REASON = ("E -> 0 is asymptotic; on a finite horizon it is read as: E below 1e-2 at t = 150 on every trajectory "
+               "(two orders below its start near 1: random tokens in R^500 are nearly orthogonal) and still "
+               "decaying exponentially there (the least-squares slope of log E over the last quarter of the horizon "
+               "is below -1e-3 on every trajectory), so not levelling off at a positive value. The rate ~ h/sqrt(d) "
+               "~ 0.09 is set by the sqrt(n+1) normaliser; the integration error (rtol 1e-6) is far below 1e-2.")
+#: "Still decaying": log E falls at least this fast at the end (an e-folding time of at most 1000).
+FIG4_MIN_RATE = 1e-3
 EXACT_TOL = 1e-12
 EXACT_REASON = "A closed form evaluated in float64 (values of size <= 2): agreement to 1e-12 is rounding level."
 
@@ -60,7 +64,7 @@ class FigureOutput:
     result: CheckResult
 
 
-def _rounded(array: np.ndarray) -> list:
+def _listed(array: np.ndarray) -> list:
     return np.asarray(array, dtype=float).tolist()
 
 
@@ -75,10 +79,10 @@ def simulate_figure1(samples: int = 1001) -> dict[str, Any]:
     ts = np.linspace(0.0, HORIZONS["fig1"], samples)
     norms = np.array([[np.linalg.norm(p) for p in field.query_key(t)] for t in ts])
     # ||D P'||_F^2 = sum_k D_kk^2 |row_k P'|^2
-    closed = np.stack([np.sqrt(np.array([_d1(t) ** 2 for t in ts]) @ np.sum(FIG1_P1**2, axis=1)),
-                       np.sqrt(np.array([_d2(t) ** 2 for t in ts]) @ np.sum(FIG1_P2**2, axis=1))], axis=1)
+    closed = np.stack([np.sqrt(np.array([fig1_D1(t) ** 2 for t in ts]) @ np.sum(FIG1_P1**2, axis=1)),
+                       np.sqrt(np.array([fig1_D2(t) ** 2 for t in ts]) @ np.sum(FIG1_P2**2, axis=1))], axis=1)
     shifted = np.array([[np.linalg.norm(p) for p in field.query_key(t + 1.0)] for t in ts])
-    return {"t": _rounded(ts), "norm_P1": _rounded(norms[:, 0]), "norm_P2": _rounded(norms[:, 1]),
+    return {"t": _listed(ts), "norm_P1": _listed(norms[:, 0]), "norm_P2": _listed(norms[:, 1]),
             "closed_form_residual": float(np.max(np.abs(norms - closed))),
             "period_residual": float(np.max(np.abs(shifted - norms))),
             "bound": [2 * float(np.linalg.norm(FIG1_P1)), 2 * float(np.linalg.norm(FIG1_P2))]}
@@ -95,8 +99,8 @@ def simulate_figure2(samples: int = 1001, *, field=None) -> dict[str, Any]:
     ts = np.linspace(0.0, HORIZONS["fig2"], samples)
     sol = solve(field, Dopri5(), 0.0, ts[-1], y0, saveat=SaveAt(ts=ts),
                 controller=AdaptiveStepSize(rtol=1e-10, atol=1e-10))
-    return {"t": _rounded(sol.ts), "y": _rounded(sol.ys), "v": _rounded(FIG3_V),
-            "V": _rounded(hemisphere_lyapunov(sol.ys, FIG3_V)), "E": _rounded(misalignment(sol.ys)),
+    return {"t": _listed(sol.ts), "y": _listed(sol.ys), "v": _listed(FIG3_V),
+            "V": _listed(hemisphere_lyapunov(sol.ys, FIG3_V)), "E": _listed(misalignment(sol.ys)),
             "evaluations": sol.evaluations, "max_drift": sol.max_drift, "solver": "Dopri5, rtol = atol = 1e-10"}
 
 
@@ -114,7 +118,7 @@ def simulate_figure4(size: str) -> dict[str, Any]:
     sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True, fn=kept),
                 controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9))
     first_token_motion = float(np.max(sol.ys[..., 1]))
-    return {"t": _rounded(sol.ts), "E": _rounded(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
+    return {"t": _listed(sol.ts), "E": _listed(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
             "first_token_motion": first_token_motion, "evaluations": sol.evaluations, "steps": sol.steps,
             "max_drift": sol.max_drift, "solver": "Dopri5, rtol 1e-6, atol 1e-9"}
 
@@ -135,9 +139,9 @@ def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
     increase_1 = np.max(np.diff(V[:, :, 0], axis=0), axis=0)
     increase_2 = np.max(np.diff(V[:, :, 1], axis=0), axis=0)
     shown = int(np.argmax(increase_2))
-    return {"t": _rounded(sol.ts), "y": _rounded(sol.ys[:, shown]), "v": _rounded(v), "lambda": lam,
+    return {"t": _listed(sol.ts), "y": _listed(sol.ys[:, shown]), "v": _listed(v), "lambda": lam,
             "instances": instances, "shown_instance": shown,
-            "V1": _rounded(V[:, shown, 0]), "V2": _rounded(V[:, shown, 1]),
+            "V1": _listed(V[:, shown, 0]), "V2": _listed(V[:, shown, 1]),
             "max_increase_V1_all": float(np.max(increase_1)),
             "instances_V2_increasing": int(np.count_nonzero(increase_2 > MONOTONE_TOL)),
             "max_increase_V2": float(increase_2[shown]),
@@ -211,20 +215,25 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
 
 
 def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
-    """Fig. 4: E -> 0 along every trajectory."""
+    """Fig. 4: E -> 0 along every trajectory (small at the horizon and still decaying exponentially)."""
     E = np.array(data["E"])  # [trajectory, time]
+    t = np.array(data["t"])
+    last = t >= 0.75 * t[-1]
+    rates = np.array([np.polyfit(t[last], np.log(row[last]), 1)[0] for row in E])
     numbers = {"trajectories": data["trajectories"], "max_final_E": float(E[:, -1].max()),
-               "mean_final_E": float(E[:, -1].mean()), "min_initial_E": float(E[:, 0].min()),
-               "first_token_motion": data["first_token_motion"], "T": data["t"][-1],
+               "median_final_E": float(np.median(E[:, -1])), "min_initial_E": float(E[:, 0].min()),
+               "slowest_log_E_slope_last_quarter": float(rates.max()),
+               "first_token_motion": data["first_token_motion"], "T": float(t[-1]),
                "evaluations": data["evaluations"], "max_drift": data["max_drift"]}
-    ok = E[:, -1].max() <= FIG4_TOL and np.all(E[:, -1] < E[:, 0])
+    ok = E[:, -1].max() <= FIG4_TOL and rates.max() <= -FIG4_MIN_RATE
     return CheckResult(
         "sim.fig4", "figure", "verified" if ok else "refuted",
         detail=f"E (eq. 9) along {data['trajectories']} trajectories (causal, U = I, 50 tokens on S^499, h = 2): "
-               f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {data['t'][-1]:g} on every "
-               "trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ U(0, 2 pi) per diagonal "
-               "entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: our seeded draws (not "
-               "printed).",
+               f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {t[-1]:g} on every "
+               f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{t[last][0]:.0f}, "
+               f"{t[-1]:g}] on every trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ "
+               "U(0, 2 pi) per diagonal entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: "
+               "our seeded draws (not printed). The first token does not move (U = I, causal).",
         numbers=numbers, tolerance=FIG4_TOL, tolerance_reason=FIG4_REASON, figures=figures,
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 

@@ -38,13 +38,13 @@ class Modulated:
         return self.diagonal(t)[:, None] * self.base
 
 
-def _d1(t: float) -> np.ndarray:
-    """D_1(t) = 2 diag(cos 10 pi t, sin 10 pi t, cos 6 pi t) (also D(t) of Figs. 5-6)."""
+def fig1_D1(t: float) -> np.ndarray:
+    """The diagonal of D_1(t) = 2 diag(cos 10 pi t, sin 10 pi t, cos 6 pi t) (also D(t) of Figs. 5-6), shape=[3]."""
     return 2.0 * np.array([np.cos(10 * np.pi * t), np.sin(10 * np.pi * t), np.cos(6 * np.pi * t)])
 
 
-def _d2(t: float) -> np.ndarray:
-    """D_2(t) = 2 diag(cos 6 pi t, sin 6 pi t, cos 4 pi t)."""
+def fig1_D2(t: float) -> np.ndarray:
+    """The diagonal of D_2(t) = 2 diag(cos 6 pi t, sin 6 pi t, cos 4 pi t), shape=[3]."""
     return 2.0 * np.array([np.cos(6 * np.pi * t), np.sin(6 * np.pi * t), np.cos(4 * np.pi * t)])
 
 
@@ -53,14 +53,14 @@ def full_attention_example() -> AttentionField:
 
     W = I is given explicitly so that the field knows d = 3 (its heads are callables).
     """
-    return AttentionField(P=(Modulated(FIG1_P1, _d1, "2 diag(cos 10pi t, sin 10pi t, cos 6pi t) P'_1"),
-                             Modulated(FIG1_P2, _d2, "2 diag(cos 6pi t, sin 6pi t, cos 4pi t) P'_2")),
+    return AttentionField(P=(Modulated(FIG1_P1, fig1_D1, "2 diag(cos 10pi t, sin 10pi t, cos 6pi t) P'_1"),
+                             Modulated(FIG1_P2, fig1_D2, "2 diag(cos 6pi t, sin 6pi t, cos 4pi t) P'_2")),
                           W=np.eye(3))
 
 
 def symmetric_value_example() -> AttentionField:
     """The system of Figs. 5-6: causal, h = 1, P(t) = D_1(t) P', the printed symmetric U."""
-    return AttentionField(P=(Modulated(FIG5_P, _d1, "2 diag(cos 10pi t, sin 10pi t, cos 6pi t) P'"),),
+    return AttentionField(P=(Modulated(FIG5_P, fig1_D1, "2 diag(cos 10pi t, sin 10pi t, cos 6pi t) P'"),),
                           U=(FIG5_U,), causal=True)
 
 

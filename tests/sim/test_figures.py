@@ -108,3 +108,17 @@ def test_figure_checks_report_an_unmet_hypothesis_instead_of_a_verdict():
     result = check_figure2(data)
     assert result.verdict == "not-run"
     assert result.detail.startswith("hypothesis not met")
+
+
+@pytest.mark.claim("sim.fig4", method="figure", control=True)
+def test_figure4_check_rejects_misalignment_that_levels_off():
+    """E that decays but stalls at 5e-3 (below the final-value bound) is not E -> 0: the check says refuted."""
+    t = np.linspace(0.0, 150.0, 301)
+    stalled = 0.005 + np.exp(-0.1 * t)
+    data = {"t": t.tolist(), "E": [stalled.tolist(), np.exp(-0.05 * t).tolist()], "trajectories": 2,
+            "first_token_motion": 0.0, "evaluations": 0, "max_drift": 0.0}
+    from sim.figures import check_figure4
+
+    result = check_figure4(data)
+    assert result.numbers["max_final_E"] <= 1e-2
+    assert result.verdict == "refuted"

@@ -1,7 +1,6 @@
 """The ellipsoid E_W (sphere when W = I): one fact per test, batched over leading axes."""
 
 import numpy as np
-import pytest
 
 from sim import Ellipsoid
 from tests.sim.conftest import W3
