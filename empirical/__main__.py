@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     prompts.add_argument("--vocab-size", type=int, default=50257)
     prompts.add_argument("--seed", type=int, default=PAPER_SEED)
     prompts.set_defaults(handler=_prompts)
+    from .audit_report import add_audit_parser  # `audit`: the hypothesis audit (empirical/audit.py)
+    add_audit_parser(commands)
     return parser
 
 
