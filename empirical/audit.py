@@ -256,6 +256,8 @@ def audit_model(model: str, weights: str = "trained", settings: AuditSettings = 
     if weights not in ("trained", "random"):
         raise ValueError(f"weights={weights!r} must be 'trained' or 'random' (a re-drawn model has no fixed P, U).")
     compare_random = (weights == "trained") if compare_random is None else compare_random
+    if compare_random and weights != "trained":
+        raise ValueError("compare_random compares trained weights with random ones: it needs weights='trained'.")
     loaded = load_model(model, weights, seed=settings.seed, dtype=dtype)
     adapter = adapter_for(loaded)
     vocab = adapter.vocab_size
