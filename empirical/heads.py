@@ -106,7 +106,8 @@ def head_factors(adapter: LoopAdapter, index: int) -> HeadFactors:
 
 def layer_value_matrix(factors: HeadFactors) -> np.ndarray:
     """``sum_eta U_eta = W_O W_V`` of the block (d x d): the value matrix seen by equal attention patterns."""
-    return np.einsum("hdr,hre->de", factors.output, factors.value)
+    heads, width, rank = factors.output.shape
+    return factors.output.transpose(1, 0, 2).reshape(width, heads * rank) @ factors.value.reshape(heads * rank, width)
 
 
 def norm_gain(module: nn.Module) -> tuple[str, np.ndarray, np.ndarray | None, float]:
