@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from .adapters import LoopAdapter, adapter_for
 from .consensus import misalignment
-from .geometry import gain_geometry, layernorm_residuals, rmsnorm_residuals
+from .geometry import gain_geometry, layernorm_residuals, rmsnorm_ellipsoid, rmsnorm_residuals
 from .heads import head_factors, layer_value_matrix, norm_gain
 from .hypotheses import (asymmetry, low_rank_asymmetry, low_rank_norms, low_rank_summary, open_hemisphere,
                          spectrum_summary)
@@ -116,21 +116,23 @@ def audit_weights(adapter: LoopAdapter) -> dict[str, Any]:
                           "U_sum_simple_positive_top": summary.simple_positive_real,
                           "U_sum_condition": float(singular[0] / singular[-1]) if singular[-1] > 0 else float("inf")})
         layers.append(layer)
-    norms = []
-    for index, block in enumerate(adapter.blocks):
-        kind, gain, bias, eps = norm_gain(adapter._norm_1(block))
-        geometry = gain_geometry(gain)
-        norms.append({"where": f"block {index} norm_1", "kind": kind, "axis_ratio": geometry.axis_ratio,
-                      "cv": geometry.cv, "negative": geometry.negative, "verdict": geometry.verdict,
-                      "bias_norm": float(np.linalg.norm(bias)) if bias is not None else 0.0,
-                      "gain_rms": float(np.sqrt(np.mean(gain**2)))})
-    kind, gain, bias, eps = norm_gain(adapter._final_norm_module())
+    modules = [(f"block {i} norm_1", adapter._norm_1(block)) for i, block in enumerate(adapter.blocks)]
+    modules.append(("final norm", adapter._final_norm_module()))
+    return {"layers": layers, "norms": [_norm_entry(where, module) for where, module in modules]}
+
+
+def _norm_entry(where: str, module: torch.nn.Module) -> dict[str, Any]:
+    """A norm's gain geometry; for RMSNorm also the range of W = diag(1/(d g^2)) of its ellipsoid E_W."""
+    kind, gain, bias, eps = norm_gain(module)
     geometry = gain_geometry(gain)
-    norms.append({"where": "final norm", "kind": kind, "axis_ratio": geometry.axis_ratio, "cv": geometry.cv,
-                  "negative": geometry.negative, "verdict": geometry.verdict,
-                  "bias_norm": float(np.linalg.norm(bias)) if bias is not None else 0.0,
-                  "gain_rms": float(np.sqrt(np.mean(gain**2)))})
-    return {"layers": layers, "norms": norms}
+    entry = {"where": where, "kind": kind, "axis_ratio": geometry.axis_ratio, "cv": geometry.cv,
+             "negative": geometry.negative, "verdict": geometry.verdict, "eps": eps,
+             "bias_norm": float(np.linalg.norm(bias)) if bias is not None else 0.0,
+             "gain_rms": float(np.sqrt(np.mean(gain**2)))}
+    if kind == "rmsnorm" and geometry.min_abs > 0:
+        w = rmsnorm_ellipsoid(gain)
+        entry.update({"W_min": float(w.min()), "W_max": float(w.max())})
+    return entry
 
 
 # -- states ------------------------------------------------------------------------------------------
@@ -343,7 +345,11 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
                                 "states also lie in the hyperplane 1^T (z - beta)/gamma = 0"})
     else:
         rows.append({"hypothesis": "normalised states on a surface centred at 0 (E_W)", "needed_by": "eq. 2 (E_W)",
-                     "verdict": "holds", "numbers": "RMSNorm: E_W with W = diag(1/(d g^2)); the map is diag(g) . pi_{I/d}, not pi_W"})
+                     "verdict": "holds",
+                     "numbers": ("RMSNorm: E_W with W = diag(1/(d g^2)), entries "
+                                 + (f"{min(n['W_min'] for n in norms):.3g} .. {max(n['W_max'] for n in norms):.3g}"
+                                    if all("W_min" in n for n in norms) else "undefined (a zero gain)")
+                                 + "; the map is diag(g) . pi_{I/d}, not pi_W")})
     for name, variant in run["variants"].items():
         radial = float(variant["surface_radial"].max())
         rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
