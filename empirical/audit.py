@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -235,15 +235,21 @@ def comparison(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the audit -------------------------------------------------------------------------------------------
-def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int) -> dict[str, Any]:
-    """Weights and states (with and without FFN) of one loaded model, plus rate fits."""
+def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *,
+                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Weights and states (with and without FFN) of one loaded model, plus rate fits.
+    ``progress`` receives a line per stage (the CLI prints them to stderr)."""
     started = time.time()
+    say = progress or (lambda message: None)
     # One BLAS thread for the many small numpy/scipy products: on a shared 2-core machine OpenBLAS's
     # spinning threads made them ~10-40x slower. torch's own thread pool is not affected.
     with threadpool_limits(limits=1, user_api="blas"):
+        say(f"weights: {adapter.num_layers} layers")
         weights = audit_weights(adapter)
         variants = {}
         for ffn in (True, False):
+            say(f"states {'with' if ffn else 'without'} FFN: {input_ids.shape[0]} prompts x {passes} passes "
+                f"(+{time.time() - started:.0f}s)")
             states = audit_states(adapter, input_ids, passes, ffn=ffn)
             states["rate"] = rate_summary(states["E"])
             variants["ffn" if ffn else "no-ffn"] = states
@@ -252,7 +258,8 @@ def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int) ->
 
 
 def audit_model(model: str, weights: str = "trained", settings: AuditSettings = AuditSettings(), *,
-                dtype: torch.dtype = torch.float32, compare_random: bool | None = None) -> dict[str, Any]:
+                dtype: torch.dtype = torch.float32, compare_random: bool | None = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The audit of ``model`` with ``weights`` (``trained`` or ``random``); with trained weights the same
     architecture is also audited with random weights (``compare_random``) for the in-kind rate comparison."""
     if weights not in ("trained", "random"):
@@ -265,11 +272,11 @@ def audit_model(model: str, weights: str = "trained", settings: AuditSettings = 
     vocab = adapter.vocab_size
     ids = torch.tensor(authors_prompts(settings.prompts, settings.length, vocab))
     result = {"model": model, "weights": weights, "settings": settings.__dict__, "dtype": str(dtype),
-              "description": describe_model(model, adapter), "runs": {weights: audit_adapter(adapter, ids, settings.passes)}}
+              "description": describe_model(model, adapter), "runs": {weights: audit_adapter(adapter, ids, settings.passes, progress=progress)}}
     del loaded, adapter
     if compare_random:
         other = adapter_for(load_model(model, "random", seed=settings.seed, dtype=dtype))
-        result["runs"]["random"] = audit_adapter(other, ids, settings.passes)
+        result["runs"]["random"] = audit_adapter(other, ids, settings.passes, progress=progress)
         result["trained_vs_random"] = {
             variant: comparison(result["runs"]["trained"]["variants"][variant]["rate"],
                                 result["runs"]["random"]["variants"][variant]["rate"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -305,7 +306,8 @@ def add_audit_parser(commands: argparse._SubParsersAction) -> None:
 def run_audit_command(args: argparse.Namespace) -> int:
     settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
     result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
-                         compare_random=False if args.no_random_comparison else None)
+                         compare_random=False if args.no_random_comparison else None,
+                         progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
     extra = [rates_from_results(path) for path in args.results]
     result["results_rates"] = extra
     path = write_audit(result, args.out)
