@@ -1,4 +1,4 @@
-"""``python -m empirical {prompts,run,bench}``: the paper's experiments from the command line (SPEC section 6)."""
+"""``python -m empirical {prompts,run,suite,bench}``: the paper's experiments from the command line (SPEC section 6)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,28 @@ def _run(args) -> int:
     return 0
 
 
+def _suite(args) -> int:
+    from .loop import NonFiniteActivations
+    from .models import ModelNotAvailable
+    from .suite import run_variant, variants
+
+    try:
+        chosen = variants(args.profile, args.only)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    status = 0
+    for variant in chosen:
+        try:
+            _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet)
+            print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
+                  f"({results['passes']} passes x {results['layers']} blocks)")
+        except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+            print(f"{variant.key}: error: {error}", file=sys.stderr)
+            status = 2
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m empirical", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,10 +86,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", type=Path, required=True, help="output folder (rerun the same command to resume)")
     run.set_defaults(handler=_run)
+
+    suite = commands.add_parser("suite", help="run every variant of figures 7-10 in a budget profile (resumable)")
+    suite.add_argument("--profile", choices=("cpu", "gpu"), default="cpu",
+                       help="cpu: the report's budget on this machine; gpu: the paper's full protocol")
+    suite.add_argument("--only", nargs="*", help="variant keys to run (default: all of the profile)")
+    suite.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    suite.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16", "float64"), default="auto")
+    suite.add_argument("--quiet", action="store_true", help="no progress bar")
+    suite.add_argument("--out", type=Path, default=Path("build/runs"), help="one folder per variant under this")
+    suite.set_defaults(handler=_suite)
+    commands.add_parser("bench", add_help=False,
+                        help="the section-7 benchmark (python -m empirical bench --help for its options)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     return args.handler(args)
