@@ -22,7 +22,7 @@ FIGURES = ROOT / "build" / "figures" / "empirical"
 
 def _runs(*keys):
     by_key = {v.key: v for v in PROFILES["cpu"]}
-    return [run_variant(by_key[key], RUNS, device="cpu", progress=False) for key in keys]
+    return [run_variant(by_key[key], RUNS, progress=False) for key in keys]
 
 
 # -- the prompts (fast) --------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_empirical_runs_section(report_section):
         for v in chosen:
             rows.append((profile, v.key, v.model, v.weights, "yes" if v.ffn else "no", v.prompts, v.length, v.passes,
                          v.figure))
-    ran = [run_variant(v, RUNS, device="cpu", progress=False) for v in PROFILES["cpu"]]
+    ran = [run_variant(v, RUNS, progress=False) for v in PROFILES["cpu"]]
     seconds = sum(m["seconds"] for m, _ in ran)
     assert all(convergence(r)["E_final"] < convergence(r)["E_embeddings"] for _, r in ran)
     report_section(ReportSection(
