@@ -19,7 +19,8 @@ import torch
 
 from reports.records import CheckResult, ReportSection, Table
 
-from .audit import SURFACE_TOL_FLOAT32, AuditSettings, audit_model, rates_from_results, write_audit
+from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, comparison, rate_summary, rates_from_results,
+                    write_audit)
 
 PAPER_MODELS_NOTE = ("GPT-2 XL and GPT-Neo 2.7B trained weights are not on this machine (no model hub, no GPU); "
                      "with them in the Hugging Face cache run `python -m empirical audit --model gpt2-xl --weights trained "
@@ -99,7 +100,8 @@ def rate_table(results: list[dict[str, Any]], extra: list[dict[str, Any]] = ()) 
                              f"{rate['E_start']:.3g} -> {rate['E_end']:.3g}"))
     for item in extra:
         rate = item["rate"]
-        rows.append((item["source"], "results.json", f"{rate['rate']:.4g}", f"[{rate['ci_low']:.4g}, {rate['ci_high']:.4g}]",
+        variant = {True: "ffn", False: "no-ffn"}.get(item.get("ffn"), "results.json")
+        rows.append((item["source"], variant, f"{rate['rate']:.4g}", f"[{rate['ci_low']:.4g}, {rate['ci_high']:.4g}]",
                      _fmt(rate["half_life"]), f"{rate['r2']:.2f}", str(rate["blocks_to_half"]),
                      f"{rate['E_start']:.3g} -> {rate['E_end']:.3g}"))
     return Table("Exponential fits of E per layer (E ~ A exp(-r k), k = block index; 95% CI over prompts)",
@@ -107,7 +109,19 @@ def rate_table(results: list[dict[str, Any]], extra: list[dict[str, Any]] = ()) 
                   "blocks to E/2", "mean E start -> end"), tuple(rows))
 
 
-def comparison_table(results: list[dict[str, Any]]) -> Table:
+def run_rates(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Rate fits of ``python -m empirical run`` outputs: ``(label, manifest, results)`` -> rate items for
+    :func:`audit_section` (``group`` pairs the runs of one model and weights with and without FFN)."""
+    items = []
+    for label, manifest, results in runs:
+        settings = manifest.get("settings", {})
+        group = f"{settings.get('model', label)} ({settings.get('weights', '?')})"
+        items.append({"source": label, "group": group, "ffn": settings.get("ffn"),
+                      "rate": rate_summary(np.asarray(results["E"], dtype=np.float64))})
+    return items
+
+
+def comparison_table(results: list[dict[str, Any]], extra: list[dict[str, Any]] = ()) -> Table:
     rows = []
     for result in results:
         for weights, run in result["runs"].items():
@@ -120,6 +134,16 @@ def comparison_table(results: list[dict[str, Any]]) -> Table:
                          f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}]", _fmt(c["ratio"]),
                          {"faster": "trained faster", "slower": "trained slower",
                           "indistinguishable": "indistinguishable"}[c["verdict"]]))
+    groups: dict[str, dict[bool, dict[str, Any]]] = {}
+    for item in extra:
+        if item.get("ffn") is not None:
+            groups.setdefault(item["group"], {})[bool(item["ffn"])] = item
+    for group, pair in groups.items():
+        if True in pair and False in pair and len(pair[True]["rate"]["per_prompt"]) == len(pair[False]["rate"]["per_prompt"]):
+            c = comparison(pair[True]["rate"], pair[False]["rate"])
+            rows.append((f"{group}, suite run", "with FFN - without FFN", f"{c['difference']:.4g}",
+                         f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}]", _fmt(c["ratio"]),
+                         {"faster": "FFN speeds", "slower": "FFN slows", "indistinguishable": "indistinguishable"}[c["verdict"]]))
     return Table("In-kind rate comparisons (paired over the same prompts; 95% CI of the mean difference)",
                  ("model", "comparison", "rate difference", "95% CI", "rate ratio", "verdict"), tuple(rows))
 
@@ -139,7 +163,7 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
     tables = [hypothesis_summary_table(results)]
     for result in results:
         tables += hypothesis_tables(result)
-    tables += [rate_table(results, list(extra_rates)), comparison_table(results)]
+    tables += [rate_table(results, list(extra_rates)), comparison_table(results, list(extra_rates))]
     for result in results:
         tables += [layer_table(result, weights) for weights in result["runs"]]
     text = (
@@ -200,7 +224,7 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
         numbers=numbers)
 
 
-def ffn_record(results: list[dict[str, Any]]) -> CheckResult:
+def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
     numbers = {}
     for result in results:
         for weights, run in result["runs"].items():
@@ -208,6 +232,10 @@ def ffn_record(results: list[dict[str, Any]]) -> CheckResult:
             numbers[f"{result['model']} {weights}: rate(FFN) - rate(no FFN)"] = c["difference"]
             numbers[f"{result['model']} {weights}: CI"] = f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}]"
             numbers[f"{result['model']} {weights}: FFN effect"] = c["verdict"]
+    for row in comparison_table([], list(extra_rates)).rows:
+        numbers[f"{row[0]}: rate(FFN) - rate(no FFN)"] = row[2]
+        numbers[f"{row[0]}: CI"] = row[3]
+        numbers[f"{row[0]}: FFN effect"] = row[5]
     return CheckResult(
         "emp.full", "empirical", "not-run",
         detail=("The rate part of the claim (FFN speeds convergence in trained GPT-2 XL, slows it in trained GPT-Neo "
@@ -308,7 +336,11 @@ def run_audit_command(args: argparse.Namespace) -> int:
     result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
                          compare_random=False if args.no_random_comparison else None,
                          progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
-    extra = [rates_from_results(path) for path in args.results]
+    extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
+    for item in extra:
+        settings = item["manifest"].get("settings", {})
+        if settings:
+            item.update(group=f"{settings.get('model')} ({settings.get('weights')})", ffn=settings.get("ffn"))
     result["results_rates"] = extra
     path = write_audit(result, args.out)
     section = audit_section([result], extra)

@@ -126,3 +126,34 @@ def test_redrawn_weights_and_random_comparison_of_random_weights_are_rejected():
         audit_model("tiny-gpt2", "redrawn", SETTINGS)
     with pytest.raises(ValueError, match="needs weights='trained'"):
         audit_model("tiny-gpt2", "random", SETTINGS, compare_random=True)
+
+
+def _fake_run(folder, rates, ffn, seed):
+    """A run folder as `python -m empirical run` writes it, with E decaying at known per-prompt rates."""
+    rng = np.random.default_rng(seed)
+    k = np.arange(31)
+    values = 0.8 * np.exp(-np.asarray(rates)[:, None] * k) * np.exp(0.02 * rng.normal(size=(len(rates), k.size)))
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"settings": {"model": "m", "weights": "random", "ffn": ffn}}))
+    (folder / "results.json").write_text(json.dumps({"E": values.tolist(), "layers": 10, "passes": 3}))
+    return folder
+
+
+def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
+    from empirical.audit_report import comparison_table, rate_table, run_rates
+    from empirical.run import load_results
+
+    fast = _fake_run(tmp_path / "ffn", [0.2, 0.21, 0.19, 0.2], True, 0)
+    slow = _fake_run(tmp_path / "no-ffn", [0.1, 0.11, 0.09, 0.1], False, 1)
+    items = run_rates([(name, *load_results(folder)) for name, folder in (("with", fast), ("without", slow))])
+    assert items[0]["rate"]["rate"] == pytest.approx(0.2, abs=0.01)
+    assert items[1]["rate"]["rate"] == pytest.approx(0.1, abs=0.01)
+    rows = comparison_table([], items).rows
+    assert len(rows) == 1 and rows[0][-1] == "FFN speeds"
+    assert len(rate_table([], items).rows) == 2
+    # and through the command line
+    status = main(["audit", "--model", "tiny-gpt2", "--weights", "random", "--out", str(tmp_path / "audit"),
+                   "--prompts", "2", "--length", "8", "--passes", "1", "--results", str(fast), str(slow)])
+    assert status == 0
+    audit = json.loads((tmp_path / "audit" / "audit.json").read_text())
+    assert audit["results_rates"][0]["rate"]["rate"] == pytest.approx(0.2, abs=0.01)

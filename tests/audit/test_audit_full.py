@@ -6,12 +6,18 @@ float32 on the CPU). Short prompts keep it to minutes: the settings are stated i
 """
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from empirical.audit import AuditSettings, audit_model
-from empirical.audit_report import audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record, scope_record
+from empirical.audit_report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
+                                    run_rates, scope_record)
+from empirical.suite import PROFILES, run_variant
+
+#: The empirical suite's runs (figures 7-10 on this machine), shared with tests/empirical: reused when present.
+RUNS = Path(__file__).resolve().parents[2] / "build" / "runs"
 
 SMOLLM2_SETTINGS = AuditSettings(prompts=8, length=64, passes=3, seed=0)
 PAPER_SETTINGS = AuditSettings(prompts=4, length=32, passes=2, seed=0)
@@ -31,6 +37,12 @@ def _audit_when_memory_allows(model, weights, settings):
             if time.monotonic() > deadline:
                 raise
             time.sleep(30)
+
+
+@pytest.fixture(scope="module")
+def suite_rates():
+    """Rate fits of every variant of the empirical suite's cpu profile (run here if not run yet)."""
+    return run_rates([(v.label, *run_variant(v, RUNS, progress=False)) for v in PROFILES["cpu"]])
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +74,8 @@ def test_trained_against_random_rates_are_measured_in_kind(audits, record):
 
 @pytest.mark.full
 @pytest.mark.claim("emp.full", method="empirical")
-def test_ffn_effect_on_rates_is_measured_in_kind(audits, record):
-    result = record(ffn_record(audits))
+def test_ffn_effect_on_rates_is_measured_in_kind(audits, suite_rates, record):
+    result = record(ffn_record(audits, suite_rates))
     assert result.verdict == "not-run"
     for audit in audits:
         for run in audit["runs"].values():
@@ -91,7 +103,7 @@ def test_layernorm_states_of_the_paper_architectures_refute_the_printed_radius(a
 
 
 @pytest.mark.full
-def test_theory_meets_practice_section(audits, report_section):
-    section = report_section(audit_section(audits))
+def test_theory_meets_practice_section(audits, suite_rates, report_section):
+    section = report_section(audit_section(audits, suite_rates))
     assert section.tables[0].title.startswith("Hypothesis -> holds / nearly / fails")
     assert len(section.tables[0].columns) == 2 + 4  # SmolLM2 trained, SmolLM2 random, GPT-2 XL, GPT-Neo
