@@ -457,6 +457,56 @@ def rates_from_results(directory: Path) -> dict[str, Any]:
     return {"source": str(directory), "manifest": manifest, "rate": rate_summary(values)}
 
 
+#: The per-variant arrays of :func:`audit_states` (restored as numpy arrays by :func:`read_audit`).
+STATE_ARRAYS = ("E", "inside_residual", "margin_residual", "inside_normalised", "margin_normalised",
+                "first_token_drift_block", "first_token_drift_pass", "surface_radial", "surface_hyperplane")
+#: Modules whose source defines an audit's numbers: a cached audit is reused only if none changed.
+AUDIT_SOURCES = ("audit.py", "heads.py", "hypotheses.py", "geometry.py", "rates.py", "adapters.py", "models.py")
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
+def read_audit(path: Path) -> dict[str, Any]:
+    """An ``audit.json`` back as :func:`audit_model` returned it (numpy arrays, non-finite floats)."""
+    result = _restore(json.loads(Path(path).read_text()))
+    for run in result["runs"].values():
+        for variant in run["variants"].values():
+            for key in STATE_ARRAYS:
+                variant[key] = np.asarray(variant[key], dtype=bool if key.startswith("inside") else np.float64)
+            variant["rate"]["per_prompt"] = np.asarray(variant["rate"]["per_prompt"], dtype=np.float64)
+    return result
+
+
+def audit_fingerprint(model: str, weights: str, settings: AuditSettings, dtype: torch.dtype) -> str:
+    """A hash of what defines an audit: model, weights, settings, dtype and the audit's source code."""
+    import hashlib
+
+    digest = hashlib.sha256(json.dumps([model, weights, settings.__dict__, str(dtype)]).encode())
+    for name in AUDIT_SOURCES:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cached_audit(model: str, weights: str, settings: AuditSettings, folder: Path, *,
+                 dtype: torch.dtype = torch.float32, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """:func:`audit_model`, reused from ``folder/<fingerprint>/audit.json`` when the same audit (same
+    settings and audit code) was written there before."""
+    target = Path(folder) / f"{model.replace('/', '_')}-{weights}-{audit_fingerprint(model, weights, settings, dtype)}"
+    if (target / "audit.json").is_file():
+        return read_audit(target / "audit.json")
+    result = audit_model(model, weights, settings, dtype=dtype, progress=progress)
+    write_audit(result, target)
+    return read_audit(target / "audit.json")
+
+
 def write_audit(result: dict[str, Any], out: Path) -> Path:
     """Write ``out/audit.json`` atomically and return its path."""
     out.mkdir(parents=True, exist_ok=True)

@@ -157,3 +157,21 @@ def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
     assert status == 0
     audit = json.loads((tmp_path / "audit" / "audit.json").read_text())
     assert audit["results_rates"][0]["rate"]["rate"] == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_cached_audit_reads_back_equal_and_is_reused(tmp_path, monkeypatch):
+    from empirical import audit as audit_module
+
+    first = audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=6, passes=1), tmp_path)
+    def recompute(*args, **kwargs):
+        raise LookupError("recomputed")
+
+    monkeypatch.setattr(audit_module, "audit_model", recompute)
+    again = audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=6, passes=1), tmp_path)
+    variant, reread = first["runs"]["random"]["variants"]["ffn"], again["runs"]["random"]["variants"]["ffn"]
+    np.testing.assert_array_equal(variant["E"], reread["E"])
+    assert reread["inside_residual"].dtype == bool
+    assert again["hypotheses"] == first["hypotheses"]
+    # other settings are not served from the cache
+    with pytest.raises(LookupError, match="recomputed"):
+        audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=7, passes=1), tmp_path)

@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from empirical.audit import AuditSettings, audit_model
+from empirical.audit import AuditSettings, cached_audit
 from empirical.audit_report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record)
 from empirical.suite import PROFILES, run_variant
 
 #: The empirical suite's runs (figures 7-10 on this machine), shared with tests/empirical: reused when present.
 RUNS = Path(__file__).resolve().parents[2] / "build" / "runs"
+#: Audits are kept here and reused while their settings and the audit code are unchanged.
+AUDITS = Path(__file__).resolve().parents[2] / "build" / "audits"
 
 SMOLLM2_SETTINGS = AuditSettings(prompts=8, length=64, passes=3, seed=0)
 PAPER_SETTINGS = AuditSettings(prompts=4, length=32, passes=2, seed=0)
@@ -32,7 +34,7 @@ def _audit_when_memory_allows(model, weights, settings):
     deadline = time.monotonic() + MEMORY_WAIT_SECONDS
     while True:
         try:
-            return audit_model(model, weights, settings)
+            return cached_audit(model, weights, settings, AUDITS)
         except MemoryError:
             if time.monotonic() > deadline:
                 raise
@@ -48,7 +50,7 @@ def suite_rates():
 @pytest.fixture(scope="module")
 def audits():
     return [
-        audit_model("smollm2-135m", "trained", SMOLLM2_SETTINGS),
+        _audit_when_memory_allows("smollm2-135m", "trained", SMOLLM2_SETTINGS),
         _audit_when_memory_allows("gpt2-xl", "random", PAPER_SETTINGS),
         _audit_when_memory_allows("EleutherAI/gpt-neo-2.7B", "random", PAPER_SETTINGS),
     ]
