@@ -55,7 +55,7 @@ def open_hemisphere(points: np.ndarray) -> HemisphereResult:
     """Decide whether ``points`` (shape ``[l, d]``, no zero rows) lie in one open hemisphere.
 
     LP (scipy HiGHS): maximise ``t`` over ``(v, t)`` with ``v^T y_i / |y_i| >= t``, ``-1 <= v <= 1``,
-    ``t <= 1``. The points are inside iff the optimum is positive; the answer is re-checked in
+    ``t <= 1`` (for l < d over ``v = sum_i w_i y_i / |y_i|`` with ``-1 <= w <= 1`` instead). The points are inside iff the optimum is positive; the answer is re-checked in
     float64 from the returned ``v``. When not inside, Gordan's theorem gives ``lambda >= 0``,
     ``sum lambda = 1``, ``sum lambda_i y_i / |y_i| = 0``, which is solved for and its residual returned.
     """
@@ -69,15 +69,19 @@ def open_hemisphere(points: np.ndarray) -> HemisphereResult:
         raise ValueError(f"points must be non-zero; rows {np.flatnonzero(norms == 0.0).tolist()} are zero.")
     unit = y / norms[:, None]
     count, dim = unit.shape
-    # Variables x = (v_1..v_d, t); minimise -t subject to -unit v + t <= 0.
-    cost = np.zeros(dim + 1)
+    # With fewer points than dimensions, v may be taken in the points' span, v = unit^T w (the part of v
+    # orthogonal to it does not change unit v): the LP then has l + 1 variables and the Gram matrix as rows.
+    rows = unit @ unit.T if count < dim else unit
+    size = rows.shape[1]
+    # Variables x = (w or v, t); minimise -t subject to -rows x + t <= 0.
+    cost = np.zeros(size + 1)
     cost[-1] = -1.0
-    a_ub = np.hstack([-unit, np.ones((count, 1))])
-    bounds = [(-1.0, 1.0)] * dim + [(None, 1.0)]
+    a_ub = np.hstack([-rows, np.ones((count, 1))])
+    bounds = [(-1.0, 1.0)] * size + [(None, 1.0)]
     solution = linprog(cost, A_ub=a_ub, b_ub=np.zeros(count), bounds=bounds, method="highs")
     if solution.status != 0:
         raise RuntimeError(f"the hemisphere LP did not solve: {solution.message}")
-    v = solution.x[:dim]
+    v = unit.T @ solution.x[:size] if count < dim else solution.x[:size]
     v_norm = np.linalg.norm(v)
     direction = v / v_norm if v_norm > 0 else np.zeros(dim)
     margin = float(np.min(unit @ direction)) if v_norm > 0 else 0.0
@@ -87,10 +91,12 @@ def open_hemisphere(points: np.ndarray) -> HemisphereResult:
 
 
 def _gordan_residual(unit: np.ndarray) -> float:
-    """``min |sum_i lambda_i u_i|`` certificate: solve the LP ``U^T lambda = 0, sum lambda = 1, lambda >= 0``."""
+    """``|sum_i lambda_i u_i|`` of a certificate: solve the LP ``U^T lambda = 0, sum lambda = 1, lambda >= 0``
+    (as ``G lambda = 0`` with the Gram matrix ``G = U U^T`` when l < d: the same condition)."""
     count, dim = unit.shape
-    a_eq = np.vstack([unit.T, np.ones((1, count))])
-    b_eq = np.concatenate([np.zeros(dim), [1.0]])
+    rows = unit @ unit.T if count < dim else unit.T
+    a_eq = np.vstack([rows, np.ones((1, count))])
+    b_eq = np.concatenate([np.zeros(rows.shape[0]), [1.0]])
     solution = linprog(np.zeros(count), A_eq=a_eq, b_eq=b_eq, bounds=[(0.0, None)] * count, method="highs")
     if solution.status != 0:
         return float("inf")

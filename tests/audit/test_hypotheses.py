@@ -191,3 +191,17 @@ def test_non_square_matrix_is_rejected():
         spectrum_summary(np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"\[d, r\]"):
         low_rank_summary(np.ones((4, 2)), np.ones((3, 4)))
+
+
+def test_fewer_points_than_dimensions_are_decided_in_their_span():
+    """l < d uses the Gram-matrix LP: the same answers (inside with a certificate, outside with Gordan's)."""
+    rng = np.random.default_rng(8)
+    points = rng.normal(size=(10, 50))
+    points[:, 3] = np.abs(points[:, 3]) + 2.0
+    inside = open_hemisphere(points)
+    assert inside.inside
+    assert np.min(points @ inside.direction / np.linalg.norm(points, axis=1)) == pytest.approx(inside.margin)
+    points[9] = -2.5 * points[2]
+    outside = open_hemisphere(points)
+    assert not outside.inside
+    assert outside.gordan_residual < 1e-9
