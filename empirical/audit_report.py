@@ -58,6 +58,13 @@ def hypothesis_tables(result: dict[str, Any]) -> list[Table]:
             for weights, rows in result["hypotheses"].items()]
 
 
+def _antisymmetric_over_symmetric(asymmetry: float) -> float:
+    """``|K|_F / |S|_F`` for ``U = S + K`` from ``a = |U - U^T|_F / |U|_F``: ``|K| = a |U| / 2`` and
+    ``|S|^2 = |U|^2 - |K|^2`` (the parts are Frobenius-orthogonal)."""
+    half = asymmetry / 2.0
+    return float("inf") if half >= 1.0 else half / math.sqrt(1.0 - half * half)
+
+
 def layer_table(result: dict[str, Any], weights: str) -> Table:
     """Per layer (over its heads): P and U measures, hemisphere share and first-token drift (full model)."""
     run = result["runs"][weights]
@@ -75,6 +82,7 @@ def layer_table(result: dict[str, Any], weights: str) -> Table:
             index, len(heads),
             _fmt(max(h["P_spectral"] for h in heads)),
             _fmt(float(np.median([h["U_asymmetry"] for h in heads]))),
+            _fmt(float(np.median([_antisymmetric_over_symmetric(h["U_asymmetry"]) for h in heads]))),
             f"{sum(h['U_simple_positive_top'] for h in heads)}/{len(heads)}",
             _fmt(float(np.median([h["U_top_real"] / h["U_radius"] if h["U_radius"] else 0.0 for h in heads]))),
             _fmt(float(np.median([h["U_spread"] for h in heads]))),
@@ -83,7 +91,8 @@ def layer_table(result: dict[str, Any], weights: str) -> Table:
             _fmt(float(drift[:, columns].max())),
         ))
     return Table(f"Per layer, {run_label(result, weights)} (heads aggregated; states: full model, all passes)",
-                 ("layer", "heads", "max |P_eta|_2", "median asym(U_eta)", "heads with simple top eig > 0",
+                 ("layer", "heads", "max |P_eta|_2", "median asym(U_eta)", "median |K|/|S| of U_eta",
+                  "heads with simple top eig > 0",
                   "median Re(top)/radius", "median spread", "asym(sum U)", "share in open hemisphere",
                   "max first-token drift"), tuple(rows))
 

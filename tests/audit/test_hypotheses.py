@@ -205,3 +205,13 @@ def test_fewer_points_than_dimensions_are_decided_in_their_span():
     outside = open_hemisphere(points)
     assert not outside.inside
     assert outside.gordan_residual < 1e-9
+
+
+def test_antisymmetric_over_symmetric_ratio_follows_from_the_asymmetry():
+    from empirical.audit_report import _antisymmetric_over_symmetric
+
+    rng = np.random.default_rng(9)
+    a = rng.normal(size=(6, 6))
+    s, k = (a + a.T) / 2, (a - a.T) / 2
+    assert _antisymmetric_over_symmetric(asymmetry(a)) == pytest.approx(np.linalg.norm(k) / np.linalg.norm(s))
+    assert _antisymmetric_over_symmetric(0.0) == 0.0
