@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 VARIANTS = ("measured", "bare", "plain", "authors")
+WEIGHTS_FILE = "weights.pt"
 
 
 # -- the four ways (run inside a worker process) ------------------------------------------------------
@@ -106,14 +107,17 @@ def _rss_kib(field: str) -> int:
 
 
 def worker(arguments: argparse.Namespace) -> dict[str, Any]:
-    """One timed run of one variant; the model comes from a saved directory (fast, offline)."""
+    """One timed run of one variant; the model comes from a saved config and state dict (fast, offline)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     from .adapters import adapter_for
-    from .models import load_model
     from .prompts import authors_prompts
 
     torch.set_num_threads(arguments.threads)
     device = torch.device(arguments.device)
-    model = load_model(arguments.model_dir, "trained", device=device)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(arguments.model_dir))
+    model.load_state_dict(torch.load(Path(arguments.model_dir) / WEIGHTS_FILE, weights_only=True))
+    model = model.to(device).eval().requires_grad_(False)
     adapter = adapter_for(model)
     ids = torch.tensor(authors_prompts(arguments.prompts, arguments.length, adapter.vocab_size), device=device)
     cuda = device.type == "cuda"
@@ -162,7 +166,9 @@ def bench(model: str, prompts: int, length: int, passes: int, rounds: int, devic
     width, layers, inner = adapter.width, adapter.num_layers, int(getattr(adapter.config, "intermediate_size", 0) or 0)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="empirical-bench-") as folder:
-        loaded.save_pretrained(folder)
+        # the workers rebuild the model from its config and weights (a GGUF-loaded model cannot save_pretrained)
+        loaded.config.save_pretrained(folder)
+        torch.save(loaded.state_dict(), Path(folder) / WEIGHTS_FILE)
         del loaded, adapter
         threads = torch.get_num_threads()
         for r in range(rounds):

@@ -162,6 +162,8 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
     from transformers import AutoModelForCausalLM
 
     options: dict[str, Any] = {}
+    # transformers >= 5 calls it ``dtype``; 4.x ``torch_dtype``
+    dtype_option = {"dtype" if _transformers_major() >= 5 else "torch_dtype": dtype}
     if attn_implementation is not None:
         options["attn_implementation"] = attn_implementation
     if weights == "trained":
@@ -171,12 +173,12 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
         with _offline():
             if name == SMOLLM2:
                 path = smollm2_gguf_path()
-                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype,
+                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **dtype_option,
                                                              device_map=device_map, **options)
             else:
                 hub_id = PAPER_MODEL_ALIASES.get(name, name)
                 try:
-                    model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, dtype=dtype,
+                    model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **dtype_option,
                                                                  device_map=device_map, **options)
                 except (OSError, ValueError) as error:
                     raise ModelNotAvailable(
@@ -196,6 +198,12 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
     model.eval()
     model.requires_grad_(False)
     return model
+
+
+def _transformers_major() -> int:
+    import transformers
+
+    return int(transformers.__version__.split(".")[0])
 
 
 def _dispatch(model: nn.Module, device_map):
