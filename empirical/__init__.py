@@ -1,1 +1,23 @@
-"""empirical package (see README)."""
+"""Looping real transformers for many passes and measuring token consensus after every block.
+
+The paper's section 6.2 (ICML 5.2) as a tool: model adapters (:mod:`empirical.adapters`), model
+loading and seeded weight draws (:mod:`empirical.models`), the misalignment E of eq. 9
+(:mod:`empirical.consensus`), the looped forward (:mod:`empirical.loop`) and the authors' prompts
+(:mod:`empirical.prompts`). The command line is ``python -m empirical``.
+"""
+
+from .adapters import ADAPTERS, BlockInputs, GPT2Adapter, GPTNeoAdapter, LlamaAdapter, LoopAdapter, adapter_for
+from .consensus import misalignment
+from .loop import NonFiniteActivations, embed, looped_consensus, run_pass
+from .models import (ATTN_IMPLEMENTATIONS, PAPER_MODEL_ALIASES, SMOLLM2, TINY_MODELS, WEIGHTS, ModelNotAvailable,
+                     builtin_config, describe_model, fingerprint, load_config, load_model, redraw, smollm2_gguf_path,
+                     verify_draw)
+from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts
+
+__all__ = [
+    "ADAPTERS", "BlockInputs", "GPT2Adapter", "GPTNeoAdapter", "LlamaAdapter", "LoopAdapter", "adapter_for",
+    "misalignment", "NonFiniteActivations", "embed", "looped_consensus", "run_pass",
+    "ATTN_IMPLEMENTATIONS", "PAPER_MODEL_ALIASES", "SMOLLM2", "TINY_MODELS", "WEIGHTS", "ModelNotAvailable",
+    "builtin_config", "describe_model", "fingerprint", "load_config", "load_model", "redraw", "smollm2_gguf_path",
+    "verify_draw", "GPT2_VOCAB_SIZE", "PAPER_SEED", "authors_prompts",
+]

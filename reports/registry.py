@@ -222,6 +222,18 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("emp.rate", "sec. 6.2 (end)", "sec. 5.2 (end)",
           "The choice of weight matrices affects the rate of convergence, faster convergence being observed with "
           "pretrained matrices.", ("empirical",)),
+    # --- Theory meets practice: the theorems' premises in real transformers (the audit) ------------
+    Claim("emp.audit-hemisphere", "Remark 4.3, Theorem 4.1", "Remark 3.4, Theorem 3.2",
+          "Theorem 4.1's premise, all tokens in one open hemisphere, 'deals with the most general situation for "
+          "higher dimensions': by Wendel's theorem l tokens with n >= l lie in one hemisphere almost surely. Audit: "
+          "the token states of real transformers (prompts shorter than the width) lie in one open hemisphere at "
+          "every layer.", ("empirical",)),
+    Claim("emp.theory-scope", "sec. 6.2", "sec. 5.2",
+          "'Our theoretical results predict this observation only when feedforward layers are absent, i.e., the case "
+          "depicted in Fig. 7' (looped GPT-2 XL and GPT-Neo 2.7B without FFN). Audit: whether those models satisfy "
+          "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
+          "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
+          ("empirical",)),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}

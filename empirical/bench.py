@@ -1,0 +1,291 @@
+"""``python -m empirical bench``: the cost of measuring E after every block (SPEC section 7).
+
+All figures come from one run, on one model and machine. Four ways to push the same prompts
+through ``passes x layers`` blocks:
+
+* ``measured`` — our looped forward with E after every block (:func:`empirical.loop.run_pass`);
+* ``bare`` — the same loop without measuring E;
+* ``plain`` — one ordinary ``model.model(...)`` / ``model.transformer(...)`` forward whose block list is
+  the model's blocks repeated ``passes`` times (the library's own forward over as many blocks);
+* ``authors`` — the authors' procedure: the same blocks, then a Python loop over the prompts computing
+  E of each after every layer.
+
+Each variant runs in its own process (fresh allocator, its own peak memory), in alternating order over
+``rounds`` rounds; the time is the median of the rounds. Peak memory is the peak resident set size
+above the resident size just before the timed region (Linux ``VmHWM``, reset through
+``/proc/self/clear_refs``), or ``torch.cuda.max_memory_allocated`` on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+VARIANTS = ("measured", "bare", "plain", "authors")
+WEIGHTS_FILE = "weights.pt"
+
+
+# -- the four ways (run inside a worker process) ------------------------------------------------------
+
+def authors_E(x: torch.Tensor) -> torch.Tensor:
+    """E of every prompt computed one prompt at a time, as the authors' procedure does (``(batch,)``)."""
+    values = torch.zeros(x.shape[0], dtype=torch.float32, device=x.device)
+    for b in range(x.shape[0]):
+        tokens = x[b]
+        unit = tokens / tokens.norm(dim=1, keepdim=True)
+        values[b] = 1 - (unit[0] @ unit.T).mean()
+    return values
+
+
+@contextlib.contextmanager
+def repeated_blocks(adapter, passes: int):
+    """The model with its block list repeated ``passes`` times (restored afterwards)."""
+    from torch import nn
+
+    model, config = adapter.model, adapter.config
+    if adapter.architecture == "llama":
+        owner, attribute, count_key = model.model, "layers", "num_hidden_layers"
+    elif adapter.architecture in ("gpt2", "gpt_neo"):
+        owner, attribute, count_key = model.transformer, "h", "num_hidden_layers"
+    else:
+        raise ValueError(f"the plain-forward benchmark does not know the block list of {adapter.architecture!r}.")
+    blocks = getattr(owner, attribute)
+    saved_count = getattr(config, count_key)
+    saved_layers = getattr(config, "attention_layers", None)
+    setattr(owner, attribute, nn.ModuleList(list(blocks) * passes))
+    setattr(config, count_key, len(blocks) * passes)
+    if saved_layers is not None:
+        config.attention_layers = list(saved_layers) * passes
+    try:
+        yield getattr(model, adapter.model.base_model_prefix)
+    finally:
+        setattr(owner, attribute, blocks)
+        setattr(config, count_key, saved_count)
+        if saved_layers is not None:
+            config.attention_layers = saved_layers
+
+
+def _run_variant(variant: str, adapter, input_ids: torch.Tensor, passes: int) -> None:
+    from .loop import embed, run_pass
+
+    with torch.inference_mode():
+        if variant == "plain":
+            with repeated_blocks(adapter, passes) as base:
+                base(input_ids=input_ids, use_cache=False)
+            return
+        x, _ = embed(adapter, input_ids)
+        inputs = adapter.block_inputs(input_ids.shape[1], x.device, x.dtype)
+        if variant in ("measured", "bare"):
+            for k in range(passes):
+                x = run_pass(adapter, x, inputs, measure=variant == "measured", pass_index=k).hidden
+            return
+        values = [authors_E(x)]
+        for _ in range(passes):
+            for index in range(adapter.num_layers):
+                x = adapter.block(index, x, inputs)
+                values.append(authors_E(x))
+            x = adapter.final_norm(x)
+        torch.stack(values).cpu()
+
+
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise OSError(f"{field} not in /proc/self/status")
+
+
+def worker(arguments: argparse.Namespace) -> dict[str, Any]:
+    """One timed run of one variant; the model comes from a saved config and state dict (fast, offline)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .adapters import adapter_for
+    from .prompts import authors_prompts
+
+    torch.set_num_threads(arguments.threads)
+    device = torch.device(arguments.device)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(arguments.model_dir))
+    model.load_state_dict(torch.load(Path(arguments.model_dir) / WEIGHTS_FILE, weights_only=True))
+    model = model.to(device).eval().requires_grad_(False)
+    adapter = adapter_for(model)
+    ids = torch.tensor(authors_prompts(arguments.prompts, arguments.length, adapter.vocab_size), device=device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
+        base = _rss_kib("VmRSS") * 1024
+    started = time.perf_counter()
+    _run_variant(arguments.worker, adapter, ids, arguments.passes)
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    peak = torch.cuda.max_memory_allocated() if cuda else _rss_kib("VmHWM") * 1024
+    return {"variant": arguments.worker, "seconds": seconds, "peak_bytes_above_start": peak - base,
+            "blocks": arguments.passes * adapter.num_layers}
+
+
+def _dispatch_overhead_us(device: torch.device, repeats: int = 2000) -> float:
+    """The measured cost of one small tensor operation (dispatch, plus the launch on a GPU), in microseconds."""
+    x = torch.randn(8, device=device)
+    for _ in range(50):
+        x.norm()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        x.norm()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - started) / repeats * 1e6
+
+
+def bench(model: str, prompts: int, length: int, passes: int, rounds: int, device: str) -> dict[str, Any]:
+    """Run every variant ``rounds`` times in separate processes; return the benchmark JSON."""
+    from .adapters import adapter_for
+    from .models import describe_model, load_model
+    from .run import environment, resolve_device
+
+    torch_device = resolve_device(device)
+    loaded = load_model(model, "trained", device="cpu")
+    adapter = adapter_for(loaded)
+    info = describe_model(model, adapter)
+    width, layers, inner = adapter.width, adapter.num_layers, int(getattr(adapter.config, "intermediate_size", 0) or 0)
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="empirical-bench-") as folder:
+        # the workers rebuild the model from its config and weights (a GGUF-loaded model cannot save_pretrained)
+        loaded.config.save_pretrained(folder)
+        torch.save(loaded.state_dict(), Path(folder) / WEIGHTS_FILE)
+        del loaded, adapter
+        threads = torch.get_num_threads()
+        for r in range(rounds):
+            order = VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))
+            for variant in order:
+                command = [sys.executable, "-m", "empirical.bench", "--worker", variant, "--model-dir", folder,
+                           "--prompts", str(prompts), "--length", str(length), "--passes", str(passes),
+                           "--threads", str(threads), "--device", str(torch_device)]
+                output = subprocess.run(command, capture_output=True, text=True, check=True,
+                                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                runs[variant].append(json.loads(output.stdout.strip().splitlines()[-1]))
+    token_blocks = prompts * length * passes * layers
+    summary = {}
+    for variant, results in runs.items():
+        seconds = statistics.median(r["seconds"] for r in results)
+        summary[variant] = {"seconds_median": seconds, "seconds_all": [r["seconds"] for r in results],
+                            "token_blocks_per_second": token_blocks / seconds,
+                            "peak_bytes_above_start": max(r["peak_bytes_above_start"] for r in results)}
+    plain, bare, measured, authors = (summary[v] for v in ("plain", "bare", "measured", "authors"))
+    ratios = {
+        "measured_over_bare_time": measured["seconds_median"] / bare["seconds_median"],
+        "bare_over_plain_time": bare["seconds_median"] / plain["seconds_median"],
+        "measured_over_authors_time": measured["seconds_median"] / authors["seconds_median"],
+        "measured_over_plain_peak_memory": measured["peak_bytes_above_start"] / max(plain["peak_bytes_above_start"], 1),
+    }
+    # What a GPU would change, from measured numbers: the authors' E costs ~5 small operations per prompt
+    # per block, ours 4 per block whatever the number of prompts; each costs at least one dispatch.
+    overhead_us = _dispatch_overhead_us(torch_device)
+    flops_per_token_block = 2 * (4 * width * width + 3 * width * inner) if inner else 2 * 12 * width * width
+    gpu = {
+        "measured_dispatch_overhead_us": overhead_us,
+        "authors_E_ops_per_block": 5 * prompts, "our_E_ops_per_block": 4,
+        "flops_per_token_block_approx": flops_per_token_block,
+        "cpu_flops_per_second_measured": flops_per_token_block * bare["token_blocks_per_second"],
+    }
+    return {"model": info, "prompts": prompts, "length": length, "passes": passes, "rounds": rounds,
+            "device": str(torch_device), "threads": torch.get_num_threads(), "token_blocks": token_blocks,
+            "variants": summary, "ratios": ratios, "gpu_estimate_inputs": gpu,
+            "targets": {"measured_over_bare_time": "<= 1.05", "bare_over_plain_time": "<= 1.1",
+                        "measured_over_authors_time": "<= 1.0", "measured_over_plain_peak_memory": "<= 1.2"},
+            "environment": environment()}
+
+
+def section(result: dict[str, Any]) -> dict[str, Any]:
+    """The report section (title, text, tables) for the benchmark JSON."""
+    v, r, g = result["variants"], result["ratios"], result["gpu_estimate_inputs"]
+    rows = [(name, f"{v[name]['seconds_median']:.2f}", f"{v[name]['token_blocks_per_second']:.0f}",
+             f"{v[name]['peak_bytes_above_start'] / 2**20:.1f}") for name in VARIANTS]
+    targets = [("E measured / bare loop (time)", f"{r['measured_over_bare_time']:.3f}", "<= 1.05"),
+               ("bare loop / plain forward (time)", f"{r['bare_over_plain_time']:.3f}", "<= 1.10"),
+               ("E measured / authors' procedure (time)", f"{r['measured_over_authors_time']:.3f}", "<= 1.00"),
+               ("E measured / plain forward (peak memory)", f"{r['measured_over_plain_peak_memory']:.3f}", "<= 1.20")]
+    block_seconds_gpu = lambda flops: g["flops_per_token_block_approx"] * result["prompts"] * result["length"] / flops
+    launches = g["authors_E_ops_per_block"] * g["measured_dispatch_overhead_us"] * 1e-6
+    text = (f"{result['model']['model']} ({result['model']['layers']} blocks), {result['prompts']} prompts x "
+            f"{result['length']} tokens, {result['passes']} passes ({result['token_blocks']} token-blocks), "
+            f"{result['device']}, {result['threads']} threads, median of {result['rounds']} rounds, each variant in "
+            f"its own process. Peak memory: resident memory above the start of the timed region (the weights are "
+            f"not counted). What a GPU changes, from these numbers: one small operation costs "
+            f"{g['measured_dispatch_overhead_us']:.1f} us here (dispatch; a GPU adds its launch); the authors' E "
+            f"issues {g['authors_E_ops_per_block']} of them per block ({launches * 1e3:.2f} ms), ours 4. A block of "
+            f"this batch is ~{g['flops_per_token_block_approx'] * result['prompts'] * result['length'] / 1e9:.1f} "
+            f"GFLOP: {block_seconds_gpu(g['cpu_flops_per_second_measured']) * 1e3:.0f} ms at the "
+            f"{g['cpu_flops_per_second_measured'] / 1e9:.0f} GFLOP/s measured here, "
+            f"{block_seconds_gpu(1e14) * 1e3:.2f} ms at 100 TFLOP/s, where the authors' per-prompt E "
+            f"({launches * 1e3:.2f} ms per block at the least) would cost "
+            f"{launches / block_seconds_gpu(1e14):.1f}x the block itself, and ours 4 launches.")
+    return {"title": "Benchmark: E after every block (SPEC section 7)", "text": text, "order": 61,
+            "tables": [{"title": "Same prompts through the same blocks", "columns":
+                        ["variant", "seconds (median)", "token-blocks / s", "peak memory above start (MiB)"],
+                        "rows": rows},
+                       {"title": "Targets", "columns": ["ratio", "measured", "target"], "rows": targets}],
+            "figures": []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m empirical bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--length", type=int, default=200)
+    parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--out", type=Path, help="benchmark JSON")
+    parser.add_argument("--section", type=Path, help="report section JSON")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
+    arguments = parser.parse_args(argv)
+    if arguments.worker:
+        print(json.dumps(worker(arguments)))
+        return 0
+    for name in ("prompts", "length", "passes", "rounds"):
+        if getattr(arguments, name) < 1:
+            print(f"error: --{name} {getattr(arguments, name)} must be a positive integer.", file=sys.stderr)
+            return 2
+    try:
+        result = bench(arguments.model, arguments.prompts, arguments.length, arguments.passes, arguments.rounds,
+                       arguments.device)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    text = json.dumps(result, indent=1)
+    if arguments.out:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        arguments.out.write_text(text)
+    else:
+        print(text)
+    if arguments.section:
+        arguments.section.parent.mkdir(parents=True, exist_ok=True)
+        arguments.section.write_text(json.dumps(section(result), indent=1))
+    r = result["ratios"]
+    print(f"measured/bare {r['measured_over_bare_time']:.3f}, bare/plain {r['bare_over_plain_time']:.3f}, "
+          f"measured/authors {r['measured_over_authors_time']:.3f}, peak memory measured/plain "
+          f"{r['measured_over_plain_peak_memory']:.3f}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

