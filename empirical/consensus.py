@@ -27,7 +27,8 @@ def misalignment(x: torch.Tensor) -> torch.Tensor:
     if x.ndim != 3:
         raise ValueError(f"x must have shape (batch, tokens, width); got shape {tuple(x.shape)}.")
     work = x if x.dtype == torch.float64 else x.float()
-    norms = torch.linalg.vector_norm(work, dim=-1)                     # (batch, tokens)
-    dots = torch.einsum("btd,bd->bt", work, work[:, 0])                # (batch, tokens)
-    cosines = dots / (norms * norms[:, :1])
+    # two contractions (batched dot products) instead of normalised copies of the tokens
+    squares = torch.einsum("btd,btd->bt", work, work)                  # (batch, tokens) |y_i|^2
+    dots = torch.einsum("btd,bd->bt", work, work[:, 0])                # (batch, tokens) y_1 . y_i
+    cosines = dots / torch.sqrt(squares * squares[:, :1])
     return 1.0 - cosines.mean(dim=-1)
