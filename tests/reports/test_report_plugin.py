@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from reports.pytest_plugin import FULL_ENV
 from reports.registry import CLAIMS
 
 pytest_plugins = ["pytester"]
@@ -44,7 +45,9 @@ def test_expensive():
 
 
 @pytest.fixture
-def report(pytester):
+def report(pytester, monkeypatch):
+    # `make report` sets CONSENSUS_FULL=1; the inner run must see the default (expensive checks skipped).
+    monkeypatch.delenv(FULL_ENV, raising=False)
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out")
     data = json.loads((pytester.path / "out" / "verdicts.json").read_text())
@@ -111,3 +114,10 @@ def test_claim_option_accepts_an_area_prefix(pytester):
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report", "--claim", "full.")
     result.assert_outcomes(passed=2)
+
+
+def test_full_environment_variable_runs_the_expensive_checks(pytester, monkeypatch):
+    monkeypatch.setenv(FULL_ENV, "1")
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report")
+    result.assert_outcomes(passed=4, failed=1)
