@@ -180,19 +180,13 @@ def _is_norm_parameter(name: str) -> bool:
     return owner.startswith("ln_") or owner.endswith("norm") or owner.endswith("layernorm")
 
 
-class GPT2Adapter(LoopAdapter):
-    """GPT-2 (``GPT2LMHeadModel``): learned positions added once; LayerNorm; attention ``attn``, MLP ``mlp``."""
-
-    architecture = "gpt2"
-    model_types = ("gpt2",)
+class _GPTFamilyAdapter(LoopAdapter):
+    """What GPT-2 and GPT-Neo share: blocks ``transformer.h``, learned positions ``wpe`` added once to ``wte``,
+    LayerNorm ``ln_1`` before attention ``attn``, final LayerNorm ``ln_f``."""
 
     @property
     def blocks(self):
         return list(self.model.transformer.h)
-
-    @property
-    def context_length(self) -> int:
-        return int(self.config.n_positions)
 
     def embed(self, input_ids):
         transformer = self.model.transformer
@@ -213,6 +207,17 @@ class GPT2Adapter(LoopAdapter):
 
     def embedding_parameters(self):
         return [self.model.transformer.wte.weight, self.model.transformer.wpe.weight]
+
+
+class GPT2Adapter(_GPTFamilyAdapter):
+    """GPT-2 (``GPT2LMHeadModel``): learned positions added once; LayerNorm; attention ``attn``, MLP ``mlp``."""
+
+    architecture = "gpt2"
+    model_types = ("gpt2",)
+
+    @property
+    def context_length(self) -> int:
+        return int(self.config.n_positions)
 
     def expected_init(self, name, parameter):
         kind, value = super().expected_init(name, parameter)
@@ -222,39 +227,15 @@ class GPT2Adapter(LoopAdapter):
         return kind, value
 
 
-class GPTNeoAdapter(LoopAdapter):
+class GPTNeoAdapter(_GPTFamilyAdapter):
     """GPT-Neo (``GPTNeoForCausalLM``): learned positions; alternating global / local (windowed) attention,
     whose causal and window masks are buffers inside each attention module (so no mask is passed)."""
 
     architecture = "gpt_neo"
     model_types = ("gpt_neo",)
 
-    @property
-    def blocks(self):
-        return list(self.model.transformer.h)
-
-    def embed(self, input_ids):
-        transformer = self.model.transformer
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
-        return transformer.wte(input_ids) + transformer.wpe(positions)
-
     def _needs_explicit_mask(self):
         return False
-
-    def _full_block(self, module, x, inputs):
-        return _first_output(module(x, attention_mask=inputs.attention_mask, use_cache=False))
-
-    def _norm_1(self, module):
-        return module.ln_1
-
-    def _attention(self, module, h, inputs):
-        return _first_output(module.attn(h, attention_mask=inputs.attention_mask))
-
-    def _final_norm_module(self):
-        return self.model.transformer.ln_f
-
-    def embedding_parameters(self):
-        return [self.model.transformer.wte.weight, self.model.transformer.wpe.weight]
 
 
 class LlamaAdapter(LoopAdapter):
