@@ -34,6 +34,18 @@ def _check_square(name: str, value, dim: int | None) -> np.ndarray:
     return matrix
 
 
+def _check_head_matrices(name: str, matrices, dim: int | None) -> tuple[tuple[Matrix, ...], int | None]:
+    """Validate one matrix per head (constant (d, d) arrays or callables of t); return them and d, fixed by the
+    first constant matrix when ``dim`` is None."""
+    checked = []
+    for eta, matrix in enumerate(matrices, start=1):
+        if not callable(matrix):
+            matrix = _check_square(f"{name}[{eta - 1}] (head {eta})", matrix, dim)
+            dim = matrix.shape[0]
+        checked.append(matrix)
+    return tuple(checked), dim
+
+
 @dataclass(frozen=True, eq=False)
 class AttentionField:
     """The vector field of eq. 6: dy_i/dt = P_{y_i}( sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j ).
@@ -73,14 +85,7 @@ class AttentionField:
             raise ValueError("P must hold at least one head (h >= 1).")
         manifold = Ellipsoid(self.W)
         dim = manifold.dim
-        checked_P = []
-        for eta, matrix in enumerate(heads, start=1):
-            if callable(matrix):
-                checked_P.append(matrix)
-            else:
-                checked = _check_square(f"P[{eta - 1}] (head {eta})", matrix, dim)
-                dim = checked.shape[0]
-                checked_P.append(checked)
+        checked_P, dim = _check_head_matrices("P", heads, dim)
         values = None
         if self.U is not None:
             if callable(self.U) or isinstance(self.U, np.ndarray) and self.U.ndim == 2:
@@ -89,18 +94,10 @@ class AttentionField:
             values = tuple(self.U)
             if len(values) != len(heads):
                 raise ValueError(f"U must have one matrix per head: len(U) = {len(values)} but len(P) = {len(heads)}.")
-            checked_U = []
-            for eta, matrix in enumerate(values, start=1):
-                if callable(matrix):
-                    checked_U.append(matrix)
-                else:
-                    checked = _check_square(f"U[{eta - 1}] (head {eta})", matrix, dim)
-                    dim = checked.shape[0]
-                    checked_U.append(checked)
-            values = tuple(checked_U)
+            values, dim = _check_head_matrices("U", values, dim)
         identity = values is None or all(not callable(u) and np.array_equal(u, np.eye(dim)) for u in values)
         set_ = object.__setattr__
-        set_(self, "P", tuple(checked_P))
+        set_(self, "P", checked_P)
         set_(self, "U", values)
         set_(self, "W", None if self.W is None else np.asarray(self.W, dtype=np.float64))
         set_(self, "causal", bool(self.causal))
