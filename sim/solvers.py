@@ -11,10 +11,13 @@ which keeps a one-step method's order and its drift off E_W at rounding level.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .manifold import Ellipsoid, as_finite_array
 
@@ -27,8 +30,9 @@ class Solver:
     order: int
     embedded_order: int | None = None
 
-    def init(self, field, t0: float, y0: np.ndarray) -> Any:
-        """Solver state carried between steps (e.g. the first-same-as-last stage)."""
+    def init(self, field, t0: float, y0: np.ndarray) -> np.ndarray | None:
+        """Solver state carried between steps: None, or an array shaped like ``y0`` (e.g. the
+        first-same-as-last stage), which ``solve`` splits with the state when it steps instances in parallel."""
         return None
 
     def step(self, field, t: float, y: np.ndarray, dt: float, state: Any):
@@ -161,12 +165,22 @@ class AdaptiveStepSize:
         if self.norm not in ("max", "rms"):
             raise ValueError(f"norm={self.norm!r} must be 'max' or 'rms'.")
 
+    def instance_errors(self, error: np.ndarray, y: np.ndarray, y_next: np.ndarray) -> np.ndarray:
+        """Mean of (e / scale)^2 over each instance's tokens and coordinates, shape=[...] (the leading axes)."""
+        ratio = np.maximum(np.abs(y), np.abs(y_next))  # scale = atol + rtol max(|y|, |y_next|), then e / scale,
+        ratio *= self.rtol                               # in one buffer: for large batches this is memory-bound
+        ratio += self.atol
+        np.divide(error, ratio, out=ratio)
+        np.square(ratio, out=ratio)
+        return np.mean(ratio, axis=(-2, -1))
+
+    def combine(self, instance_errors: np.ndarray) -> float:
+        """The scaled error norm of the batch from ``instance_errors`` (instances have equal sizes, so the
+        RMS over the batch is the root of the mean of the per-instance means)."""
+        return float(np.sqrt(np.max(instance_errors) if self.norm == "max" else np.mean(instance_errors)))
+
     def error_norm(self, error: np.ndarray, y: np.ndarray, y_next: np.ndarray) -> float:
-        scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(y_next))
-        ratio = np.square(error / scale)
-        if self.norm == "rms" or ratio.ndim <= 2:
-            return float(np.sqrt(np.mean(ratio)))
-        return float(np.sqrt(np.max(np.mean(ratio, axis=(-2, -1)))))
+        return self.combine(self.instance_errors(error, y, y_next))
 
 
 # --- the entry point -----------------------------------------------------------------------------
@@ -175,8 +189,8 @@ class Solution:
     """``ts : shape=[n_save]``, ``ys : shape=[n_save, ..., tokens, d]`` (or of ``SaveAt.fn``'s output) and the
     cost and drift of the run.
 
-    ``evaluations`` counts calls of the vector field (each call evaluates every instance of the
-    batch); ``max_drift`` is max |y^T W y - 1| over every accepted step.
+    ``evaluations`` counts calls of the vector field on the whole batch (each evaluates every instance,
+    whether in one call or split over workers); ``max_drift`` is max |y^T W y - 1| over every accepted step.
     """
 
     ts: np.ndarray
@@ -205,6 +219,82 @@ class _CountingField:
         return self.field.attention_update(t, y)
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempted step of a group of instances: the (retracted) end point, each instance's scaled error
+    (adaptive runs), the solver state to carry on, the drift off the manifold and whether it stayed finite."""
+
+    y_next: np.ndarray
+    instance_errors: np.ndarray | None
+    next_state: np.ndarray | None
+    drift: float
+    finite: bool
+
+
+class _Stepper:
+    """Attempts steps of the whole batch, either in one call or split along the first axis over ``workers``
+    threads (the instances are independent; one common step size). With several workers BLAS runs on one
+    thread inside each, so that the small per-instance products and the element-wise work run side by side."""
+
+    def __init__(self, field, solver: Solver, controller, manifold, project: bool, batch: int, workers: int):
+        self.solver, self.controller, self.manifold, self.project = solver, controller, manifold, project
+        count = min(workers, batch)
+        bounds = np.linspace(0, batch, count + 1).round().astype(int)
+        self.parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])] if count > 1 else [slice(None)]
+        self.fields = [_CountingField(field) for _ in self.parts]
+        self._stack = ExitStack()
+        self._pool = None
+        if len(self.parts) > 1:
+            self._stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
+            self._pool = self._stack.enter_context(ThreadPoolExecutor(len(self.parts)))
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations of the whole batch (every group makes the same calls)."""
+        return self.fields[0].evaluations
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _attempt_part(self, index: int, t: float, y: np.ndarray, dt: float, state) -> _Attempt:
+        part = self.parts[index]
+        y, state = y[part], None if state is None else state[part]
+        y_next, error, next_state = self.solver.step(self.fields[index], t, y, dt, state)
+        errors = None
+        if isinstance(self.controller, AdaptiveStepSize):
+            errors = self.controller.instance_errors(error, y, y_next)
+            finite = bool(np.all(np.isfinite(errors)))
+        else:
+            finite = bool(np.all(np.isfinite(y_next)))
+        drift = 0.0
+        if finite and self.project:
+            y_next = self.manifold.retract(y_next)
+        if finite and self.manifold is not None:
+            drift = float(np.max(np.abs(self.manifold.submersion(y_next))))
+        return _Attempt(y_next, errors, next_state, drift, finite)
+
+    def attempt(self, t: float, y: np.ndarray, dt: float, state) -> _Attempt:
+        if self._pool is None:
+            return self._attempt_part(0, t, y, dt, state)
+        # every worker copies its part of the results into the whole-batch arrays itself (side by side)
+        y_next = np.empty_like(y)
+        errors = np.empty(y.shape[:-2]) if isinstance(self.controller, AdaptiveStepSize) else None
+        next_state = None if state is None else np.empty_like(y)
+
+        def attempt_part(index: int) -> _Attempt:
+            part = self.parts[index]
+            attempt = self._attempt_part(index, t, y, dt, state)
+            y_next[part] = attempt.y_next
+            if errors is not None:
+                errors[part] = attempt.instance_errors
+            if next_state is not None:
+                next_state[part] = attempt.next_state
+            return attempt
+
+        attempts = list(self._pool.map(attempt_part, range(len(self.parts))))
+        return _Attempt(y_next, errors, next_state, max(a.drift for a in attempts), all(a.finite for a in attempts))
+
+
 def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float, y0: np.ndarray, f0, span: float):
     """Hairer, Norsett & Wanner's starting step (as scipy's select_initial_step), worst instance first."""
     def norm(x):
@@ -224,7 +314,8 @@ def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float
 
 def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None = None,
           saveat: SaveAt | None = None, controller: ConstantStepSize | AdaptiveStepSize | None = None,
-          max_steps: int = 1_000_000, project: bool = True, manifold: Ellipsoid | None = None) -> Solution:
+          max_steps: int = 1_000_000, project: bool = True, manifold: Ellipsoid | None = None,
+          workers: int = 1) -> Solution:
     """Integrate ``dy/dt = field(t, y)`` from t0 to t1 with ``solver``; return a :class:`Solution`.
 
     Parameters
@@ -237,6 +328,9 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     controller : ``ConstantStepSize()`` (default) or ``AdaptiveStepSize(rtol, atol)`` (embedded pairs only).
     project : retract to the manifold by pi_W after every step (default True).
     manifold : overrides ``field.manifold``.
+    workers : step groups of instances (``y0``'s first axis, shape=[batch, tokens, d]) in this many threads,
+        with BLAS on one thread each (the threadpoolctl limit holds for the whole process during the solve).
+        The same steps and step sizes as ``workers=1``; worth it for large batches on several cores.
     """
     saveat = SaveAt() if saveat is None else saveat
     controller = ConstantStepSize() if controller is None else controller
@@ -246,6 +340,8 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
         raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
     y = as_finite_array("y0", y0, ndim_min=2).copy()
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers={workers!r} must be a positive integer.")
     manifold = manifold if manifold is not None else getattr(field, "manifold", None)
     if project and manifold is None:
         raise ValueError("project=True needs a manifold: give manifold= or a field with a .manifold attribute.")
@@ -288,49 +384,50 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
         next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
     t, steps, rejected, max_drift = t0, 0, 0, 0.0
     last_rejected = False
-    while t1 - t > tiny:
-        if steps + rejected >= max_steps:
-            raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
-        stop = save_times[next_save] if next_save < save_times.size else t1
-        landed = t + dt >= stop - tiny  # this step ends exactly at the next save time (or t1)
-        step = stop - t if landed else dt
-        y_next, error, next_state = solver.step(counted, t, y, step, state)
-        if adaptive:
-            err = controller.error_norm(error, y, y_next)
-            if not np.isfinite(err):
-                raise FloatingPointError(f"the solution became non-finite at t={t:.6g} (error estimate {err}).")
-            exponent = -1.0 / (solver.embedded_order + 1)
-            if err > 1.0:
-                dt = step * max(controller.min_factor, controller.safety * err**exponent)
-                rejected += 1
-                last_rejected = True
-                continue
-            factor = controller.max_factor if err == 0 else min(controller.max_factor,
-                                                                controller.safety * err**exponent)
-            if last_rejected:
-                factor = min(1.0, factor)
-            last_rejected = False
-            # A step shortened to land on a save time says little about larger steps: keep the proposal.
-            if not (step < dt and factor >= 1.0):
-                dt = step * factor
-        elif not np.all(np.isfinite(y_next)):
-            raise FloatingPointError(f"the solution became non-finite at t={t:.6g}.")
-        t = stop if landed else t + step
-        y = manifold.retract(y_next) if project else y_next
-        state = next_state
-        steps += 1
-        if manifold is not None:
-            max_drift = max(max_drift, float(np.max(np.abs(manifold.submersion(y)))))
-        if saveat.steps:
-            ts.append(t)
-            ys.append(np.asarray(keep(y)))
-        elif next_save < save_times.size and t == save_times[next_save]:
-            ts.append(t)
-            ys.append(np.asarray(keep(y)))
-            next_save += 1
-    return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=counted.evaluations, steps=steps,
-                    rejected_steps=rejected, max_drift=max_drift,
-                    stats={"solver": repr(solver), "controller": repr(controller), "project": project})
+    stepper = _Stepper(field, solver, controller, manifold, project, y.shape[0] if y.ndim > 2 else 1, int(workers))
+    try:
+        while t1 - t > tiny:
+            if steps + rejected >= max_steps:
+                raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
+            stop = save_times[next_save] if next_save < save_times.size else t1
+            landed = t + dt >= stop - tiny  # this step ends exactly at the next save time (or t1)
+            step = stop - t if landed else dt
+            attempt = stepper.attempt(t, y, step, state)
+            if not attempt.finite:
+                raise FloatingPointError(f"the solution became non-finite at t={t:.6g}.")
+            if adaptive:
+                err = controller.combine(attempt.instance_errors)
+                exponent = -1.0 / (solver.embedded_order + 1)
+                if err > 1.0:
+                    dt = step * max(controller.min_factor, controller.safety * err**exponent)
+                    rejected += 1
+                    last_rejected = True
+                    continue
+                factor = controller.max_factor if err == 0 else min(controller.max_factor,
+                                                                    controller.safety * err**exponent)
+                if last_rejected:
+                    factor = min(1.0, factor)
+                last_rejected = False
+                # A step shortened to land on a save time says little about larger steps: keep the proposal.
+                if not (step < dt and factor >= 1.0):
+                    dt = step * factor
+            t = stop if landed else t + step
+            y, state = attempt.y_next, attempt.next_state
+            steps += 1
+            max_drift = max(max_drift, attempt.drift)
+            if saveat.steps:
+                ts.append(t)
+                ys.append(np.asarray(keep(y)))
+            elif next_save < save_times.size and t == save_times[next_save]:
+                ts.append(t)
+                ys.append(np.asarray(keep(y)))
+                next_save += 1
+    finally:
+        stepper.close()
+    return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=counted.evaluations + stepper.evaluations,
+                    steps=steps, rejected_steps=rejected, max_drift=max_drift,
+                    stats={"solver": repr(solver), "controller": repr(controller), "project": project,
+                           "workers": len(stepper.parts)})
 
 
 def integrate_fixed(field: Callable, solver: Solver, t0: float, t1: float, y0, *, steps: int,
