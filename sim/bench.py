@@ -312,10 +312,12 @@ def report_section(results: dict[str, Any]) -> dict[str, Any]:
         ("(b) overall speed-up vs solve_ivp", _fmt(s["b_speedup_overall"]), "> 1", verdict(s["b_speedup_overall"] > 1)),
         ("(b) worst error: ours / solve_ivp", f"{b['ours']['worst_error']:.2e} / {b['scipy']['worst_error']:.2e}",
          "ours <= solve_ivp", verdict(b["equal_accuracy"])),
-        (f"(b) drift off S^{b['shape'][1] - 1}: ours / solve_ivp", f"{b['ours']['max_drift']:.1e} / {b['scipy']['max_drift']:.1e}",
+        (f"(b) drift off S^{b['shape'][1] - 1}: ours / solve_ivp",
+         f"{b['ours']['max_drift']:.1e} / {b['scipy']['max_drift']:.1e}",
          "ours <= 1e-12", verdict(b["ours"]["max_drift"] <= 1e-12)),
     ]
-    text = (f"{results['benchmark']}. Problem (a): {a['instances']} instances of the figure-2 system to t = {a['t1']:g}, "
+    text = (f"{results['benchmark']}. Problem (a): {a['instances']} instances of the figure-2 system to "
+            f"t = {a['t1']:g}, "
             f"solve_ivp RK45 at rtol = atol = {a['tolerance']:g} one instance at a time against our batched Dopri5 "
             f"(rtol {a['ours']['rtol']:g}, the loosest of the ladder as accurate as solve_ivp's worst instance). "
             f"Problem (b): {b['instances']} trajectories of the figure-4 problem to t = {b['t1']:g} (solve_ivp on "

@@ -7,7 +7,7 @@ import torch
 
 from empirical import adapter_for, load_model, misalignment
 from empirical.__main__ import main
-from empirical.bench import authors_E, repeated_blocks
+from empirical.bench import authors_E, peak_tensor_bytes_cpu, repeated_blocks
 
 
 def test_authors_per_prompt_E_equals_ours():
@@ -28,6 +28,22 @@ def test_plain_forward_over_repeated_blocks_runs_every_block_and_restores_the_mo
         torch.testing.assert_close(model.model(input_ids=ids).last_hidden_state, single, atol=0, rtol=0)
 
 
+def test_peak_tensor_memory_counts_what_is_alive_at_once():
+    megabytes = 2**20
+
+    def one_at_a_time():
+        for _ in range(3):
+            torch.ones(2 * megabytes // 4)  # 2 MiB of float32, freed at once
+
+    def three_alive():
+        kept = [torch.ones(2 * megabytes // 4) for _ in range(3)]
+        return sum(float(k[0]) for k in kept)
+
+    alone, together = peak_tensor_bytes_cpu(one_at_a_time), peak_tensor_bytes_cpu(three_alive)
+    assert 2 * megabytes <= alone < 2.1 * megabytes  # a few bytes of scalars beside the tensor
+    assert 6 * megabytes <= together < 6.1 * megabytes
+
+
 @pytest.mark.full  # four worker processes, each importing torch and transformers (~1.5 min on 2 busy cores)
 def test_bench_command_writes_json_and_section(tmp_path):
     folder = tmp_path / "model"
@@ -38,6 +54,7 @@ def test_bench_command_writes_json_and_section(tmp_path):
     assert status == 0
     result = json.loads((tmp_path / "b.json").read_text())
     assert set(result["variants"]) == {"measured", "bare", "plain", "authors"}
-    assert all(v["seconds_median"] > 0 for v in result["variants"].values())
+    assert all(0 < v["seconds_best"] <= v["seconds_median"] for v in result["variants"].values())
+    assert all(v["peak_tensor_bytes"] > 0 for v in result["variants"].values())
     section = json.loads((tmp_path / "s.json").read_text())
     assert section["title"].startswith("Benchmark") and len(section["tables"][0]["rows"]) == 4
