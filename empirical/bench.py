@@ -10,16 +10,17 @@ through ``passes x layers`` blocks:
 * ``authors`` — the authors' procedure: the same blocks, then a Python loop over the prompts computing
   E of each after every layer.
 
-Each variant runs in its own process (fresh allocator), in alternating order over ``rounds`` rounds; the
-time is the best of the rounds (as ``timeit`` advises: on a shared machine the slower rounds measure the
-other jobs; identical worker runs varied by 6.6 to 9.3 s here), the median is kept beside it.
+The variants run in one process, one after another in alternating order, for ``rounds`` rounds after a
+warm-up run of each. Ratios are the median over the rounds of the ratio within a round (runs next to each
+other in time): on this shared machine single runs of one variant varied from 6.6 to 9.3 s, and the paired
+ratio cancels most of that drift. Best and median times are shown beside them.
 
-Peak memory is the peak of tensor memory allocated during the run above what was allocated at its start:
+Peak memory is the peak of tensor memory allocated during a run above what was allocated at its start:
 ``torch.cuda.max_memory_allocated`` on a GPU; on the CPU the allocator's running total that
-``torch.profiler`` records (``profile_memory=True``), taken in a second, untimed run of the same variant in
-the first round's process. The peak resident set size above the start (Linux ``VmHWM``, reset through
+``torch.profiler`` records (``profile_memory=True``), in one more, untimed run of each variant. The peak
+resident set size above the start of each timed run (Linux ``VmHWM``, reset through
 ``/proc/self/clear_refs``) is reported beside it: it also counts what the C allocator keeps or fragments,
-and the measured/plain ratio of it went from 0.56 to 2.55 between identical rounds here.
+and its measured/plain ratio went from 0.56 to 6.0 between identical runs here.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,10 +40,9 @@ import torch
 from tqdm import tqdm
 
 VARIANTS = ("measured", "bare", "plain", "authors")
-WEIGHTS_FILE = "weights.pt"
 
 
-# -- the four ways (run inside a worker process) ------------------------------------------------------
+# -- the four ways ------------------------------------------------------------------------------------
 
 def authors_E(x: torch.Tensor) -> torch.Tensor:
     """E of every prompt computed one prompt at a time, as the authors' procedure does (``(batch,)``)."""
@@ -131,42 +130,35 @@ def peak_tensor_bytes_cpu(run) -> int:
     return max(totals, default=0)
 
 
-def worker(arguments: argparse.Namespace) -> dict[str, Any]:
-    """One timed run of one variant; the model comes from a saved config and state dict (fast, offline)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from .adapters import adapter_for
-    from .prompts import authors_prompts
-
-    torch.set_num_threads(arguments.threads)
-    device = torch.device(arguments.device)
-    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(arguments.model_dir))
-    model.load_state_dict(torch.load(Path(arguments.model_dir) / WEIGHTS_FILE, weights_only=True))
-    model = model.to(device).eval().requires_grad_(False)
-    adapter = adapter_for(model)
-    ids = torch.tensor(authors_prompts(arguments.prompts, arguments.length, adapter.vocab_size), device=device)
-    cuda = device.type == "cuda"
+def _timed_run(variant: str, adapter, input_ids: torch.Tensor, passes: int) -> dict[str, float]:
+    """One timed run of a variant: seconds, and the peak resident memory above its start (Linux, CPU)."""
+    cuda = input_ids.device.type == "cuda"
+    rss = not cuda and Path("/proc/self/clear_refs").exists()
     if cuda:
         torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-    else:
+    if rss:
         Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS to the current RSS
-        base = _rss_kib("VmRSS") * 1024
+        start_rss = _rss_kib("VmRSS") * 1024
     started = time.perf_counter()
-    _run_variant(arguments.worker, adapter, ids, arguments.passes)
+    _run_variant(variant, adapter, input_ids, passes)
     if cuda:
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - started
-    result = {"variant": arguments.worker, "seconds": seconds, "blocks": arguments.passes * adapter.num_layers}
-    if cuda:
-        result["peak_tensor_bytes"] = torch.cuda.max_memory_allocated() - base
-    else:
-        result["peak_rss_bytes_above_start"] = _rss_kib("VmHWM") * 1024 - base
-        if arguments.profile_memory:
-            result["peak_tensor_bytes"] = peak_tensor_bytes_cpu(
-                lambda: _run_variant(arguments.worker, adapter, ids, arguments.passes))
+    result = {"seconds": time.perf_counter() - started}
+    if rss:
+        result["peak_rss_bytes_above_start"] = _rss_kib("VmHWM") * 1024 - start_rss
     return result
+
+
+def _peak_tensor_bytes(variant: str, adapter, input_ids: torch.Tensor, passes: int) -> int:
+    """Peak tensor memory of one run of a variant above the start (CUDA allocator, or the profiler on CPU)."""
+    if input_ids.device.type != "cuda":
+        return peak_tensor_bytes_cpu(lambda: _run_variant(variant, adapter, input_ids, passes))
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = torch.cuda.memory_allocated()
+    _run_variant(variant, adapter, input_ids, passes)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - start
 
 
 def _dispatch_overhead_us(device: torch.device, repeats: int = 2000) -> float:
@@ -185,54 +177,44 @@ def _dispatch_overhead_us(device: torch.device, repeats: int = 2000) -> float:
 
 
 def bench(model: str, prompts: int, length: int, passes: int, rounds: int, device: str) -> dict[str, Any]:
-    """Run every variant ``rounds`` times in separate processes; return the benchmark JSON."""
+    """Run every variant ``rounds`` times, alternating; return the benchmark JSON."""
     from .adapters import adapter_for
     from .models import describe_model, load_model
+    from .prompts import authors_prompts
     from .run import environment, resolve_device
 
     torch_device = resolve_device(device)
-    loaded = load_model(model, "trained", device="cpu")
-    adapter = adapter_for(loaded)
+    adapter = adapter_for(load_model(model, "trained", device=torch_device))
     info = describe_model(model, adapter)
     width, layers, inner = adapter.width, adapter.num_layers, int(getattr(adapter.config, "intermediate_size", 0) or 0)
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
-    with tempfile.TemporaryDirectory(prefix="empirical-bench-") as folder:
-        # the workers rebuild the model from its config and weights (a GGUF-loaded model cannot save_pretrained)
-        loaded.config.save_pretrained(folder)
-        torch.save(loaded.state_dict(), Path(folder) / WEIGHTS_FILE)
-        del loaded, adapter
-        threads = torch.get_num_threads()
-        schedule = [(r, variant) for r in range(rounds)
-                    for variant in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS)))]
-        for r, variant in tqdm(schedule, desc="benchmark runs (one process each)", unit="run"):
-            command = [sys.executable, "-m", "empirical.bench", "--worker", variant, "--model-dir", folder,
-                       "--prompts", str(prompts), "--length", str(length), "--passes", str(passes),
-                       "--threads", str(threads), "--device", str(torch_device)]
-            command += ["--profile-memory"] if r == 0 else []
-            output = subprocess.run(command, capture_output=True, text=True,
-                                    env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
-            if output.returncode != 0:
-                raise RuntimeError(f"the benchmark worker for {variant!r} failed (exit {output.returncode}):\n"
-                                   + output.stderr[-2000:])
-            runs[variant].append(json.loads(output.stdout.strip().splitlines()[-1]))
+    ids = torch.tensor(authors_prompts(prompts, length, adapter.vocab_size), device=torch_device)
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    schedule = [("warm-up", variant) for variant in VARIANTS] + [
+        (r, variant) for r in range(rounds) for variant in (VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS)))]
+    for r, variant in tqdm(schedule, desc="benchmark runs", unit="run"):
+        result = _timed_run(variant, adapter, ids, passes)
+        if r != "warm-up":
+            runs[variant].append(result)
+    peaks = {variant: _peak_tensor_bytes(variant, adapter, ids, passes) for variant in VARIANTS}
     token_blocks = prompts * length * passes * layers
     summary = {}
     for variant, results in runs.items():
-        seconds = min(r["seconds"] for r in results)
-        summary[variant] = {"seconds_best": seconds,
-                            "seconds_median": statistics.median(r["seconds"] for r in results),
-                            "seconds_all": [r["seconds"] for r in results],
-                            "token_blocks_per_second": token_blocks / seconds,
-                            "peak_tensor_bytes": max(r["peak_tensor_bytes"] for r in results
-                                                     if "peak_tensor_bytes" in r)}
-        rss = [r["peak_rss_bytes_above_start"] for r in results if "peak_rss_bytes_above_start" in r]
-        if rss:
-            summary[variant]["peak_rss_bytes_above_start_all"] = rss
+        seconds = [r["seconds"] for r in results]
+        summary[variant] = {"seconds_best": min(seconds), "seconds_median": statistics.median(seconds),
+                            "seconds_all": seconds, "token_blocks_per_second": token_blocks / min(seconds),
+                            "peak_tensor_bytes": peaks[variant]}
+        if all("peak_rss_bytes_above_start" in r for r in results):
+            summary[variant]["peak_rss_bytes_above_start_all"] = [r["peak_rss_bytes_above_start"] for r in results]
+
+    def paired(numerator: str, denominator: str) -> float:
+        """Median over the rounds of the ratio of two variants' times within the round."""
+        return statistics.median(n["seconds"] / d["seconds"] for n, d in zip(runs[numerator], runs[denominator]))
+
     plain, bare, measured, authors = (summary[v] for v in ("plain", "bare", "measured", "authors"))
     ratios = {
-        "measured_over_bare_time": measured["seconds_best"] / bare["seconds_best"],
-        "bare_over_plain_time": bare["seconds_best"] / plain["seconds_best"],
-        "measured_over_authors_time": measured["seconds_best"] / authors["seconds_best"],
+        "measured_over_bare_time": paired("measured", "bare"),
+        "bare_over_plain_time": paired("bare", "plain"),
+        "measured_over_authors_time": paired("measured", "authors"),
         "measured_over_plain_peak_memory": measured["peak_tensor_bytes"] / max(plain["peak_tensor_bytes"], 1),
     }
     if "peak_rss_bytes_above_start_all" in measured:
@@ -271,15 +253,15 @@ def section(result: dict[str, Any]) -> dict[str, Any]:
                ("E measured / plain forward (peak tensor memory)", f"{r['measured_over_plain_peak_memory']:.3f}",
                 "<= 1.20")]
     if "measured_over_plain_peak_rss_each_round" in r:
-        targets.append(("E measured / plain forward (peak RSS, each round; for information)",
+        targets.append(("E measured / plain forward (peak RSS, each round; not judged)",
                         ", ".join(f"{x:.3f}" for x in r["measured_over_plain_peak_rss_each_round"]), ""))
     block_seconds_gpu = lambda flops: g["flops_per_token_block_approx"] * result["prompts"] * result["length"] / flops
     launches = g["authors_E_ops_per_block"] * g["measured_dispatch_overhead_us"] * 1e-6
     text = (f"{result['model']['model']} ({result['model']['layers']} blocks), {result['prompts']} prompts x "
             f"{result['length']} tokens, {result['passes']} passes ({result['token_blocks']} token-blocks), "
-            f"{result['device']}, {result['threads']} threads, best of {result['rounds']} rounds (ratios from the "
-            f"best), each variant in "
-            f"its own process. Peak memory: tensor memory allocated above the start of the run (the weights are "
+            f"{result['device']}, {result['threads']} threads, float32, one process, {result['rounds']} rounds "
+            f"after a warm-up, the variants alternating; each time ratio is the median over the rounds of the "
+            f"ratio within a round. Peak memory: tensor memory allocated above the start of the run (the weights are "
             f"not counted; torch.profiler's allocator total on the CPU, max_memory_allocated on a GPU), and, for "
             f"information, the peak resident set size above the start in each round, which also counts what the C "
             f"allocator keeps and fragments. What a GPU changes, from these numbers: one small operation costs "
@@ -295,7 +277,7 @@ def section(result: dict[str, Any]) -> dict[str, Any]:
             "tables": [{"title": "Same prompts through the same blocks", "columns":
                         ["variant", "seconds (best)", "seconds (median)", "token-blocks / s (best)",
                          "peak tensor memory (MiB)",
-                         "peak RSS above start, each round (MiB)"],
+                         "peak RSS above start, each timed run (MiB)"],
                         "rows": rows},
                        {"title": "Targets", "columns": ["ratio", "measured", "target"], "rows": targets}],
             "figures": []}
@@ -307,18 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--length", type=int, default=200)
     parser.add_argument("--passes", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", type=Path, help="benchmark JSON")
     parser.add_argument("--section", type=Path, help="report section JSON")
-    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
-    parser.add_argument("--model-dir", help=argparse.SUPPRESS)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
-    parser.add_argument("--profile-memory", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
-    if arguments.worker:
-        print(json.dumps(worker(arguments)))
-        return 0
     for name in ("prompts", "length", "passes", "rounds"):
         if getattr(arguments, name) < 1:
             print(f"error: --{name} {getattr(arguments, name)} must be a positive integer.", file=sys.stderr)

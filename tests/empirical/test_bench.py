@@ -7,7 +7,8 @@ import torch
 
 from empirical import adapter_for, load_model, misalignment
 from empirical.__main__ import main
-from empirical.bench import authors_E, peak_tensor_bytes_cpu, repeated_blocks
+from empirical.bench import _run_variant, authors_E, peak_tensor_bytes_cpu, repeated_blocks
+from empirical.loop import embed
 
 
 def test_authors_per_prompt_E_equals_ours():
@@ -44,17 +45,46 @@ def test_peak_tensor_memory_counts_what_is_alive_at_once():
     assert 6 * megabytes <= together < 6.1 * megabytes
 
 
-@pytest.mark.full  # four worker processes, each importing torch and transformers (~1.5 min on 2 busy cores)
 def test_bench_command_writes_json_and_section(tmp_path):
     folder = tmp_path / "model"
     load_model("tiny-gpt2", "random", seed=0).save_pretrained(folder)
     status = main(["bench", "--model", str(folder), "--prompts", "2", "--length", "8", "--passes", "2",
-                   "--rounds", "1", "--device", "cpu", "--out", str(tmp_path / "b.json"),
+                   "--rounds", "2", "--device", "cpu", "--out", str(tmp_path / "b.json"),
                    "--section", str(tmp_path / "s.json")])
     assert status == 0
     result = json.loads((tmp_path / "b.json").read_text())
     assert set(result["variants"]) == {"measured", "bare", "plain", "authors"}
-    assert all(0 < v["seconds_best"] <= v["seconds_median"] for v in result["variants"].values())
+    assert all(0 < v["seconds_best"] <= v["seconds_median"] and len(v["seconds_all"]) == 2
+               for v in result["variants"].values())
     assert all(v["peak_tensor_bytes"] > 0 for v in result["variants"].values())
     section = json.loads((tmp_path / "s.json").read_text())
     assert section["title"].startswith("Benchmark") and len(section["tables"][0]["rows"]) == 4
+
+
+def test_measuring_E_after_every_block_keeps_no_hidden_states():
+    """The loop with E measured peaks where the bare loop does (plus the E values); a loop that kept every
+    block's hidden state (the control) peaks visibly higher, so the measurement would catch it."""
+    adapter = adapter_for(load_model("tiny-gpt2", "random", seed=0))
+    ids = torch.randint(0, 97, (4, 32), generator=torch.Generator().manual_seed(1))
+    passes = 3
+    bare = peak_tensor_bytes_cpu(lambda: _run_variant("bare", adapter, ids, passes))
+    measured = peak_tensor_bytes_cpu(lambda: _run_variant("measured", adapter, ids, passes))
+    e_values = passes * adapter.num_layers * ids.shape[0] * 4  # float32 E per prompt and block
+    assert bare <= measured <= bare + e_values + 1024  # slack: a few scalar tensors
+
+    def keeping_hidden_states():
+        with torch.inference_mode():
+            x, _ = embed(adapter, ids)
+            inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+            kept = []
+            for _ in range(passes):
+                for index in range(adapter.num_layers):
+                    x = adapter.block(index, x, inputs)
+                    kept.append(x)
+                    misalignment(x)
+                x = adapter.final_norm(x)
+
+    hidden_state_bytes = ids.numel() * adapter.width * 4
+    kept_all = peak_tensor_bytes_cpu(keeping_hidden_states)
+    # 9 kept states; the loop's own peak already holds ~3 at once (pass input, block input and output)
+    assert kept_all >= measured + (passes * adapter.num_layers - 4) * hidden_state_bytes
