@@ -57,8 +57,13 @@ def test_bench_command_writes_json_and_section(tmp_path):
     assert all(0 < v["seconds_best"] <= v["seconds_median"] and len(v["seconds_all"]) == 2
                for v in result["variants"].values())
     assert all(v["peak_tensor_bytes"] > 0 for v in result["variants"].values())
+    isolated = result["isolated_E_seconds"]
+    assert result["ratios"]["isolated_measured_over_bare_time"] == pytest.approx(
+        1 + isolated["ours"] / isolated["bare_block"])
+    assert isolated["bare_block"] == pytest.approx(result["variants"]["bare"]["seconds_best"] / (2 * 3))  # 2 passes x 3 blocks
     section = json.loads((tmp_path / "s.json").read_text())
     assert section["title"].startswith("Benchmark") and len(section["tables"][0]["rows"]) == 4
+    assert len(section["tables"][1]["rows"]) == 6
 
 
 def test_measuring_E_after_every_block_keeps_no_hidden_states():
