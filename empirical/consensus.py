@@ -27,8 +27,9 @@ def misalignment(x: torch.Tensor) -> torch.Tensor:
     if x.ndim != 3:
         raise ValueError(f"x must have shape (batch, tokens, width); got shape {tuple(x.shape)}.")
     work = x if x.dtype == torch.float64 else x.float()
-    # two contractions (batched dot products) instead of normalised copies of the tokens
-    squares = torch.einsum("btd,btd->bt", work, work)                  # (batch, tokens) |y_i|^2
-    dots = torch.einsum("btd,bd->bt", work, work[:, 0])                # (batch, tokens) y_1 . y_i
-    cosines = dots / torch.sqrt(squares * squares[:, :1])
+    # a norm reduction and one batched product instead of normalised copies of the tokens (einsum's
+    # "btd,btd->bt" became batch x tokens tiny products: 5x slower than this on SmolLM2's states)
+    norms = torch.linalg.vector_norm(work, dim=-1)                     # (batch, tokens) |y_i|
+    dots = torch.bmm(work, work[:, 0, :, None]).squeeze(-1)            # (batch, tokens) y_1 . y_i
+    cosines = dots / (norms * norms[:, :1])
     return 1.0 - cosines.mean(dim=-1)
