@@ -26,19 +26,10 @@ from threadpoolctl import ThreadpoolController, threadpool_info
 from .dynamics import AttentionField
 from .manifold import Ellipsoid
 from .scenarios import FIG3_V, causal_random_example, full_attention_example, uniform_box_tokens
-from .solvers import AdaptiveStepSize, Dopri5, solve
+from .solvers import AdaptiveStepSize, Dopri5, instance_groups, solve
 
 SEEDS = {"a.initial": 100, "b.matrices": 4, "b.initial": 41}
 LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # our rtol = tol * factor: the loosest as accurate as scipy
-
-
-def _best_time(function, repeats: int) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def field_flops(batch: int, tokens: int, dim: int, heads: int, identity_values: bool) -> float:
@@ -145,12 +136,12 @@ SPLIT_EVALUATIONS = 6
 def _split_evaluations(field: AttentionField, y0: np.ndarray, workers: int, pool: ThreadPoolExecutor):
     """``SPLIT_EVALUATIONS`` evaluations of the field on ``y0`` split along its first axis over ``workers``
     threads with one BLAS thread each, as ``solve(workers=...)`` runs them."""
-    parts = np.array_split(np.arange(len(y0)), workers)
+    parts = instance_groups(len(y0), workers)
     blas = ThreadpoolController()
 
     def evaluate(part):
         for _ in range(SPLIT_EVALUATIONS):
-            field(0.5, y0[part[0]: part[-1] + 1])
+            field(0.5, y0[part])
 
     def evaluate_all():
         with blas.limit(limits=1, user_api="blas"):

@@ -231,6 +231,16 @@ class _Attempt:
     finite: bool
 
 
+def instance_groups(batch: int, workers: int) -> list[slice]:
+    """Slices of the first axis that split ``batch`` instances into ``min(workers, batch)`` groups of nearly
+    equal size (one slice of everything when that is a single group)."""
+    count = min(workers, batch)
+    if count <= 1:
+        return [slice(None)]
+    bounds = np.linspace(0, batch, count + 1).round().astype(int)
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 class _Stepper:
     """Attempts steps of the whole batch, either in one call or split along the first axis over ``workers``
     threads (the instances are independent; one common step size). With several workers BLAS runs on one
@@ -238,9 +248,7 @@ class _Stepper:
 
     def __init__(self, field, solver: Solver, controller, manifold, project: bool, batch: int, workers: int):
         self.solver, self.controller, self.manifold, self.project = solver, controller, manifold, project
-        count = min(workers, batch)
-        bounds = np.linspace(0, batch, count + 1).round().astype(int)
-        self.parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])] if count > 1 else [slice(None)]
+        self.parts = instance_groups(batch, workers)
         self.fields = [_CountingField(field) for _ in self.parts]
         self._stack = ExitStack()
         self._pool = None
