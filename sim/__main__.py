@@ -8,18 +8,9 @@ observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
-
-
-def _blas_threads(count: int | None):
-    if count is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=count, user_api="blas")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,9 +28,11 @@ def main(argv: list[str] | None = None) -> int:
                        help="small sizes, for trying the command (not the benchmark's figures)")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
-                         help="limit BLAS threads (default: the library's own setting)")
+                         help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     args = parser.parse_args(argv)
-    with _blas_threads(args.blas_threads):
+    from .products import limit_threads
+
+    with limit_threads(args.blas_threads):
         if args.command == "figure":
             from .figures import make_figure
 

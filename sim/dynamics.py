@@ -17,6 +17,7 @@ from typing import Callable, Sequence, Union
 import numpy as np
 
 from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
+from .products import matmul
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -53,6 +54,7 @@ class AttentionField:
     Parameters
     ----------
     P : sequence of h matrices, each shape=[d, d] or a callable t -> shape=[d, d]
+        (a function of t alone: the field reuses the value of the last t it was called at).
         P_eta(t) = Q_eta(t)^T K_eta(t), one per head.
     U : sequence of h matrices (constant or callables), or None
         The value matrices U_eta(t); None means U_eta = I for every head.
@@ -72,6 +74,7 @@ class AttentionField:
     manifold: Ellipsoid = field(init=False, repr=False, compare=False)
     dim: int | None = field(init=False, repr=False, compare=False)
     _P_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
+    _P_last: tuple[float, np.ndarray] | None = field(init=False, repr=False, compare=False, default=None)
     _U_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
     _identity_values: bool = field(init=False, repr=False, compare=False)
 
@@ -140,10 +143,19 @@ class AttentionField:
         return np.stack([self._evaluate("U", eta, u, t, self.dim) for eta, u in enumerate(self.U)])
 
     def _P_columns(self, t: float, dim: int) -> np.ndarray:
-        """[P_1(t) | ... | P_h(t)], shape=[d, h d]."""
+        """[P_1(t) | ... | P_h(t)], shape=[d, h d] (shared between calls: not to be written).
+
+        With callables the matrix of the last time is kept: the workers of a solve evaluate the field at the
+        same times, and P(t) of a large d costs about 4% of an evaluation.
+        """
         if self._P_stack is not None:
             return self._P_stack
-        return np.concatenate([self._evaluate("P", eta, p, t, dim) for eta, p in enumerate(self.P)], axis=1)
+        last = self._P_last  # (t, matrix), replaced as one object: safe to read while another thread replaces it
+        if last is not None and last[0] == t and last[1].shape[0] == dim:
+            return last[1]
+        columns = np.concatenate([self._evaluate("P", eta, p, t, dim) for eta, p in enumerate(self.P)], axis=1)
+        object.__setattr__(self, "_P_last", (t, columns))
+        return columns
 
     def _check_state(self, y) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64)
@@ -162,9 +174,9 @@ class AttentionField:
         if stacked.shape[0] != dim:
             raise ValueError(f"y must have last axis d = {stacked.shape[0]} (the size of P(t)); got shape {y.shape}.")
         # (y @ [P_1 | ... | P_h]) has row i = (y_i^T P_1, ..., y_i^T P_h); as [..., l h, d] row (i, eta) is y_i^T P_eta.
-        # (numpy's matmul of a stack by one matrix does not reach BLAS: multiply as one 2-d product.)
-        projected = (y.reshape(-1, dim) @ stacked).reshape(*y.shape[:-2], tokens * h, dim)
-        return (projected @ np.swapaxes(y, -1, -2)).reshape(*y.shape[:-2], tokens, h, tokens)
+        # (a stack times one matrix is multiplied as one 2-d product: one large gemm.)
+        projected = matmul(y.reshape(-1, dim), stacked).reshape(*y.shape[:-2], tokens * h, dim)
+        return matmul(projected, np.swapaxes(y, -1, -2)).reshape(*y.shape[:-2], tokens, h, tokens)
 
     def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
         """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
@@ -177,7 +189,7 @@ class AttentionField:
         weights = np.exp(scores - np.max(scores))
         if mask is not None:
             weights *= mask
-        sums = (weights.reshape(-1, tokens) @ np.ones(tokens)).reshape(*weights.shape[:-1], 1)
+        sums = matmul(weights.reshape(-1, tokens), np.ones(tokens)).reshape(*weights.shape[:-1], 1)
         if np.min(sums) < _SMALLEST_ROW_SUM:
             if mask is not None:
                 scores = np.where(mask, scores, -np.inf)
@@ -201,14 +213,14 @@ class AttentionField:
         weights = self._weights(t, y)  # [..., l, h, l]
         tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
         if self._identity_values:
-            return self._summed_weights(weights) @ y
+            return matmul(self._summed_weights(weights), y)
         # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
-        mixed = (weights.reshape(*y.shape[:-2], tokens * h, tokens) @ y).reshape(*y.shape[:-2], tokens, h * dim)
+        mixed = matmul(weights.reshape(*y.shape[:-2], tokens * h, tokens), y).reshape(*y.shape[:-2], tokens, h * dim)
         if self._U_stack is not None:
             stacked_U = self._U_stack
         else:
             stacked_U = np.concatenate([u.T for u in self.values(t)], axis=0)
-        return (mixed.reshape(-1, h * dim) @ stacked_U).reshape(y.shape)
+        return matmul(mixed.reshape(-1, h * dim), stacked_U).reshape(y.shape)
 
     @staticmethod
     def _summed_weights(weights: np.ndarray) -> np.ndarray:
@@ -227,10 +239,10 @@ class AttentionField:
             # one product with y instead of three more passes over the state (the same formula, regrouped;
             # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l).
             combined = self._summed_weights(self._weights(t, y))
-            gram = y @ np.swapaxes(y, -1, -2)
+            gram = matmul(y, np.swapaxes(y, -1, -2))
             diagonal = np.einsum("...ij,...ij->...i", combined, gram)
             combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
-            return combined @ y
+            return matmul(combined, y)
         return self.manifold.tangent_projection_(y, self.attention_update(t, y))
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:

@@ -71,6 +71,52 @@ def test_time_dependent_heads_are_evaluated_at_t():
     np.testing.assert_allclose(field(0.37, y), frozen(0.0, y), atol=ATOL)
 
 
+def test_time_dependent_heads_are_evaluated_once_per_time():
+    """The field keeps P(t) of the last t (the workers of a solve evaluate it at the same times)."""
+    calls = []
+
+    def head(t):
+        calls.append(t)
+        return np.cos(t) * np.diag([1.0, 2.0, 3.0])
+
+    field = AttentionField(P=(head,), W=np.eye(3))
+    y = Ellipsoid().random_point(np.random.default_rng(4), (6, 3))
+    first = field(0.2, y)
+    np.testing.assert_array_equal(field(0.2, y), first)
+    assert calls == [0.2]
+    frozen = AttentionField(P=(head(0.5),))
+    np.testing.assert_allclose(field(0.5, y), frozen(0.0, y), atol=ATOL)  # a new time: a new P(t)
+    assert calls == [0.2, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("name", ["sphere-full-U=I", "sphere-causal-U", "ellipsoid-causal-U=I"])
+def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
+    """At d = 200 with 40 tokens every product of the field is past TORCH_MIN_MULTIPLY_ADDS (PyTorch's MKL);
+    the field still equals eq. 6 term by term, and numpy's products give the same to rounding."""
+    import sim.products
+    import torch
+
+    rng = np.random.default_rng(9)
+    d, tokens = 200, 40
+    W = None if CASES[name]["W"] is None else np.diag(rng.uniform(0.5, 2.0, d))
+    P = tuple(rng.uniform(-1, 1, (d, d)) / d for _ in range(2))
+    U = tuple(rng.uniform(-1, 1, (d, d)) / np.sqrt(d) for _ in range(2)) if CASES[name]["values"] else None
+    field = AttentionField(P=P, U=U, W=W, causal=CASES[name]["causal"])
+    y = field.manifold.random_point(rng, (3, tokens, d))
+    torch_calls = []
+    original = torch.matmul
+    monkeypatch.setattr(torch, "matmul", lambda *args: torch_calls.append(1) or original(*args))
+    through_torch = field(0.0, y)
+    assert len(torch_calls) >= 3  # the stacked product, the scores and the attention times the values
+    U_or_I = U if U is not None else (np.eye(d),) * 2
+    np.testing.assert_allclose(through_torch[1], eq6_by_loops(P, U_or_I, np.eye(d) if W is None else W,
+                                                              CASES[name]["causal"], y[1]), atol=1e-12)
+    monkeypatch.setattr(sim.products, "TORCH_MIN_MULTIPLY_ADDS", np.inf)
+    torch_calls.clear()
+    np.testing.assert_allclose(field(0.0, y), through_torch, atol=1e-13)
+    assert not torch_calls
+
+
 def test_attention_rows_sum_to_one_over_sqrt_d_as_printed(rng):
     field, _, _ = build(CASES["sphere-full-U=I"], rng)
     alpha = field.attention(0.0, Ellipsoid().random_point(rng, (5, 7, 3)))

@@ -138,3 +138,21 @@ def test_saveat_fn_stores_a_function_of_the_state(problem):
     reduced = integrate_fixed(field, RK4(), 0.0, 0.5, batch, steps=50, saveat=SaveAt(ts=ts, fn=misalignment))
     assert reduced.ys.shape == (6, 2)
     np.testing.assert_array_equal(reduced.ys, misalignment(full.ys))
+
+
+def test_dopri5_reuses_its_workspace_without_touching_what_a_step_returned():
+    """A step repeated from the same inputs (the retry after a rejection) gives the same result, and the next step
+    overwrites neither the end point nor the carried last stage of the one before (the stages live in a workspace
+    kept between steps)."""
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point(np.random.default_rng(3), (5, 10, 3))
+    solver = Dopri5()
+    k0 = solver.init(field, 0.0, y0)
+    y1, error, k1 = solver.step(field, 0.0, y0, 0.1, k0)
+    first_step = [array.copy() for array in (y1, error, k1)]
+    for again, first in zip(solver.step(field, 0.0, y0, 0.1, k0), first_step):
+        np.testing.assert_array_equal(again, first)
+    carried = [array.copy() for array in (y1, k1)]
+    solver.step(field, 0.1, y1, 0.1, k1)
+    for array, before in zip((y1, k1), carried):
+        np.testing.assert_array_equal(array, before)

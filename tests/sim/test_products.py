@@ -1,0 +1,98 @@
+"""``sim.products``: the field's matrix products in PyTorch, and the thread settings of a solve."""
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+from threadpoolctl import threadpool_info
+
+from sim.products import limit_threads, matmul, solver_threads, worker_pool
+
+#: Float64 products of O(1) entries summed over k <= 500 terms: the libraries' different blocking changes the
+#: summation order, so results differ by a few ulps of sqrt(k) ~ 22: 1e-12 leaves a factor of ~100.
+PRODUCT_TOL = 1e-12
+
+
+def _numpy_blas_threads() -> list[int]:
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((30, 500), (500, 40)),          # one 2-d product
+                                              ((4, 20, 500), (4, 500, 10)),    # a stack of products
+                                              ((4, 20, 50), (50, 30)),         # a stack times one matrix
+                                              ((7,), (7, 90))])                # a vector times a matrix
+def test_matmul_is_numpys_product(a_shape, b_shape):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    product = matmul(a, b)
+    assert isinstance(product, np.ndarray) and product.dtype == np.float64
+    np.testing.assert_allclose(product, a @ b, rtol=0, atol=PRODUCT_TOL)
+
+
+def test_matmul_takes_views_read_only_and_reversed_arrays():
+    rng = np.random.default_rng(1)
+    y = rng.standard_normal((3, 8, 6))
+    transposed = np.swapaxes(y, -1, -2)  # passed to BLAS as a transposed operand
+    np.testing.assert_allclose(matmul(y, transposed), y @ transposed, rtol=0, atol=PRODUCT_TOL)
+    read_only = np.broadcast_to(np.eye(6), (3, 6, 6))
+    np.testing.assert_allclose(matmul(y, read_only), y, rtol=0, atol=0)
+    reversed_rows = y[:, ::-1, :]
+    np.testing.assert_allclose(matmul(reversed_rows, transposed), reversed_rows @ transposed, rtol=0,
+                               atol=PRODUCT_TOL)
+
+
+def test_matmul_refuses_other_dtypes():
+    with pytest.raises(TypeError, match="float64"):
+        matmul(np.ones((2, 2), dtype=np.float32), np.ones((2, 2)))
+
+
+def test_limit_threads_sets_both_libraries_and_restores_them():
+    torch_before, numpy_before = torch.get_num_threads(), _numpy_blas_threads()
+    with limit_threads(1):
+        assert torch.get_num_threads() == 1
+        assert set(_numpy_blas_threads()) == {1}
+    assert (torch.get_num_threads(), _numpy_blas_threads()) == (torch_before, numpy_before)
+    with limit_threads(None):
+        assert torch.get_num_threads() == torch_before
+    with pytest.raises(ValueError, match="positive integer"):
+        with limit_threads(0):
+            pass
+
+
+def test_solver_threads_keep_numpy_on_one_thread_and_torch_on_one_per_worker():
+    torch_before = torch.get_num_threads()
+    with solver_threads(1):
+        assert set(_numpy_blas_threads()) == {1} and torch.get_num_threads() == torch_before
+    with solver_threads(2):
+        assert set(_numpy_blas_threads()) == {1} and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == torch_before
+
+
+def _threads_started_by_products(pool) -> set[str]:
+    """OS threads that appear while the pool's two workers each run a float64 product in PyTorch."""
+    a = np.random.default_rng(2).standard_normal((400, 400))
+    both = threading.Barrier(2)
+    list(pool.map(lambda _: both.wait(timeout=10), range(2)))  # both workers exist before counting
+    before = set(os.listdir("/proc/self/task"))
+    list(pool.map(lambda _: matmul(a, a), range(2)))
+    return set(os.listdir("/proc/self/task")) - before
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_worker_pool_threads_start_no_helper_threads():
+    """PyTorch's thread count is per calling thread: a worker of a plain pool starts helpers (MKL's OpenMP team)
+    that spin between products and take the cores from the other workers; ``worker_pool``'s workers do not."""
+    with solver_threads(2):
+        with worker_pool(2) as pool:
+            assert _threads_started_by_products(pool) == set()
+
+
+@pytest.mark.skipif(not (os.path.isdir("/proc/self/task") and torch.backends.mkl.is_available()),
+                    reason="the control needs Linux's /proc and PyTorch's MKL (whose OpenMP team is counted)")
+def test_control_a_plain_pool_starts_helper_threads():
+    with solver_threads(2):
+        with ThreadPoolExecutor(2) as pool:
+            assert len(_threads_started_by_products(pool)) >= 1
