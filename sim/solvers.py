@@ -273,7 +273,8 @@ def instance_groups(batch: int, workers: int) -> list[slice]:
 class _Stepper:
     """Attempts steps of the whole batch, either in one call or split along the first axis over ``workers``
     threads (the instances are independent; one common step size). With several workers BLAS (numpy's and
-    PyTorch's, see ``sim.products``) runs on one thread inside each, so that the small per-instance products and the element-wise work run side by side."""
+    PyTorch's, see ``sim.products``) runs on one thread inside each, so that the small per-instance products
+    and the element-wise work run side by side."""
 
     def __init__(self, field, solver: Solver, controller, manifold, project: bool, batch: int, workers: int):
         self.solver, self.controller, self.manifold, self.project = solver, controller, manifold, project
