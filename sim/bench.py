@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from scipy.integrate import solve_ivp
 import torch
+from scipy.integrate import solve_ivp
 from threadpoolctl import threadpool_info
 
 from .dynamics import AttentionField
@@ -118,16 +118,26 @@ def _compare(name: str, field: AttentionField, y0: np.ndarray, t1: float, tol: f
 OPENBLAS_SPIN_SECONDS = 0.25
 
 
+def _square_matmuls(size: int) -> dict[str, Callable[[], object]]:
+    """A float64 ``size``^2 matmul in each library the field could use: numpy's (OpenBLAS), PyTorch's (MKL)."""
+    a, b = np.random.default_rng(0).standard_normal((2, size, size))
+    a_tensor, b_tensor = torch.from_numpy(a), torch.from_numpy(b)
+    return {"numpy": lambda: a @ b, "torch": lambda: a_tensor @ b_tensor}
+
+
+def _settle(library: str) -> None:
+    """Wait out OpenBLAS's spinning helpers after a numpy matmul, before the next timing."""
+    if library == "numpy":
+        time.sleep(OPENBLAS_SPIN_SECONDS)
+
+
 def _side_by_side(timed: dict[str, Callable[[], object]], rounds: int, matmul_size: int) -> dict[str, Any]:
     """Best time of each function over ``rounds`` rounds, with a float64 matmul timed in every round between
     them, so that every ratio to the matmul's throughput comes from the same minutes of this noisy machine.
 
     The matmul is timed in both libraries the field could use, numpy's (OpenBLAS) and PyTorch's (MKL); the
     machine's matmul throughput is the faster of the two."""
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((2, matmul_size, matmul_size))
-    a_tensor, b_tensor = torch.from_numpy(a), torch.from_numpy(b)
-    matmuls = {"numpy": lambda: a @ b, "torch": lambda: a_tensor @ b_tensor}
+    matmuls = _square_matmuls(matmul_size)
     for function in matmuls.values():
         function()
     best = {name: np.inf for name in (*matmuls, *timed)}
@@ -136,8 +146,7 @@ def _side_by_side(timed: dict[str, Callable[[], object]], rounds: int, matmul_si
             start = time.perf_counter()
             function()
             best[name] = min(best[name], time.perf_counter() - start)
-            if name == "numpy":
-                time.sleep(OPENBLAS_SPIN_SECONDS)
+            _settle(name)
     library_gflops = {name: 2.0 * matmul_size**3 / best.pop(name) / 1e9 for name in matmuls}
     return {"matmul_gflops": max(library_gflops.values()), "matmul_gflops_by_library": library_gflops,
             "seconds": best}
@@ -219,14 +228,11 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
     warm-up), and the bound uses the throughput held over that window: on this shared machine a single product's
     best time catches a quiet moment that a solve of seconds does not get. Per solve count: the median over
     ``rounds`` of these paired ratios, and for comparison the best solve over the best single product."""
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((2, matmul_size, matmul_size))
-    a_tensor, b_tensor = torch.from_numpy(a), torch.from_numpy(b)
-    libraries = {"numpy": lambda: a @ b, "torch": lambda: a_tensor @ b_tensor}
+    libraries = _square_matmuls(matmul_size)
     warm_up = {}
     for name, multiply in libraries.items():
         warm_up[name] = _matmul_window(multiply, matmul_size, 0.5)["best_gflops"]
-        time.sleep(OPENBLAS_SPIN_SECONDS)
+        _settle(name)
     library = max(warm_up, key=warm_up.get)
     batch, tokens, dim = y0.shape
     flops = field_flops(batch, tokens, dim, field.heads, field._identity_values)
@@ -239,8 +245,7 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
                                      workers=count)
             seconds = time.perf_counter() - start
             window = _matmul_window(libraries[library], matmul_size, seconds)
-            if library == "numpy":
-                time.sleep(OPENBLAS_SPIN_SECONDS)
+            _settle(library)
             rounds_measured[count].append({"seconds": seconds, **window})
     best_single = max(entry["best_gflops"] for entries in rounds_measured.values() for entry in entries)
     result = {"rtol": rtol, "rounds": rounds, "matmul_library": library, "matmul_gflops_by_library": warm_up,

@@ -17,7 +17,7 @@ them up for a solve.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Iterator
 
 import numpy as np
@@ -65,6 +65,17 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    """PyTorch's intra-op pool (of the calling thread) on ``count`` threads within the block, restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextmanager
 def limit_threads(count: int | None) -> Iterator[None]:
     """Within the block, numpy's BLAS (threadpoolctl) and PyTorch's intra-op pool use at most ``count``
     threads (None: leave both alone); both are restored afterwards."""
@@ -73,13 +84,8 @@ def limit_threads(count: int | None) -> Iterator[None]:
         return
     if int(count) != count or count < 1:
         raise ValueError(f"thread count {count!r} must be a positive integer.")
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(count))
-    try:
-        with _numpy_blas_controller().limit(limits=int(count)):
-            yield
-    finally:
-        torch.set_num_threads(before)
+    with _torch_threads(int(count)), _numpy_blas_controller().limit(limits=int(count)):
+        yield
 
 
 @contextmanager
@@ -88,16 +94,8 @@ def solver_threads(workers: int) -> Iterator[None]:
     the Runge-Kutta stage combinations, which are memory-bound, and its spinning helpers would take the cores from
     PyTorch's); PyTorch's products on all its threads with one worker, on one thread per worker with several.
     Restored afterwards."""
-    with _numpy_blas_controller().limit(limits=1):
-        if workers == 1:
-            yield
-            return
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+    with _numpy_blas_controller().limit(limits=1), (_torch_threads(1) if workers > 1 else nullcontext()):
+        yield
 
 
 def worker_pool(workers: int) -> ThreadPoolExecutor:
