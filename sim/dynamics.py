@@ -17,7 +17,7 @@ from typing import Callable, Sequence, Union
 import numpy as np
 
 from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
-from .products import matmul
+from .products import check_out, matmul
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -230,9 +230,15 @@ class AttentionField:
             combined = combined + weights[..., eta, :]
         return combined
 
-    def __call__(self, t: float, y) -> np.ndarray:
-        """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``."""
+    def __call__(self, t: float, y, out: np.ndarray | None = None) -> np.ndarray:
+        """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``.
+
+        ``out``: a C-contiguous float64 array shaped like ``y``, not overlapping it, to write dy/dt into
+        (returned): a solver's stage row, which saves a copy of the state per evaluation.
+        """
         y = self._check_state(y)
+        if out is not None:
+            check_out(out, y.shape, y)
         if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
             # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
             # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
@@ -242,8 +248,12 @@ class AttentionField:
             gram = matmul(y, np.swapaxes(y, -1, -2))
             diagonal = np.einsum("...ij,...ij->...i", combined, gram)
             combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
-            return matmul(combined, y)
-        return self.manifold.tangent_projection_(y, self.attention_update(t, y))
+            return matmul(combined, y, out=out)
+        derivative = self.manifold.tangent_projection_(y, self.attention_update(t, y))
+        if out is None:
+            return derivative
+        out[...] = derivative
+        return out
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
         """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].

@@ -111,9 +111,10 @@ class Ellipsoid:
                              f"({np.count_nonzero(norms <= ZERO_NORM)} zero vectors).")
         return point / norms[..., None]
 
-    def retract(self, point) -> np.ndarray:
-        """pi_W without input validation, for solver inner loops (``point`` finite and nonzero)."""
-        return point / self.norm(point)[..., None]
+    def retract(self, point, out: np.ndarray | None = None) -> np.ndarray:
+        """pi_W without input validation, for solver inner loops (``point`` finite and nonzero); written into
+        ``out`` (shaped like ``point``) when given."""
+        return np.divide(point, self.norm(point)[..., None], out=out)
 
     def tangent_projection(self, point, vector) -> np.ndarray:
         """P_y X = (I - y y^T W) X for y in E_W (eq. 3 at |y|_W = 1), shape=[..., d].

@@ -50,18 +50,44 @@ def _shared_tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``a @ b`` with numpy's rules for stacks (``[..., m, k] @ [..., k, n] -> [..., m, n]``), float64; by
     ``torch.matmul`` (MKL's gemm / batched gemm; transposed views are passed as such, not copied) from
-    ``TORCH_MIN_MULTIPLY_ADDS`` per matrix, by numpy below."""
+    ``TORCH_MIN_MULTIPLY_ADDS`` per matrix, by numpy below.
+
+    ``out``: a C-contiguous float64 array of the product's shape, not overlapping ``a`` or ``b``, to write the
+    product into (returned)."""
     for operand in (a, b):
         if operand.dtype != np.float64:
             raise TypeError(f"products are float64; got an array of dtype {operand.dtype}.")
+    if out is not None:
+        check_out(out, _product_shape(a.shape, b.shape), a, b)
     rows = a.shape[-2] if a.ndim > 1 else 1
     columns = b.shape[-1] if b.ndim > 1 else 1
     if rows * a.shape[-1] * columns < TORCH_MIN_MULTIPLY_ADDS:
-        return a @ b
-    return torch.matmul(_shared_tensor(a), _shared_tensor(b)).numpy()
+        return np.matmul(a, b, out=out)
+    if out is None:
+        return torch.matmul(_shared_tensor(a), _shared_tensor(b)).numpy()
+    torch.matmul(_shared_tensor(a), _shared_tensor(b), out=torch.from_numpy(out))
+    return out
+
+
+def _product_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of ``a @ b`` for operands of shapes ``a`` and ``b`` (numpy's rules, 1-d operands included)."""
+    if len(a) == 1 or len(b) == 1:
+        return a[:-1] if len(b) == 1 else b[:-2] + b[-1:]
+    return np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
+
+
+def check_out(out: np.ndarray, shape: tuple[int, ...], *inputs: np.ndarray) -> None:
+    """``out`` must be a writeable C-contiguous float64 array of ``shape`` that shares no memory with ``inputs``."""
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != shape:
+        raise ValueError(f"out must be a float64 array of shape {shape}; got "
+                         f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', None)}.")
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be a writeable C-contiguous array.")
+    if any(np.may_share_memory(out, operand) for operand in inputs):
+        raise ValueError("out must not overlap the operands of the product.")
 
 
 @contextmanager

@@ -11,6 +11,7 @@ which keeps a one-step method's order and its drift off E_W at rounding level.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -114,23 +115,36 @@ class Dopri5(Solver):
         return workspace
 
     def step(self, field, t, y, dt, state):
-        # The stages are rows of one array [y, k_1, ..., k_7], so that every linear combination
-        # y + dt sum_s a_s k_s is one matrix-vector product: one pass over memory for large states.
-        # The stage states are formed in the scratch row (the field only reads them); the error estimate too,
-        # so it is valid until this thread's next step.
+        # The stages are rows of one array, ordered [k_2, y, k_1, k_3, ..., k_7, scratch], so that every linear
+        # combination is one matrix-vector product over consecutive rows (one pass over memory for large states):
+        # the first stage's rows 1-2, stage s's rows 0..s; y_next (rows 1-6) and the error estimate (rows 2-7)
+        # skip k_2, whose weights b_2 and b_2 - bhat_2 are zero. The stage states are formed in the scratch row (the
+        # field only reads them); the error estimate too, so it is valid until this thread's next step.
         stack = self._workspace(y.size)
         scratch = stack[8]
-        stack[0] = y.ravel()
-        stack[1] = state.ravel()
-        for s, (c, row) in enumerate(zip(self._C[1:], self._A[1:]), start=1):
-            np.matmul(np.array((1.0, *(dt * a for a in row))), stack[: s + 1], out=scratch)
-            stack[s + 1] = field(t + c * dt, scratch.reshape(y.shape)).ravel()
-        y_next = np.array((1.0, *(dt * b for b in self._B))) @ stack[:7]
+        stack[1] = y.ravel()
+        stack[2] = state.ravel()
+        for s, (c, a) in enumerate(zip(self._C[1:], self._A[1:]), start=1):
+            if s == 1:
+                np.matmul(np.array((1.0, dt * a[0])), stack[1:3], out=scratch)
+            else:
+                np.matmul(np.array((dt * a[1], 1.0, dt * a[0], *(dt * x for x in a[2:]))), stack[: s + 1], out=scratch)
+            _evaluate_into(field, t + c * dt, scratch.reshape(y.shape), stack[0 if s == 1 else s + 1].reshape(y.shape))
+        y_next = np.array((1.0, dt * self._B[0], *(dt * b for b in self._B[2:]))) @ stack[1:7]
         y_next = y_next.reshape(y.shape)
-        last = field(t + dt, y_next)
+        last = field(t + dt, y_next)  # a new array: carried to the next step, which may follow a rejection of this one
         stack[7] = last.ravel()
-        np.matmul(np.array([dt * e for e in self._E]), stack[1:8], out=scratch)
+        np.matmul(np.array((dt * self._E[0], *(dt * e for e in self._E[2:]))), stack[2:8], out=scratch)
         return y_next, scratch.reshape(y.shape), last
+
+
+def _evaluate_into(field, t: float, y: np.ndarray, out: np.ndarray) -> None:
+    """Write ``field(t, y)`` into ``out`` (C-contiguous, shaped like ``y``): through the field's own ``out=`` when
+    ``solve`` found one (``_CountingField.writes_into``), else by a copy."""
+    if getattr(field, "writes_into", False):
+        field(t, y, out=out)
+    else:
+        out[...] = field(t, y)
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -232,16 +246,24 @@ class Solution:
 
 
 class _CountingField:
-    """The field with a counter of evaluations (``attention_update`` counts as one, as the discrete model's)."""
+    """The field with a counter of evaluations (``attention_update`` counts as one, as the discrete model's).
+
+    ``writes_into``: the field's call takes ``out=`` (``AttentionField`` does; a subclass that overrides
+    ``__call__`` without it, or a plain function, is called without and its result copied).
+    """
 
     def __init__(self, field):
         self.field = field
         self.manifold = getattr(field, "manifold", None)
         self.evaluations = 0
+        try:
+            self.writes_into = "out" in inspect.signature(field).parameters
+        except (TypeError, ValueError):  # no signature to read (e.g. some builtins)
+            self.writes_into = False
 
-    def __call__(self, t, y):
+    def __call__(self, t, y, out=None):
         self.evaluations += 1
-        return self.field(t, y)
+        return self.field(t, y) if out is None else self.field(t, y, out=out)
 
     def attention_update(self, t, y):
         self.evaluations += 1
@@ -274,12 +296,18 @@ class _Stepper:
     """Attempts steps of the whole batch, either in one call or split along the first axis over ``workers``
     threads (the instances are independent; one common step size). With several workers BLAS (numpy's and
     PyTorch's, see ``sim.products``) runs on one thread inside each, so that the small per-instance products
-    and the element-wise work run side by side."""
+    and the element-wise work run side by side.
+
+    Each part's end point (retracted) and carried state are written straight into whole-batch arrays kept for
+    the solve: two pairs take turns (``accept`` hands back the pair of the state left behind), so no step
+    allocates or gathers them anew.
+    """
 
     def __init__(self, field, solver: Solver, controller, manifold, project: bool, batch: int, workers: int):
         self.solver, self.controller, self.manifold, self.project = solver, controller, manifold, project
         self.parts = instance_groups(batch, workers)
         self.fields = [_CountingField(field) for _ in self.parts]
+        self._spare: tuple[np.ndarray, np.ndarray | None] | None = None
         self._stack = ExitStack()
         self._stack.enter_context(solver_threads(len(self.parts)))
         self._pool = self._stack.enter_context(worker_pool(len(self.parts))) if len(self.parts) > 1 else None
@@ -292,7 +320,23 @@ class _Stepper:
     def close(self) -> None:
         self._stack.close()
 
-    def _attempt_part(self, index: int, t: float, y: np.ndarray, dt: float, state) -> _Attempt:
+    def evaluate(self, t: float, y: np.ndarray) -> np.ndarray:
+        """The field on the whole batch, its parts side by side in the workers (one evaluation)."""
+        if self._pool is None:
+            return self.fields[0](t, y)
+        derivative = np.empty_like(y)
+
+        def evaluate_part(index: int) -> None:
+            part = self.parts[index]
+            _evaluate_into(self.fields[index], t, y[part], derivative[part])
+
+        list(self._pool.map(evaluate_part, range(len(self.parts))))
+        return derivative
+
+    def _attempt_part(self, index: int, t: float, y: np.ndarray, dt: float, state, y_out: np.ndarray,
+                      state_out: np.ndarray | None) -> tuple[np.ndarray | None, float, bool]:
+        """Step the instances of part ``index``, writing the end point and carried state into ``y_out`` and
+        ``state_out`` (whole-batch arrays); return the part's scaled errors, drift and finiteness."""
         part = self.parts[index]
         y, state = y[part], None if state is None else state[part]
         y_next, error, next_state = self.solver.step(self.fields[index], t, y, dt, state)
@@ -304,31 +348,35 @@ class _Stepper:
             finite = bool(np.all(np.isfinite(y_next)))
         drift = 0.0
         if finite and self.project:
-            y_next = self.manifold.retract(y_next)
+            self.manifold.retract(y_next, out=y_out[part])
+        else:
+            y_out[part] = y_next
         if finite and self.manifold is not None:
-            drift = float(np.max(np.abs(self.manifold.submersion(y_next))))
-        return _Attempt(y_next, errors, next_state, drift, finite)
+            drift = float(np.max(np.abs(self.manifold.submersion(y_out[part]))))
+        if state_out is not None:
+            state_out[part] = next_state
+        return errors, drift, finite
 
     def attempt(self, t: float, y: np.ndarray, dt: float, state) -> _Attempt:
-        if self._pool is None:
-            return self._attempt_part(0, t, y, dt, state)
-        # every worker copies its part of the results into the whole-batch arrays itself (side by side)
-        y_next = np.empty_like(y)
-        errors = np.empty(y.shape[:-2]) if isinstance(self.controller, AdaptiveStepSize) else None
-        next_state = None if state is None else np.empty_like(y)
+        if self._spare is None:
+            self._spare = (np.empty_like(y), None if state is None else np.empty_like(state))
+        y_next, next_state = self._spare
 
-        def attempt_part(index: int) -> _Attempt:
-            part = self.parts[index]
-            attempt = self._attempt_part(index, t, y, dt, state)
-            y_next[part] = attempt.y_next
-            if errors is not None:
-                errors[part] = attempt.instance_errors
-            if next_state is not None:
-                next_state[part] = attempt.next_state
-            return attempt
+        def attempt_part(index: int) -> tuple[np.ndarray | None, float, bool]:
+            return self._attempt_part(index, t, y, dt, state, y_next, next_state)
 
-        attempts = list(self._pool.map(attempt_part, range(len(self.parts))))
-        return _Attempt(y_next, errors, next_state, max(a.drift for a in attempts), all(a.finite for a in attempts))
+        indices = range(len(self.parts))
+        results = list(map(attempt_part, indices) if self._pool is None else self._pool.map(attempt_part, indices))
+        errors = None
+        if isinstance(self.controller, AdaptiveStepSize):
+            errors = np.concatenate([np.atleast_1d(part_errors) for part_errors, _, _ in results]).reshape(y.shape[:-2])
+        return _Attempt(y_next, errors, next_state, max(drift for _, drift, _ in results),
+                        all(finite for _, _, finite in results))
+
+    def accept(self, attempt: _Attempt, y: np.ndarray, state) -> tuple[np.ndarray, Any]:
+        """The accepted attempt's state and carried state; the arrays of ``y`` and ``state`` become the spares."""
+        self._spare = (y, state)
+        return attempt.y_next, attempt.next_state
 
 
 def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float, y0: np.ndarray, f0, span: float):
@@ -398,30 +446,30 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
             raise ValueError(f"SaveAt.ts must increase strictly within [t0, t1] = [{t0}, {t1}].")
     else:
         save_times = np.array([t1]) if not saveat.steps else np.array([])
-    counted = _CountingField(field)
     if project:
         drift = float(np.max(np.abs(manifold.submersion(y))))
         if drift > 1e-8:
             raise ValueError(f"y0 must lie on the manifold (max |y^T W y - 1| = {drift:.3g} > 1e-8); "
                              "project it with Ellipsoid.project first.")
-    state = solver.init(counted, t0, y)
-    span = t1 - t0
-    if adaptive and dt0 is None:
-        dt = _initial_step(counted, solver, controller, t0, y, state, span)
-    else:
-        dt = float(dt0)
-    tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
-    ts, ys = [], []
-    keep = saveat.fn if saveat.fn is not None else np.copy
-    next_save = 0
-    if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
-        ts.append(t0)
-        ys.append(np.asarray(keep(y)))
-        next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
-    t, steps, rejected, max_drift = t0, 0, 0, 0.0
-    last_rejected = False
     stepper = _Stepper(field, solver, controller, manifold, project, y.shape[0] if y.ndim > 2 else 1, int(workers))
     try:
+        state = solver.init(stepper.evaluate, t0, y)
+        span = t1 - t0
+        if adaptive and dt0 is None:
+            dt = _initial_step(stepper.evaluate, solver, controller, t0, y, state, span)
+        else:
+            dt = float(dt0)
+        tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
+        ts, ys = [], []
+        # a copy of what is kept: the solver's arrays are reused by later steps (and fn may return a view of y)
+        keep = saveat.fn if saveat.fn is not None else np.asarray
+        next_save = 0
+        if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
+            ts.append(t0)
+            ys.append(np.array(keep(y)))
+            next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
+        t, steps, rejected, max_drift = t0, 0, 0, 0.0
+        last_rejected = False
         while t1 - t > tiny:
             if steps + rejected >= max_steps:
                 raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
@@ -448,19 +496,19 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
                 if not (step < dt and factor >= 1.0):
                     dt = step * factor
             t = stop if landed else t + step
-            y, state = attempt.y_next, attempt.next_state
+            y, state = stepper.accept(attempt, y, state)
             steps += 1
             max_drift = max(max_drift, attempt.drift)
             if saveat.steps:
                 ts.append(t)
-                ys.append(np.asarray(keep(y)))
+                ys.append(np.array(keep(y)))
             elif next_save < save_times.size and t == save_times[next_save]:
                 ts.append(t)
-                ys.append(np.asarray(keep(y)))
+                ys.append(np.array(keep(y)))
                 next_save += 1
     finally:
         stepper.close()
-    return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=counted.evaluations + stepper.evaluations,
+    return Solution(ts=np.asarray(ts), ys=np.stack(ys), evaluations=stepper.evaluations,
                     steps=steps, rejected_steps=rejected, max_drift=max_drift,
                     stats={"solver": repr(solver), "controller": repr(controller), "project": project,
                            "workers": len(stepper.parts)})

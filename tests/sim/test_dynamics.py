@@ -64,6 +64,21 @@ def test_field_is_tangent_to_the_manifold(name, rng):
     assert field.manifold.is_tangent(field(0.0, y), y, atol=ATOL).all()
 
 
+@pytest.mark.parametrize("name, dim, tokens", [(name, 3, 6) for name in CASES] + [("sphere-full-U=I", 20, 6)])
+def test_field_writes_into_out(name, dim, tokens, rng):
+    """``field(t, y, out=...)`` writes what ``field(t, y)`` returns; d = 20 > l takes the sphere's U = I route."""
+    case = CASES[name]
+    P = tuple(rng.uniform(-1, 1, (dim, dim)) for _ in range(2))
+    U = tuple(rng.uniform(-1, 1, (dim, dim)) for _ in range(2)) if case["values"] else None
+    field = AttentionField(P=P, U=U, W=None if case["W"] is None else W3, causal=case["causal"])
+    y = field.manifold.random_point(rng, (4, tokens, dim))
+    out = np.full_like(y, np.nan)
+    assert field(0.0, y, out=out) is out
+    np.testing.assert_array_equal(out, field(0.0, y))
+    with pytest.raises(ValueError, match="overlap"):
+        field(0.0, y, out=y)
+
+
 def test_time_dependent_heads_are_evaluated_at_t():
     field = full_attention_example()
     y = Ellipsoid().random_point(np.random.default_rng(3), (10, 3))

@@ -44,6 +44,27 @@ def test_matmul_takes_views_read_only_and_reversed_arrays():
                                atol=PRODUCT_TOL)
 
 
+@pytest.mark.parametrize("threshold", [0, np.inf], ids=["pytorch", "numpy"])
+def test_matmul_writes_into_out(threshold, monkeypatch):
+    import sim.products
+
+    monkeypatch.setattr(sim.products, "TORCH_MIN_MULTIPLY_ADDS", threshold)
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((4, 20, 50)), rng.standard_normal((4, 50, 30))
+    out = np.full((4, 20, 30), np.nan)
+    assert matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=0, atol=PRODUCT_TOL)
+
+
+def test_matmul_refuses_an_out_it_cannot_write_into():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 20, 20)), rng.standard_normal((4, 20, 20))
+    for out, message in [(np.empty((4, 20, 21)), "shape"), (np.empty((4, 20, 20), dtype=np.float32), "float64"),
+                         (np.empty((4, 20, 20)).swapaxes(1, 2), "C-contiguous"), (a, "overlap")]:
+        with pytest.raises(ValueError, match=message):
+            matmul(a, b, out=out)
+
+
 def test_matmul_refuses_other_dtypes():
     with pytest.raises(TypeError, match="float64"):
         matmul(np.ones((2, 2), dtype=np.float32), np.ones((2, 2)))

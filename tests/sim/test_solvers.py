@@ -156,3 +156,51 @@ def test_dopri5_reuses_its_workspace_without_touching_what_a_step_returned():
     solver.step(field, 0.1, y1, 0.1, k1)
     for array, before in zip((y1, k1), carried):
         np.testing.assert_array_equal(array, before)
+
+
+def test_a_field_subclass_without_out_is_called_as_it_is():
+    """The solver writes stages through ``out=`` only into fields whose call takes it: a subclass overriding
+    ``__call__(t, y)`` (here the property tests' reversed projection, -1 times the field) is called itself,
+    never bypassed by the base class's ``out=`` path (which would integrate the unbroken field)."""
+    from tests.properties.models import ReversedProjection
+
+    base = full_attention_example()
+    reversed_field = ReversedProjection(P=base.P, W=np.eye(3))
+
+    def negated(t, y):
+        return -base(t, y)
+
+    negated.manifold = base.manifold
+    y0 = Ellipsoid().random_point(np.random.default_rng(12), (3, 10, 3))
+    options = dict(controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9))
+    through_subclass = solve(reversed_field, Dopri5(), 0.0, 0.5, y0, **options)
+    np.testing.assert_array_equal(through_subclass.ys, solve(negated, Dopri5(), 0.0, 0.5, y0, **options).ys)
+    assert np.max(np.abs(through_subclass.ys - solve(base, Dopri5(), 0.0, 0.5, y0, **options).ys)) > 1e-3
+
+
+@pytest.mark.parametrize("fn", [None, lambda y: y], ids=["state", "view-of-state"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_saved_states_are_copies_not_the_solvers_reused_arrays(problem, workers, fn):
+    """``solve`` steps into arrays it reuses; what it saves at every step, even a view of the state returned by
+    ``SaveAt.fn``, is the state of that step: that of a run stopped there."""
+    field, y0, _ = problem
+    batch = np.stack([y0, y0[::-1]])
+    dt = 0.05
+    saved = solve(field, RK4(), 0.0, 6 * dt, batch, dt0=dt, saveat=SaveAt(steps=True, fn=fn), workers=workers)
+    assert saved.ys.shape == (7, *batch.shape)
+    for k in range(1, 7):
+        stopped = solve(field, RK4(), 0.0, k * dt, batch, dt0=dt, workers=workers)
+        # the same steps; the times differ by rounding (k dt against dt + ... + dt), and so does P(t)
+        np.testing.assert_allclose(saved.ys[k], stopped.ys[-1], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_rejected_steps_leave_the_state_to_retry_from(problem, workers):
+    """A first step far too long is rejected (and retried shorter) from the same state: the run still meets
+    its tolerance against the reference."""
+    field, y0, reference = problem
+    batch = np.stack([y0, y0])
+    sol = solve(field, Dopri5(), 0.0, 1.0, batch, dt0=0.9, controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9),
+                workers=workers)
+    assert sol.rejected_steps >= 1
+    assert np.max(np.abs(sol.ys[-1] - reference)) <= 1e-7  # as test_adaptive_error_is_within_the_tolerance
