@@ -209,17 +209,23 @@ class AttentionField:
 
     def attention_update(self, t: float, y) -> np.ndarray:
         """f_i(y) = sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j (before projection), shape=[..., l, d]."""
-        y = self._check_state(y)
+        return self._update(t, self._check_state(y))
+
+    def _update(self, t: float, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``attention_update`` of a checked state, its last product written into ``out`` when given."""
         weights = self._weights(t, y)  # [..., l, h, l]
         tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
-        if self._identity_values:
-            return matmul(self._summed_weights(weights), y)
+        if self._identity_values:  # U_eta = I: f = (sum_eta alpha^eta) y, one product
+            return matmul(self._summed_weights(weights), y, out=out)
         # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
         mixed = matmul(weights.reshape(*y.shape[:-2], tokens * h, tokens), y).reshape(*y.shape[:-2], tokens, h * dim)
         if self._U_stack is not None:
             stacked_U = self._U_stack
         else:
             stacked_U = np.concatenate([u.T for u in self.values(t)], axis=0)
+        if out is not None:
+            matmul(mixed.reshape(-1, h * dim), stacked_U, out=out.reshape(-1, dim))
+            return out
         return matmul(mixed.reshape(-1, h * dim), stacked_U).reshape(y.shape)
 
     @staticmethod
@@ -239,21 +245,7 @@ class AttentionField:
         y = self._check_state(y)
         if out is not None:
             check_out(out, y.shape, y)
-        if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
-            # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
-            # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
-            # one product with y instead of three more passes over the state (the same formula, regrouped;
-            # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l).
-            combined = self._summed_weights(self._weights(t, y))
-            gram = matmul(y, np.swapaxes(y, -1, -2))
-            diagonal = np.einsum("...ij,...ij->...i", combined, gram)
-            combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
-            return matmul(combined, y, out=out)
-        derivative = self.manifold.tangent_projection_(y, self.attention_update(t, y))
-        if out is None:
-            return derivative
-        out[...] = derivative
-        return out
+        return self.manifold.tangent_projection_(y, self._update(t, y, out))
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
         """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].
