@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .manifold import CACHE_CHUNK_BYTES, Ellipsoid, as_finite_array
+from .manifold import Ellipsoid, as_finite_array
 from .products import solver_threads, worker_pool
 
 
@@ -148,6 +148,9 @@ def _evaluate_into(field, t: float, y: np.ndarray, out: np.ndarray) -> None:
 
 
 # --- options -------------------------------------------------------------------------------------
+#: Element-wise passes over large states run on chunks of about this size, which stay in a core's L2 cache.
+_CACHE_CHUNK_BYTES = 1 << 18
+
 @dataclass(frozen=True)
 class SaveAt:
     """What ``solve`` returns: the states at ``ts`` (steps land exactly on them), at every step
@@ -200,7 +203,7 @@ class AdaptiveStepSize:
         error, y, y_next = (np.reshape(a, (-1, a.shape[-2] * a.shape[-1])) for a in (error, y, y_next))
         # A few instances at a time, in one buffer: the five passes below then stay in the core's cache
         # (for Fig. 4's 10 MB per worker 5 ms instead of 12 from memory).
-        rows = max(1, CACHE_CHUNK_BYTES // (8 * error.shape[1]))
+        rows = max(1, _CACHE_CHUNK_BYTES // (8 * error.shape[1]))
         buffer = np.empty((min(rows, len(error)), error.shape[1]))
         means = np.empty(len(error))
         for start in range(0, len(error), rows):

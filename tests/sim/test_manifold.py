@@ -1,7 +1,6 @@
 """The ellipsoid E_W (sphere when W = I): one fact per test, batched over leading axes."""
 
 import numpy as np
-import pytest
 
 from sim import Ellipsoid
 from tests.sim.conftest import W3
@@ -96,23 +95,3 @@ def test_belongs_rejects_points_off_the_manifold(manifold):
 def test_is_tangent_rejects_the_normal_direction(manifold, rng):
     y = manifold.random_point(rng, (3,))
     assert not manifold.is_tangent(y, y, atol=1e-6)
-
-
-@pytest.mark.parametrize("sphere", [True, False], ids=["sphere", "ellipsoid"])
-def test_in_place_tangent_projection_over_chunks_is_the_projection(sphere):
-    """``tangent_projection_`` runs over cache-sized chunks of tokens: 600 tokens in d = 500 span ten chunks, the
-    last one partial; a transposed (non-contiguous) vector takes the whole-array route. Both equal the formula."""
-    import sim.manifold
-
-    rng = np.random.default_rng(13)
-    d = 500
-    manifold = Ellipsoid(None if sphere else np.diag(rng.uniform(0.5, 2.0, d)))
-    assert 3 * 200 % (sim.manifold.CACHE_CHUNK_BYTES // (8 * d)) != 0
-    point = manifold.random_point(rng, (3, 200, d))
-    vector = rng.standard_normal(point.shape)
-    expected = manifold.tangent_projection(point, vector)
-    # O(1) entries and the same per-token sums of 500 terms: agreement to a few ulps
-    np.testing.assert_allclose(manifold.tangent_projection_(point, vector.copy()), expected, rtol=0, atol=1e-13)
-    transposed = np.ascontiguousarray(np.swapaxes(vector, 0, 1)).swapaxes(0, 1)
-    assert not transposed.flags.c_contiguous
-    np.testing.assert_allclose(manifold.tangent_projection_(point, transposed), expected, rtol=0, atol=1e-13)
