@@ -38,6 +38,13 @@ def test_throughputs_are_ratios_measured_side_by_side(quick_results):
         assert run["evaluations"] == quick_results["b"]["ours"]["evaluations"]  # the same run, timed again
 
 
+def test_speed_up_uses_the_median_of_our_timings(quick_results):
+    a = quick_results["a"]
+    assert len(a["ours"]["timings"]) == 5 and a["ours"]["seconds"] == np.median(a["ours"]["timings"])
+    assert a["speedup_per_instance"] == pytest.approx(
+        a["scipy"]["seconds_per_instance"] / (a["ours"]["seconds"] / a["instances"]))
+
+
 def test_report_section_names_every_target_and_flags_a_quick_run(quick_results, tmp_path):
     section = report_section(quick_results)
     rows = section["tables"][0]["rows"]
