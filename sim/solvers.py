@@ -438,17 +438,18 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
         if drift > 1e-8:
             raise ValueError(f"y0 must lie on the manifold (max |y^T W y - 1| = {drift:.3g} > 1e-8); "
                              "project it with Ellipsoid.project first.")
-    # The first evaluations on the whole batch in this thread (their large temporaries also lift glibc's dynamic
-    # mmap threshold: split over the workers, the first run of many small systems took 1.2 s instead of 0.7)
+    # The first evaluations on the whole batch in this thread, before the workers' thread settings (PyTorch on all
+    # its threads: 100 ms for Fig. 4's batch against 135 on one). Their large temporaries also lift glibc's dynamic
+    # mmap threshold: split over the workers, the first run of 1000 small systems took 1.2 s instead of 0.7.
     counted = _CountingField(field)
+    state = solver.init(counted, t0, y)
+    span = t1 - t0
+    if adaptive and dt0 is None:
+        dt = _initial_step(counted, solver, controller, t0, y, state, span)
+    else:
+        dt = float(dt0)
     stepper = _Stepper(field, solver, controller, manifold, project, y.shape[0] if y.ndim > 2 else 1, int(workers))
     try:
-        state = solver.init(counted, t0, y)
-        span = t1 - t0
-        if adaptive and dt0 is None:
-            dt = _initial_step(counted, solver, controller, t0, y, state, span)
-        else:
-            dt = float(dt0)
         tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
         ts, ys = [], []
         # a copy of what is kept: the solver's arrays are reused by later steps (and fn may return a view of y)
