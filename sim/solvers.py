@@ -272,7 +272,7 @@ class _CountingField:
 
 @dataclass(frozen=True)
 class _Attempt:
-    """One attempted step of a group of instances: the (retracted) end point, each instance's scaled error
+    """One attempted step of the whole batch: the (retracted) end point, each instance's scaled error
     (adaptive runs), the solver state to carry on, the drift off the manifold and whether it stayed finite."""
 
     y_next: np.ndarray
@@ -448,19 +448,19 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
         dt = _initial_step(counted, solver, controller, t0, y, state, span)
     else:
         dt = float(dt0)
+    tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
+    ts, ys = [], []
+    # a copy of what is kept: the solver's arrays are reused by later steps (and fn may return a view of y)
+    keep = saveat.fn if saveat.fn is not None else np.asarray
+    next_save = 0
+    if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
+        ts.append(t0)
+        ys.append(np.array(keep(y)))
+        next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
+    t, steps, rejected, max_drift = t0, 0, 0, 0.0
+    last_rejected = False
     stepper = _Stepper(field, solver, controller, manifold, project, y.shape[0] if y.ndim > 2 else 1, int(workers))
     try:
-        tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
-        ts, ys = [], []
-        # a copy of what is kept: the solver's arrays are reused by later steps (and fn may return a view of y)
-        keep = saveat.fn if saveat.fn is not None else np.asarray
-        next_save = 0
-        if save_times.size and abs(save_times[0] - t0) <= tiny or saveat.steps:
-            ts.append(t0)
-            ys.append(np.array(keep(y)))
-            next_save += 1 if save_times.size and abs(save_times[0] - t0) <= tiny else 0
-        t, steps, rejected, max_drift = t0, 0, 0, 0.0
-        last_rejected = False
         while t1 - t > tiny:
             if steps + rejected >= max_steps:
                 raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
