@@ -11,19 +11,24 @@ attention keeps j <= i only. Every function is batched: ``y : shape=[..., l, d]`
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
 import numpy as np
 
+from .kernels import attention_weights, summed_attention
 from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
 from .products import check_out, matmul
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
 
-#: Below this a row of exp(scores - shift) is treated as underflowed and recomputed with its own maximum.
-_SMALLEST_ROW_SUM = 1e-250
+
+def _as_batch(array: np.ndarray, trailing: int) -> np.ndarray:
+    """``array`` (C-contiguous, shape=[..., *trailing axes]) with its leading axes as one: the kernels' layout
+    [batch, ...] (a view, so that a kernel writing into it writes into ``array``)."""
+    return array.reshape(-1, *array.shape[array.ndim - trailing:])
 
 
 def _check_square(name: str, value, dim: int | None) -> np.ndarray:
@@ -74,7 +79,7 @@ class AttentionField:
     manifold: Ellipsoid = field(init=False, repr=False, compare=False)
     dim: int | None = field(init=False, repr=False, compare=False)
     _P_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
-    _P_last: tuple[float, np.ndarray] | None = field(init=False, repr=False, compare=False, default=None)
+    _scratch: threading.local = field(init=False, repr=False, compare=False)
     _U_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
     _identity_values: bool = field(init=False, repr=False, compare=False)
 
@@ -107,6 +112,7 @@ class AttentionField:
         set_(self, "manifold", manifold)
         set_(self, "dim", dim)
         set_(self, "_identity_values", identity)
+        set_(self, "_scratch", threading.local())
         constant_P = not any(callable(p) for p in checked_P)
         set_(self, "_P_stack", np.concatenate(checked_P, axis=1) if constant_P else None)
         constant_U = values is not None and not any(callable(u) for u in values)
@@ -142,19 +148,32 @@ class AttentionField:
             return np.broadcast_to(np.eye(self.dim), (self.heads, self.dim, self.dim))
         return np.stack([self._evaluate("U", eta, u, t, self.dim) for eta, u in enumerate(self.U)])
 
+    def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """This thread's array ``name`` of ``shape`` for an intermediate result of an evaluation, reused by the next
+        one: Fig. 4's 25 MB of temporaries per evaluation, allocated anew, cost a page fault per 4 KiB (about a
+        tenth of a solve's time went to the kernel)."""
+        buffers = self._scratch.__dict__
+        array = buffers.get(name)
+        if array is None or array.shape != shape:
+            array = buffers[name] = np.empty(shape)
+        return array
+
     def _P_columns(self, t: float, dim: int) -> np.ndarray:
         """[P_1(t) | ... | P_h(t)], shape=[d, h d] (shared between calls: not to be written).
 
-        With callables the matrix of the last time is kept: the workers of a solve evaluate the field at the
-        same times, and P(t) of a large d costs about 4% of an evaluation.
+        With callables this thread keeps the matrix of the last time: a Runge-Kutta step evaluates the field at a
+        time more than once (RK4's middle stages, an accepted step's last stage and the next one's first), and P(t)
+        of a large d costs about 4% of an evaluation.
         """
         if self._P_stack is not None:
             return self._P_stack
-        last = self._P_last  # (t, matrix), replaced as one object: safe to read while another thread replaces it
-        if last is not None and last[0] == t and last[1].shape[0] == dim:
-            return last[1]
-        columns = np.concatenate([self._evaluate("P", eta, p, t, dim) for eta, p in enumerate(self.P)], axis=1)
-        object.__setattr__(self, "_P_last", (t, columns))
+        last = getattr(self._scratch, "P_time", None)
+        columns = self._buffer("P", (dim, self.heads * dim))
+        if last != t:
+            self._scratch.P_time = None  # (until the buffer holds P(t) whole: an exception below leaves no stale time)
+            for eta, p in enumerate(self.P):
+                columns[:, eta * dim:(eta + 1) * dim] = self._evaluate("P", eta, p, t, dim)
+            self._scratch.P_time = t
         return columns
 
     def _check_state(self, y) -> np.ndarray:
@@ -175,34 +194,30 @@ class AttentionField:
             raise ValueError(f"y must have last axis d = {stacked.shape[0]} (the size of P(t)); got shape {y.shape}.")
         # (y @ [P_1 | ... | P_h]) has row i = (y_i^T P_1, ..., y_i^T P_h); as [..., l h, d] row (i, eta) is y_i^T P_eta.
         # (a stack times one matrix is multiplied as one 2-d product: one large gemm.)
-        projected = matmul(y.reshape(-1, dim), stacked).reshape(*y.shape[:-2], tokens * h, dim)
-        return matmul(projected, np.swapaxes(y, -1, -2)).reshape(*y.shape[:-2], tokens, h, tokens)
+        flat = y.reshape(-1, dim)
+        projected = matmul(flat, stacked, out=self._buffer("projected", (len(flat), h * dim)))
+        projected = projected.reshape(*y.shape[:-2], tokens * h, dim)
+        scores = matmul(projected, np.swapaxes(y, -1, -2), out=self._buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
+        return scores.reshape(*y.shape[:-2], tokens, h, tokens)
 
     def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
         """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
         scores = self._scores(t, y)
-        tokens = y.shape[-2]
-        mask = np.tri(tokens, dtype=bool)[:, None, :] if self.causal else None
-        # Log-sum-exp: softmax is invariant under a shift of the scores; one shift for the whole batch (the
-        # largest score) keeps every exponent <= 0. A row whose own maximum lies so far below that the row
-        # underflows is redone with its own maximum, the textbook row-wise shift.
-        weights = np.exp(scores - np.max(scores))
-        if mask is not None:
-            weights *= mask
-        sums = matmul(weights.reshape(-1, tokens), np.ones(tokens)).reshape(*weights.shape[:-1], 1)
-        if np.min(sums) < _SMALLEST_ROW_SUM:
-            if mask is not None:
-                scores = np.where(mask, scores, -np.inf)
-            weights = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
-            sums = np.sum(weights, axis=-1, keepdims=True)
-        sums *= np.sqrt(y.shape[-1])  # Z_i^eta = sqrt(n+1) sum_j exp(...)
-        weights *= 1.0 / sums
+        weights = np.empty_like(scores)
+        attention_weights(_as_batch(scores, 3), self.causal, np.sqrt(y.shape[-1]), _as_batch(weights, 3))
         return weights
+
+    def _summed_weights(self, t: float, y: np.ndarray) -> np.ndarray:
+        """sum_eta alpha_ij^eta, shape=[..., l, l]."""
+        scores = self._scores(t, y)
+        summed = self._buffer("summed", (*scores.shape[:-2], scores.shape[-1]))
+        summed_attention(_as_batch(scores, 3), self.causal, np.sqrt(y.shape[-1]), _as_batch(summed, 2))
+        return summed
 
     def attention(self, t: float, y) -> np.ndarray:
         """alpha_ij^eta(t, y), shape=[..., h, l, l]; rows sum to 1/sqrt(d) (the sqrt(n+1) of Z_i, as printed).
 
-        Softmax by log-sum-exp (exponents shifted by the largest score); zero above the diagonal when causal.
+        Softmax by log-sum-exp (each row shifted by its own largest score); zero above the diagonal when causal.
         """
         y = self._check_state(y)
         return np.moveaxis(self._weights(t, y), -2, -3)
@@ -213,10 +228,10 @@ class AttentionField:
 
     def _update(self, t: float, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``attention_update`` of a checked state, its last product written into ``out`` when given."""
+        if self._identity_values:  # U_eta = I: f = (sum_eta alpha^eta) y, one product
+            return matmul(self._summed_weights(t, y), y, out=out)
         weights = self._weights(t, y)  # [..., l, h, l]
         tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
-        if self._identity_values:  # U_eta = I: f = (sum_eta alpha^eta) y, one product
-            return matmul(self._summed_weights(weights), y, out=out)
         # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
         mixed = matmul(weights.reshape(*y.shape[:-2], tokens * h, tokens), y).reshape(*y.shape[:-2], tokens, h * dim)
         if self._U_stack is not None:
@@ -228,14 +243,6 @@ class AttentionField:
             return out
         return matmul(mixed.reshape(-1, h * dim), stacked_U).reshape(y.shape)
 
-    @staticmethod
-    def _summed_weights(weights: np.ndarray) -> np.ndarray:
-        """sum_eta alpha^eta, shape=[..., l, l], from the layout [..., l, h, l]."""
-        combined = weights[..., 0, :]
-        for eta in range(1, weights.shape[-2]):
-            combined = combined + weights[..., eta, :]
-        return combined
-
     def __call__(self, t: float, y, out: np.ndarray | None = None) -> np.ndarray:
         """dy/dt of eq. 6: P_{y_i} f_i(y) with P_y = I - y y^T W, shape=[..., l, d] like ``y``.
 
@@ -245,17 +252,6 @@ class AttentionField:
         y = self._check_state(y)
         if out is not None:
             check_out(out, y.shape, y)
-        if self._identity_values and self.manifold.is_sphere and y.shape[-1] > y.shape[-2]:
-            # U = I on the sphere: f = A y with A = sum_eta alpha^eta, and y_i^T f_i = sum_j A_ij y_i^T y_j, so
-            # P_y f = (A - diag(rowsum(A o G))) y with the Gram matrix G = y y^T: the projection rides on the
-            # one product with y instead of three more passes over the state (the same formula, regrouped;
-            # worth it when the state [l, d] is larger than the attention matrix [l, l], i.e. d > l; the
-            # product is multi-threaded where those passes are not).
-            combined = self._summed_weights(self._weights(t, y))
-            gram = matmul(y, np.swapaxes(y, -1, -2))
-            diagonal = np.einsum("...ij,...ij->...i", combined, gram)
-            combined[..., np.arange(y.shape[-2]), np.arange(y.shape[-2])] -= diagonal
-            return matmul(combined, y, out=out)
         return self.manifold.tangent_projection_(y, self._update(t, y, out))
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import sphere_drift, sphere_retract, sphere_tangent_projection_
+
 #: A point whose W-norm is below this is treated as the zero vector, where pi_W is undefined.
 ZERO_NORM = 1e-300
 
@@ -40,6 +42,15 @@ def check_spd(name: str, matrix) -> np.ndarray:
     if smallest <= 0.0:
         raise ValueError(f"{name} must be symmetric positive definite; its smallest eigenvalue is {smallest:.6g}.")
     return matrix
+
+
+def _rows(array) -> np.ndarray | None:
+    """A C-contiguous float64 array of shape [..., d] as the 2-d view [rows, d] that the kernels take; None for
+    any other array (the numpy formulas serve those)."""
+    if not (isinstance(array, np.ndarray) and array.dtype == np.float64 and array.ndim >= 1
+            and array.flags.c_contiguous):
+        return None
+    return array.reshape(-1, array.shape[-1])
 
 
 class Ellipsoid:
@@ -113,8 +124,18 @@ class Ellipsoid:
 
     def retract(self, point, out: np.ndarray | None = None) -> np.ndarray:
         """pi_W without input validation, for solver inner loops (``point`` finite and nonzero); written into
-        ``out`` (shaped like ``point``) when given."""
+        ``out`` (shaped like ``point``; may be ``point`` itself) when given."""
+        if self.W is None and _rows(point) is not None and (out is None or _rows(out) is not None):
+            out = np.empty_like(point) if out is None else out
+            sphere_retract(_rows(point), _rows(out))  # one pass over memory
+            return out
         return np.divide(point, self.norm(point)[..., None], out=out)
+
+    def drift(self, point: np.ndarray) -> float:
+        """max |x^T W x - 1| over the points of ``point : shape=[..., d]``: how far a solver's state is off E_W."""
+        if self.W is None and _rows(point) is not None:
+            return float(sphere_drift(_rows(point)))  # one pass, no temporaries
+        return float(np.max(np.abs(self.submersion(point))))
 
     def tangent_projection(self, point, vector) -> np.ndarray:
         """P_y X = (I - y y^T W) X for y in E_W (eq. 3 at |y|_W = 1), shape=[..., d].
@@ -126,6 +147,9 @@ class Ellipsoid:
 
     def tangent_projection_(self, point: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """``tangent_projection`` overwriting ``vector`` (a float64 array the caller owns), for inner loops."""
+        if self.W is None and point.shape == vector.shape and _rows(point) is not None and _rows(vector) is not None:
+            sphere_tangent_projection_(_rows(point), _rows(vector))  # one pass over memory
+            return vector
         vector -= np.einsum("...i,...i->...", self.apply_W(point), vector)[..., None] * point
         return vector
 

@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .kernels import linear_combination, scaled_error_means
 from .manifold import Ellipsoid, as_finite_array
-from .products import solver_threads, worker_pool
+from .products import check_out, solver_threads, worker_pool
 
 
 # --- solvers -------------------------------------------------------------------------------------
@@ -36,8 +37,13 @@ class Solver:
         first-same-as-last stage), which ``solve`` splits with the state when it steps instances in parallel."""
         return None
 
-    def step(self, field, t: float, y: np.ndarray, dt: float, state: Any):
-        """Advance by ``dt``: return ``(y_next, error_estimate or None, next_state_if_accepted)``."""
+    def step(self, field, t: float, y: np.ndarray, dt: float, state: Any, y_out: np.ndarray | None = None,
+             state_out: np.ndarray | None = None):
+        """Advance by ``dt``: return ``(y_next, error_estimate or None, next_state_if_accepted)``.
+
+        ``y_out``, ``state_out``: C-contiguous float64 arrays shaped like ``y``, not overlapping ``y`` or ``state``,
+        that a solver may write the end point (before the retraction) and the carried state into, returning them
+        (Dopri5 does: a whole-batch array's part, which saves a copy of the state per step)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -49,7 +55,7 @@ class Euler(Solver):
 
     order = 1
 
-    def step(self, field, t, y, dt, state):
+    def step(self, field, t, y, dt, state, y_out=None, state_out=None):
         return y + dt * field(t, y), None, None
 
 
@@ -58,7 +64,7 @@ class RK4(Solver):
 
     order = 4
 
-    def step(self, field, t, y, dt, state):
+    def step(self, field, t, y, dt, state, y_out=None, state_out=None):
         half = 0.5 * dt
         k1 = field(t, y)
         k2 = field(t + half, y + half * k1)
@@ -75,7 +81,7 @@ class DiscreteModel(Solver):
 
     order = 1
 
-    def step(self, field, t, y, dt, state):
+    def step(self, field, t, y, dt, state, y_out=None, state_out=None):
         return field.manifold.retract(y + dt * field.attention_update(t, y)), None, None
 
 
@@ -107,35 +113,49 @@ class Dopri5(Solver):
         return field(t0, y0)
 
     def _workspace(self, size: int) -> np.ndarray:
-        """Rows [y, k_1, ..., k_7, scratch] of length ``size``, shape=[9, size], kept between steps (one per
-        thread): a fresh array of this size every step costs a page fault per 4 KiB (as much time as filling it)."""
+        """Rows [k_2, ..., k_6, scratch] of length ``size``, shape=[6, size], kept between steps (one per thread):
+        a fresh array of this size every step costs a page fault per 4 KiB (as much time as filling it)."""
         workspace = getattr(self._workspaces, "array", None)
         if workspace is None or workspace.shape[1] != size:
-            workspace = self._workspaces.array = np.empty((9, size))
+            workspace = self._workspaces.array = np.empty((6, size))
         return workspace
 
-    def step(self, field, t, y, dt, state):
-        # The stages are rows of one array, ordered [k_2, y, k_1, k_3, ..., k_7, scratch], so that every linear
-        # combination is one matrix-vector product over consecutive rows (one pass over memory for large states):
-        # the first stage's rows 1-2, stage s's rows 0..s; y_next (rows 1-6) and the error estimate (rows 2-7)
-        # skip k_2, whose weights b_2 and b_2 - bhat_2 are zero. The stage states are formed in the scratch row (the
-        # field only reads them); the error estimate too, so it is valid until this thread's next step.
-        stack = self._workspace(y.size)
-        scratch = stack[8]
-        stack[1] = y.ravel()
-        stack[2] = state.ravel()
+    def step(self, field, t, y, dt, state, y_out=None, state_out=None):
+        # Every linear combination of the stages is one pass over memory (sim.kernels.linear_combination). The
+        # stage states are formed in the scratch row (the field only reads them), the error estimate in k_2's row,
+        # free by then (valid until this thread's next step); y_next and the error skip k_2, whose weights b_2 and
+        # b_2 - bhat_2 are zero.
+        for out in (y_out, state_out):
+            if out is not None:
+                check_out(out, y.shape, y, state)
+        workspace = self._workspace(y.size)
+        scratch = workspace[5]
+        stages = [_flat(state)]  # k_1, ..., k_s as 1-d views
+        rows = (_flat(y),)
         for s, (c, a) in enumerate(zip(self._C[1:], self._A[1:]), start=1):
-            if s == 1:
-                np.matmul(np.array((1.0, dt * a[0])), stack[1:3], out=scratch)
-            else:
-                np.matmul(np.array((dt * a[1], 1.0, dt * a[0], *(dt * x for x in a[2:]))), stack[: s + 1], out=scratch)
-            _evaluate_into(field, t + c * dt, scratch.reshape(y.shape), stack[0 if s == 1 else s + 1].reshape(y.shape))
-        y_next = np.array((1.0, dt * self._B[0], *(dt * b for b in self._B[2:]))) @ stack[1:7]
-        y_next = y_next.reshape(y.shape)
-        last = field(t + dt, y_next)  # a new array: carried to the next step, which may follow a rejection of this one
-        stack[7] = last.ravel()
-        np.matmul(np.array((dt * self._E[0], *(dt * e for e in self._E[2:]))), stack[2:8], out=scratch)
-        return y_next, scratch.reshape(y.shape), last
+            linear_combination(np.array((1.0, *(dt * x for x in a))), (*rows, *stages), scratch)
+            stages.append(workspace[s - 1])
+            _evaluate_into(field, t + c * dt, scratch.reshape(y.shape), stages[-1].reshape(y.shape))
+        without_k2 = (stages[0], *stages[2:])
+        y_next = np.empty_like(y) if y_out is None else y_out
+        linear_combination(np.array((1.0, dt * self._B[0], *(dt * b for b in self._B[2:]))), (*rows, *without_k2),
+                           y_next.reshape(-1))
+        if state_out is None:
+            last = field(t + dt, y_next)
+        else:
+            _evaluate_into(field, t + dt, y_next, state_out)
+            last = state_out
+        error = workspace[0]
+        linear_combination(np.array((dt * self._E[0], *(dt * e for e in self._E[2:]))), (*without_k2, _flat(last)),
+                           error)
+        return y_next, error.reshape(y.shape), last
+
+
+def _flat(array: np.ndarray) -> np.ndarray:
+    """``array`` as a 1-d C-contiguous writeable float64 array (a view when it is one already): the kernels' rows
+    (a tuple of rows must have one type, and a read-only array is another type to Numba)."""
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    return (array if array.flags.writeable else array.copy()).reshape(-1)
 
 
 def _evaluate_into(field, t: float, y: np.ndarray, out: np.ndarray) -> None:
@@ -148,9 +168,6 @@ def _evaluate_into(field, t: float, y: np.ndarray, out: np.ndarray) -> None:
 
 
 # --- options -------------------------------------------------------------------------------------
-#: Element-wise passes over large states run on chunks of about this size, which stay in a core's L2 cache.
-_CACHE_CHUNK_BYTES = 1 << 18
-
 @dataclass(frozen=True)
 class SaveAt:
     """What ``solve`` returns: the states at ``ts`` (steps land exactly on them), at every step
@@ -200,21 +217,9 @@ class AdaptiveStepSize:
     def instance_errors(self, error: np.ndarray, y: np.ndarray, y_next: np.ndarray) -> np.ndarray:
         """Mean of (e / scale)^2 over each instance's tokens and coordinates, shape=[...] (the leading axes)."""
         leading = error.shape[:-2]
-        error, y, y_next = (np.reshape(a, (-1, a.shape[-2] * a.shape[-1])) for a in (error, y, y_next))
-        # A few instances at a time, in one buffer: the five passes below then stay in the core's cache
-        # (for Fig. 4's 10 MB per worker 5 ms instead of 12 from memory).
-        rows = max(1, _CACHE_CHUNK_BYTES // (8 * error.shape[1]))
-        buffer = np.empty((min(rows, len(error)), error.shape[1]))
+        error, y, y_next = (_flat(a).reshape(-1, a.shape[-2] * a.shape[-1]) for a in (error, y, y_next))
         means = np.empty(len(error))
-        for start in range(0, len(error), rows):
-            part = slice(start, start + rows)
-            ratio = buffer[: len(means[part])]
-            np.maximum(np.abs(y[part]), np.abs(y_next[part]), out=ratio)  # scale = atol + rtol max(|y|, |y_next|)
-            ratio *= self.rtol
-            ratio += self.atol
-            np.divide(error[part], ratio, out=ratio)
-            np.square(ratio, out=ratio)
-            means[part] = np.mean(ratio, axis=1)
+        scaled_error_means(error, y, y_next, float(self.rtol), float(self.atol), means)  # one pass
         return means.reshape(leading)
 
     def combine(self, instance_errors: np.ndarray) -> float:
@@ -326,7 +331,9 @@ class _Stepper:
         ``state_out`` (whole-batch arrays); return the part's scaled errors, drift and finiteness."""
         part = self.parts[index]
         y, state = y[part], None if state is None else state[part]
-        y_next, error, next_state = self.solver.step(self.fields[index], t, y, dt, state)
+        y_target, state_target = y_out[part], None if state_out is None else state_out[part]
+        y_next, error, next_state = self.solver.step(self.fields[index], t, y, dt, state, y_out=y_target,
+                                                     state_out=state_target)
         errors = None
         if isinstance(self.controller, AdaptiveStepSize):
             errors = self.controller.instance_errors(error, y, y_next)
@@ -335,13 +342,13 @@ class _Stepper:
             finite = bool(np.all(np.isfinite(y_next)))
         drift = 0.0
         if finite and self.project:
-            self.manifold.retract(y_next, out=y_out[part])
-        else:
-            y_out[part] = y_next
+            self.manifold.retract(y_next, out=y_target)  # (in place when the solver wrote y_next there)
+        elif y_next is not y_target:
+            y_target[...] = y_next
         if finite and self.manifold is not None:
-            drift = float(np.max(np.abs(self.manifold.submersion(y_out[part]))))
-        if state_out is not None:
-            state_out[part] = next_state
+            drift = self.manifold.drift(y_target)
+        if state_target is not None and next_state is not state_target:
+            state_target[...] = next_state
         return errors, drift, finite
 
     def attempt(self, t: float, y: np.ndarray, dt: float, state) -> _Attempt:
@@ -434,7 +441,7 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     else:
         save_times = np.array([t1]) if not saveat.steps else np.array([])
     if project:
-        drift = float(np.max(np.abs(manifold.submersion(y))))
+        drift = manifold.drift(y)
         if drift > 1e-8:
             raise ValueError(f"y0 must lie on the manifold (max |y^T W y - 1| = {drift:.3g} > 1e-8); "
                              "project it with Ellipsoid.project first.")

@@ -120,7 +120,7 @@ def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
     y = field.manifold.random_point(rng, (3, tokens, d))
     torch_calls = []
     original = torch.matmul
-    monkeypatch.setattr(torch, "matmul", lambda *args: torch_calls.append(1) or original(*args))
+    monkeypatch.setattr(torch, "matmul", lambda *args, **kwargs: torch_calls.append(1) or original(*args, **kwargs))
     through_torch = field(0.0, y)
     assert len(torch_calls) >= 3  # the stacked product, the scores and the attention times the values
     U_or_I = U if U is not None else (np.eye(d),) * 2
