@@ -17,7 +17,7 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 
-from .kernels import attention_weights, summed_attention
+from .kernels import normalised_rows, shift_rows_, summed_normalised_rows
 from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
 from .products import check_out, matmul
 
@@ -200,18 +200,25 @@ class AttentionField:
         scores = matmul(projected, np.swapaxes(y, -1, -2), out=self._buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
         return scores.reshape(*y.shape[:-2], tokens, h, tokens)
 
+    def _numerators(self, t: float, y: np.ndarray) -> np.ndarray:
+        """exp(s_ij^eta - max_j s_ij^eta), layout [..., l, h, l], zero above the diagonal when causal: the numerators
+        of alpha, each row shifted by its own largest score (log-sum-exp). In this thread's buffer."""
+        scores = self._scores(t, y)
+        shift_rows_(_as_batch(scores, 3), self.causal)
+        return np.exp(scores, out=scores)
+
     def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
         """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
-        scores = self._scores(t, y)
-        weights = np.empty_like(scores)
-        attention_weights(_as_batch(scores, 3), self.causal, np.sqrt(y.shape[-1]), _as_batch(weights, 3))
+        numerators = self._numerators(t, y)
+        weights = np.empty_like(numerators)
+        normalised_rows(_as_batch(numerators, 3), np.sqrt(y.shape[-1]), _as_batch(weights, 3))
         return weights
 
     def _summed_weights(self, t: float, y: np.ndarray) -> np.ndarray:
-        """sum_eta alpha_ij^eta, shape=[..., l, l]."""
-        scores = self._scores(t, y)
-        summed = self._buffer("summed", (*scores.shape[:-2], scores.shape[-1]))
-        summed_attention(_as_batch(scores, 3), self.causal, np.sqrt(y.shape[-1]), _as_batch(summed, 2))
+        """sum_eta alpha_ij^eta, shape=[..., l, l] (in this thread's buffer)."""
+        numerators = self._numerators(t, y)
+        summed = self._buffer("summed", (*numerators.shape[:-2], numerators.shape[-1]))
+        summed_normalised_rows(_as_batch(numerators, 3), np.sqrt(y.shape[-1]), _as_batch(summed, 2))
         return summed
 
     def attention(self, t: float, y) -> np.ndarray:

@@ -3,7 +3,7 @@
 For Fig. 4's problem a worker's state is 10 MB: each numpy operation on it is a trip through memory, and a
 Runge-Kutta step made about 55 of them (42 ms a step against 40 ms for one evaluation of the field). Each
 kernel here makes one pass and allocates nothing: the stage combinations, the error norm, the retraction and
-the drift of the solvers, the softmax rows and the tangent projection of the field. They release the GIL
+the drift of the solvers, the softmax rows (around numpy's vectorised exp) and the tangent projection of the field. They release the GIL
 (``nogil``), so a solve's worker threads run them side by side.
 
 Sums are vectorised by allowing LLVM to reassociate additions (``fastmath={"reassoc", "contract"}``: no
@@ -21,59 +21,56 @@ _VECTORISED_SUMS = {"reassoc", "contract"}
 
 
 # --- the field (eq. 6) ---------------------------------------------------------------------------
-@njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
-def _softmax_row(row, count, scale, buffer):
-    """exp(row[j] - max) into ``buffer[j]`` for j < count; returns 1 / (scale * sum_j exp(row[j] - max)).
-
-    Shifted by the row's own largest score, every exponent is <= 0 and the largest term is 1: the sum can
-    neither overflow nor underflow (log-sum-exp)."""
-    largest = row[0]
-    for j in range(1, count):
-        if row[j] > largest:
-            largest = row[j]
-    total = 0.0
-    for j in range(count):
-        buffer[j] = np.exp(row[j] - largest)
-        total += buffer[j]
-    return 1.0 / (scale * total)
-
-
-@njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
-def attention_weights(scores, causal, scale, out):
-    """alpha_ij^eta = exp(s_ij^eta) / (scale sum_j exp(s_ij^eta)) (eq. 6's attention with Z_i's factor
-    ``scale`` = sqrt(n+1)); j <= i only and zero above the diagonal when ``causal``.
-
-    scores, out : shape=[batch, l, h, l] (row (b, i, eta) holds s_i.^eta)."""
+@njit(cache=True, nogil=True)
+def shift_rows_(scores, causal):
+    """Each row (b, i, eta) of ``scores : shape=[batch, l, h, l]`` minus its largest entry over j <= i (every j when
+    not ``causal``), in place; the entries j > i of a causal row set to -inf. After ``np.exp`` (vectorised, several
+    times faster than a loop's exp) the row holds the numerators of eq. 6's softmax: every exponent <= 0 and the
+    largest term exactly 1, so the row's sum can neither overflow nor underflow (log-sum-exp); masked terms 0."""
     batch, tokens, heads, _ = scores.shape
-    buffer = np.empty(tokens)
     for b in range(batch):
         for i in range(tokens):
             count = i + 1 if causal else tokens
             for eta in range(heads):
-                inverse = _softmax_row(scores[b, i, eta], count, scale, buffer)
+                row = scores[b, i, eta]
+                largest = row[0]
+                for j in range(1, count):
+                    if row[j] > largest:
+                        largest = row[j]
                 for j in range(count):
-                    out[b, i, eta, j] = buffer[j] * inverse
+                    row[j] -= largest
                 for j in range(count, tokens):
-                    out[b, i, eta, j] = 0.0
+                    row[j] = -np.inf
 
 
 @njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
-def summed_attention(scores, causal, scale, out):
-    """sum_eta alpha_ij^eta (``attention_weights`` summed over the heads: with U_eta = I the update is
-    f = (sum_eta alpha^eta) y, one product).
-
-    scores : shape=[batch, l, h, l]; out : shape=[batch, l, l]."""
-    batch, tokens, heads, _ = scores.shape
-    buffer = np.empty(tokens)
+def normalised_rows(numerators, scale, out):
+    """alpha_ij^eta = e_ij^eta / (scale sum_j e_ij^eta) (eq. 6, ``scale`` = sqrt(n+1) as printed) from the
+    numerators e of ``shift_rows_`` and ``np.exp``; numerators, out : shape=[batch, l, h, l]."""
+    batch, tokens, heads, _ = numerators.shape
     for b in range(batch):
         for i in range(tokens):
-            count = i + 1 if causal else tokens
+            for eta in range(heads):
+                row = numerators[b, i, eta]
+                inverse = 1.0 / (scale * np.sum(row))
+                for j in range(tokens):
+                    out[b, i, eta, j] = row[j] * inverse
+
+
+@njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
+def summed_normalised_rows(numerators, scale, out):
+    """sum_eta alpha_ij^eta (``normalised_rows`` summed over the heads: with U_eta = I the update is
+    f = (sum_eta alpha^eta) y, one product); numerators : shape=[batch, l, h, l], out : shape=[batch, l, l]."""
+    batch, tokens, heads, _ = numerators.shape
+    for b in range(batch):
+        for i in range(tokens):
             for j in range(tokens):
                 out[b, i, j] = 0.0
             for eta in range(heads):
-                inverse = _softmax_row(scores[b, i, eta], count, scale, buffer)
-                for j in range(count):
-                    out[b, i, j] += buffer[j] * inverse
+                row = numerators[b, i, eta]
+                inverse = 1.0 / (scale * np.sum(row))
+                for j in range(tokens):
+                    out[b, i, j] += row[j] * inverse
 
 
 @njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
@@ -135,6 +132,6 @@ def sphere_drift(points):
         for k in range(point.shape[0]):
             squared += point[k] * point[k]
         distance = abs(squared - 1.0)
-        if not distance <= worst:  # (a NaN is kept: it says the point left the reals)
+        if distance > worst or np.isnan(distance):  # a NaN is kept: it says the state is lost
             worst = distance
     return worst

@@ -1,0 +1,205 @@
+"""The fused Numba kernels (sim.kernels) against the numpy formulas they replace, and the arrays the field and the
+solver now reuse (per-thread buffers, the stepper's outputs) against the mix-ups that reuse invites."""
+
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sim import AttentionField, Dopri5, Ellipsoid
+from sim.kernels import (linear_combination, normalised_rows, scaled_error_means, shift_rows_, sphere_drift,
+                         sphere_retract, sphere_tangent_projection_, summed_normalised_rows)
+from sim.scenarios import full_attention_example
+
+#: The kernels add in another order than numpy (vectorised sums): equal to rounding, a few ulps of values O(1).
+RTOL = 1e-13
+ATOL = 1e-15
+
+
+def softmax_as_printed(scores: np.ndarray, causal: bool) -> np.ndarray:
+    """alpha = exp(s) / (sqrt(d)-free row sum of exp(s)) row by row in numpy, layout [batch, l, h, l]."""
+    tokens = scores.shape[-1]
+    mask = np.tri(tokens, dtype=bool)[:, None, :] if causal else np.ones((tokens, 1, tokens), dtype=bool)
+    shifted = np.where(mask, scores, -np.inf)
+    numerators = np.exp(shifted - shifted.max(axis=-1, keepdims=True))
+    return numerators / numerators.sum(axis=-1, keepdims=True)
+
+
+def kernel_softmax(scores: np.ndarray, causal: bool, scale: float) -> np.ndarray:
+    numerators = scores.copy()
+    shift_rows_(numerators, causal)
+    np.exp(numerators, out=numerators)
+    weights = np.empty_like(numerators)
+    normalised_rows(numerators, scale, weights)
+    return weights
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_softmax_rows_equal_the_row_by_row_formula(causal, rng):
+    scores = rng.normal(0.0, 3.0, (4, 7, 2, 7))
+    np.testing.assert_allclose(kernel_softmax(scores, causal, 2.0), softmax_as_printed(scores, causal) / 2.0,
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_softmax_rows_survive_scores_whose_exponential_overflows(rng):
+    """Scores of +-1e4 (exp overflows float64 from ~709): each row shifted by its own largest score stays finite."""
+    scores = rng.normal(0.0, 1e4, (3, 5, 2, 5))
+    weights = kernel_softmax(scores, True, 1.0)
+    assert np.all(np.isfinite(weights))
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=RTOL)
+
+
+def test_summed_rows_are_the_heads_sum_of_the_rows(rng):
+    numerators = np.exp(rng.normal(size=(3, 6, 3, 6)))
+    summed = np.empty((3, 6, 6))
+    summed_normalised_rows(numerators, 1.5, summed)
+    weights = np.empty_like(numerators)
+    normalised_rows(numerators, 1.5, weights)
+    np.testing.assert_allclose(summed, weights.sum(axis=2), rtol=RTOL, atol=ATOL)
+
+
+def test_sphere_tangent_projection_is_the_formula(rng):
+    points = Ellipsoid().random_point(rng, (40, 9))
+    vectors = rng.normal(size=(40, 9))
+    expected = vectors - np.sum(points * vectors, axis=-1, keepdims=True) * points
+    sphere_tangent_projection_(points, vectors)
+    np.testing.assert_allclose(vectors, expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("count", [2, 4, 7])
+def test_linear_combination_is_the_weighted_sum_of_the_rows(count, rng):
+    rows = rng.normal(size=(count, 1000))
+    coefficients = rng.normal(size=count)
+    out = np.empty(1000)
+    linear_combination(coefficients, tuple(rows), out)
+    np.testing.assert_allclose(out, coefficients @ rows, rtol=RTOL, atol=ATOL)
+
+
+def test_scaled_error_means_are_scipys_norm_before_the_root(rng):
+    error, y, y_next = rng.normal(size=(3, 5, 300))
+    rtol, atol = 1e-3, 1e-6
+    expected = np.mean((error / (atol + rtol * np.maximum(np.abs(y), np.abs(y_next)))) ** 2, axis=1)
+    out = np.empty(5)
+    scaled_error_means(error, y, y_next, rtol, atol, out)
+    np.testing.assert_allclose(out, expected, rtol=RTOL)
+
+
+def test_sphere_retraction_normalises_rows_also_in_place(rng):
+    points = rng.normal(size=(30, 8))
+    expected = points / np.linalg.norm(points, axis=-1, keepdims=True)
+    out = np.empty_like(points)
+    sphere_retract(points, out)
+    np.testing.assert_allclose(out, expected, rtol=RTOL, atol=ATOL)
+    sphere_retract(points, points)
+    np.testing.assert_allclose(points, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_sphere_drift_is_the_largest_submersion_and_keeps_nan(rng):
+    points = Ellipsoid().random_point(rng, (20, 4))
+    points[7] *= 1.0 + 3e-9
+    assert sphere_drift(points) == pytest.approx(np.max(np.abs(np.sum(points**2, axis=-1) - 1.0)), rel=1e-6)
+    points[3, 1] = np.nan
+    assert np.isnan(sphere_drift(points))
+
+
+def test_sphere_methods_agree_on_arrays_the_kernels_do_not_take(rng):
+    """A non-contiguous point (a strided view) goes through the numpy formulas: the same results."""
+    sphere = Ellipsoid()
+    wide = rng.normal(size=(12, 2, 5))
+    strided = wide[:, 0, :]  # rows 80 bytes apart: not C-contiguous
+    contiguous = strided.copy()
+    np.testing.assert_allclose(sphere.retract(strided), sphere.retract(contiguous), rtol=RTOL, atol=ATOL)
+    assert sphere.drift(strided) == pytest.approx(sphere.drift(contiguous), rel=1e-12)
+    point = sphere.retract(contiguous)
+    vector = rng.normal(size=(12, 5))
+    expected = sphere.tangent_projection_(point, vector.copy())
+    np.testing.assert_allclose(sphere.tangent_projection_(point, np.asfortranarray(vector)), expected,
+                               rtol=RTOL, atol=ATOL)
+
+
+# --- the solver's outputs ------------------------------------------------------------------------
+def test_dopri5_writes_into_the_arrays_it_is_given_and_returns_them(rng):
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point(rng, (4, 10, 3))
+    solver = Dopri5()
+    k0 = solver.init(field, 0.0, y0)
+    expected = [array.copy() for array in solver.step(field, 0.0, y0, 0.05, k0)]
+    y_out, state_out = np.empty_like(y0), np.empty_like(y0)
+    y_next, error, last = solver.step(field, 0.0, y0, 0.05, k0, y_out=y_out, state_out=state_out)
+    assert y_next is y_out and last is state_out
+    for got, want in zip((y_next, error, last), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_dopri5_refuses_an_output_that_overlaps_its_inputs(rng):
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point(rng, (2, 10, 3))
+    solver = Dopri5()
+    k0 = solver.init(field, 0.0, y0)
+    with pytest.raises(ValueError, match="must not overlap"):
+        solver.step(field, 0.0, y0, 0.05, k0, state_out=k0)
+
+
+# --- the field's per-thread buffers --------------------------------------------------------------
+def test_a_result_of_the_field_is_not_changed_by_later_evaluations(rng):
+    field = full_attention_example()
+    y = Ellipsoid().random_point(rng, (3, 10, 3))
+    first = field(0.1, y)
+    kept = first.copy()
+    field(0.7, Ellipsoid().random_point(rng, (3, 10, 3)))
+    np.testing.assert_array_equal(first, kept)
+
+
+def _interleaved_evaluations(field: AttentionField, y: np.ndarray, times: tuple[float, float]) -> list[np.ndarray]:
+    """Two threads evaluate ``field`` at the two times, stopped inside P_2(t) until both are there: each has then
+    written P_1 of its own time into its P(t) buffer, and neither has read it yet."""
+    results = [None, None]
+    errors = []
+
+    def evaluate(index: int) -> None:
+        try:
+            results[index] = field(times[index], y)
+        except Exception as error:  # noqa: BLE001 -- reported by the caller
+            errors.append(error)
+
+    threads = [threading.Thread(target=evaluate, args=(index,)) for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    return results
+
+
+def _field_meeting_in_its_second_head(rng) -> tuple[AttentionField, np.ndarray, list[AttentionField]]:
+    """A two-head field whose P_2(t) waits for a second thread; a state; the field frozen at times 0.3 and 1.1."""
+    meeting = threading.Barrier(2, timeout=30)
+    base = rng.normal(size=(2, 4, 4))
+
+    def second_head(t):
+        meeting.wait()  # both threads have written P_1 of their own t into their P(t) buffers
+        return np.cos(t) * base[1]
+
+    field = AttentionField(P=(lambda t: np.sin(t) * base[0], second_head), W=np.eye(4))
+    frozen = [AttentionField(P=(np.sin(t) * base[0], np.cos(t) * base[1]), W=np.eye(4)) for t in TIMES]
+    return field, Ellipsoid().random_point(rng, (5, 6, 4)), frozen
+
+
+TIMES = (0.3, 1.1)
+
+
+def test_threads_evaluating_the_field_at_once_get_their_own_buffers(rng):
+    field, y, frozen = _field_meeting_in_its_second_head(rng)
+    for got, alone in zip(_interleaved_evaluations(field, y, TIMES), frozen):
+        np.testing.assert_allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14)
+
+
+def test_control_buffers_shared_between_threads_are_caught(rng):
+    """Negative control: with one buffer for both threads (the per-thread store replaced by a shared one), the
+    thread that wrote P_1 first has it overwritten by the other's before its product: the check above fails."""
+    field, y, frozen = _field_meeting_in_its_second_head(rng)
+    object.__setattr__(field, "_scratch", SimpleNamespace())
+    together = _interleaved_evaluations(field, y, TIMES)
+    mismatches = [not np.allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14) for got, alone in zip(together, frozen)]
+    assert any(mismatches)
