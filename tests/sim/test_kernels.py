@@ -203,3 +203,21 @@ def test_control_buffers_shared_between_threads_are_caught(rng):
     together = _interleaved_evaluations(field, y, TIMES)
     mismatches = [not np.allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14) for got, alone in zip(together, frozen)]
     assert any(mismatches)
+
+
+@pytest.mark.parametrize("name", ["sphere-causal-U=I", "ellipsoid-full-U"])
+def test_the_field_in_groups_of_instances_equals_the_field_on_the_whole_batch(name, rng, monkeypatch):
+    """``AttentionField`` evaluates ``GROUP_BYTES`` of instances at a time: with groups of 3 of 7 instances (the last
+    one shorter, its buffers a leading part of the others') the field is the same as in one group."""
+    import sim.dynamics
+
+    d, tokens = 5, 6
+    W = None if name.startswith("sphere") else np.diag(rng.uniform(0.5, 2.0, d))
+    U = (rng.normal(size=(d, d)),) if name.endswith("-U") else None
+    field = AttentionField(P=(lambda t: np.cos(t) * np.eye(d) + 0.3,), U=U, W=W, causal="causal" in name)
+    y = field.manifold.random_point(rng, (7, tokens, d))
+    whole = field(0.4, y)
+    monkeypatch.setattr(sim.dynamics, "GROUP_BYTES", 3 * 8 * tokens * d)
+    fresh = AttentionField(P=field.P, U=U, W=W, causal=field.causal)
+    np.testing.assert_allclose(fresh(0.4, y), whole, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(fresh(0.4, y[::-1].copy())[::-1], whole, rtol=RTOL, atol=ATOL)  # buffers reused
