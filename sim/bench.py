@@ -27,7 +27,7 @@ from .dynamics import AttentionField
 from .manifold import Ellipsoid
 from .products import matmul as field_matmul, solver_threads, worker_pool
 from .scenarios import FIG3_V, causal_random_example, full_attention_example, uniform_box_tokens
-from .solvers import AdaptiveStepSize, Dopri5, instance_groups, solve
+from .solvers import AdaptiveStepSize, Dopri5, solve, step_parts
 
 SEEDS = {"a.initial": 100, "b.matrices": 4, "b.initial": 41}
 LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # our rtol = tol * factor: the loosest as accurate as scipy
@@ -165,9 +165,9 @@ SPLIT_EVALUATIONS = 6
 
 
 def _split_evaluations(field: AttentionField, y0: np.ndarray, workers: int, pool):
-    """``SPLIT_EVALUATIONS`` evaluations of the field on ``y0`` split along its first axis over ``workers``
-    threads with one BLAS thread each, as ``solve(workers=...)`` runs them."""
-    parts = instance_groups(len(y0), workers)
+    """``SPLIT_EVALUATIONS`` evaluations of the field on ``y0`` split along its first axis into the parts that
+    ``solve(workers=...)`` steps, handed to ``workers`` threads with one BLAS thread each, as the solver runs them."""
+    _, parts = step_parts(y0, workers)
 
     def evaluate(part):
         for _ in range(SPLIT_EVALUATIONS):

@@ -79,3 +79,23 @@ def test_bad_worker_counts_are_rejected(workers):
     y0 = Ellipsoid().random_point(np.random.default_rng(10), (2, 4, 3))
     with pytest.raises(ValueError, match="workers"):
         solve(field, RK4(), 0.0, 1.0, y0, dt0=0.1, workers=workers)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_batch_stepped_in_parts_takes_the_same_steps(workers, monkeypatch):
+    """Batches larger than ``PART_BYTES`` are stepped in parts (here 3 per worker, shared out as the workers come
+    free): the same steps, step sizes and states as the whole batch in one part."""
+    import sim.solvers
+
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point(np.random.default_rng(9), (13, 10, 3))
+    options = dict(controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8), saveat=SaveAt(steps=True), workers=workers)
+    whole = solve(field, Dopri5(), 0.0, 2.0, y0, **options)
+    assert whole.stats["parts"] == workers
+    monkeypatch.setattr(sim.solvers, "PART_BYTES", y0.nbytes // (3 * workers))
+    parts = solve(field, Dopri5(), 0.0, 2.0, y0, **options)
+    assert parts.stats["parts"] == 3 * workers and parts.stats["workers"] == workers
+    assert (parts.steps, parts.rejected_steps, parts.evaluations) == (whole.steps, whole.rejected_steps,
+                                                                      whole.evaluations)
+    np.testing.assert_allclose(parts.ys, whole.ys, rtol=0, atol=STEP_SIZE_RTOL)
+    np.testing.assert_allclose(parts.ys[-1], whole.ys[-1], rtol=0, atol=SAME_RUN_TOL)
