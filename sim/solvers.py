@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .batching import groups_of_at_most, instance_groups
 from .kernels import linear_combination, scaled_error_means
 from .manifold import Ellipsoid, as_finite_array
 from .products import check_out, solver_threads, worker_pool
@@ -287,24 +288,13 @@ class _Attempt:
     finite: bool
 
 
-def instance_groups(batch: int, groups: int) -> list[slice]:
-    """Slices of the first axis that split ``batch`` instances into ``min(groups, batch)`` groups of nearly
-    equal size (one slice of everything when that is a single group)."""
-    count = min(groups, batch)
-    if count <= 1:
-        return [slice(None)]
-    bounds = np.linspace(0, batch, count + 1).round().astype(int)
-    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
 def step_parts(y: np.ndarray, workers: int) -> tuple[int, list[slice]]:
     """How ``solve(..., workers=workers)`` splits the instances of ``y : shape=[batch, l, d]`` (or one instance
     [l, d]): the number of worker threads it uses (at most one per instance) and the parts along the first axis,
     of at most about ``PART_BYTES`` of state each, their count a multiple of the workers'."""
     batch = y.shape[0] if y.ndim > 2 else 1
     used = len(instance_groups(batch, workers))
-    parts_per_worker = max(1, -(-y.nbytes // (used * PART_BYTES)))  # ceil
-    return used, instance_groups(batch, used * parts_per_worker)
+    return used, groups_of_at_most(batch, y.nbytes // batch, PART_BYTES, multiple_of=used)
 
 
 #: ``solve`` steps the instances in parts of at most about this much state, each part's step in one go (its
