@@ -12,6 +12,7 @@ attention keeps j <= i only. Every function is batched: ``y : shape=[..., l, d]`
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
@@ -26,6 +27,9 @@ from .products import check_out, matmul
 #: trajectories; a solver's part of 25 in two groups of 12 and 13): a group's temporaries, about 3 times its state, then stay in the cache between the products;
 #: measured on Fig. 4's solve, 2-4% faster than the whole batch at once (chunks of 10 and 25 trajectories alike).
 GROUP_BYTES = 4 << 20
+
+#: How many times' P(t) a thread keeps (Dopri5's stages fall on 6 distinct times a step; one more for the next).
+P_TIMES = 7
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -168,19 +172,21 @@ class AttentionField:
     def _P_columns(self, t: float, dim: int) -> np.ndarray:
         """[P_1(t) | ... | P_h(t)], shape=[d, h d] (shared between calls: not to be written).
 
-        With callables this thread keeps the matrix of the last time: a Runge-Kutta step evaluates the field at a
-        time more than once (RK4's middle stages, an accepted step's last stage and the next one's first), and P(t)
-        of a large d costs about 4% of an evaluation.
+        With callables this thread keeps the matrices of its last ``P_TIMES`` times: a solver steps its parts one
+        after the other at the same stage times (and RK4's middle stages, or an accepted step's last stage and the
+        next one's first, share a time), and P(t) of a large d costs about 4% of an evaluation.
         """
         if self._P_stack is not None:
             return self._P_stack
-        last = getattr(self._scratch, "P_time", None)
-        columns = self._buffer("P", (dim, self.heads * dim))
-        if last != t:
-            self._scratch.P_time = None  # (until the buffer holds P(t) whole: an exception below leaves no stale time)
-            for eta, p in enumerate(self.P):
-                columns[:, eta * dim:(eta + 1) * dim] = self._evaluate("P", eta, p, t, dim)
-            self._scratch.P_time = t
+        kept = self._scratch.__dict__.setdefault("P_by_time", OrderedDict())  # time -> matrix, oldest first
+        if t in kept:
+            return kept[t]
+        shape = (dim, self.heads * dim)
+        reused = kept.popitem(last=False)[1] if len(kept) >= P_TIMES else None
+        columns = reused if reused is not None and reused.shape == shape else np.empty(shape)
+        for eta, p in enumerate(self.P):
+            columns[:, eta * dim:(eta + 1) * dim] = self._evaluate("P", eta, p, t, dim)
+        kept[t] = columns  # (only once whole: an exception above leaves no half-written matrix behind)
         return columns
 
     def _check_state(self, y) -> np.ndarray:

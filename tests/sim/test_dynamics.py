@@ -204,3 +204,28 @@ def test_top_eigenvector_of_the_printed_U():
     lam, v = top_eigenvector(FIG5_U)
     np.testing.assert_allclose(FIG5_U @ v, lam * v, atol=ATOL)
     assert lam == pytest.approx(np.linalg.eigvalsh(FIG5_U)[-1])
+
+
+def test_the_field_keeps_p_of_its_last_times_for_the_solvers_parts():
+    """A solver steps its parts one after the other at the same stage times: P(t) of the last ``P_TIMES`` times is
+    kept (evaluated once for all parts), the oldest given up for a new time."""
+    from sim.dynamics import P_TIMES
+
+    calls = []
+
+    def head(t):
+        calls.append(t)
+        return np.cos(t) * np.diag([1.0, 2.0, 3.0])
+
+    field = AttentionField(P=(head,), W=np.eye(3))
+    parts = [Ellipsoid().random_point(np.random.default_rng(seed), (2, 4, 3)) for seed in (1, 2)]
+    times = [0.1 * k for k in range(P_TIMES)]
+    for part in parts:
+        results = [field(t, part) for t in times]
+    assert calls == times
+    frozen = [AttentionField(P=(np.cos(t) * np.diag([1.0, 2.0, 3.0]),))(0.0, parts[-1]) for t in times]
+    np.testing.assert_allclose(results, frozen, atol=ATOL)
+    field(5.0, parts[0])  # a new time gives up the oldest, times[0]
+    field(times[1], parts[0])
+    field(times[0], parts[0])
+    assert calls == [*times, 5.0, times[0]]
