@@ -151,37 +151,47 @@ def test_a_result_of_the_field_is_not_changed_by_later_evaluations(rng):
     np.testing.assert_array_equal(first, kept)
 
 
-def _interleaved_evaluations(field: AttentionField, y: np.ndarray, times: tuple[float, float]) -> list[np.ndarray]:
-    """Two threads evaluate ``field`` at the two times, stopped inside P_2(t) until both are there: each has then
-    written P_1 of its own time into its P(t) buffer, and neither has read it yet."""
+def _interleaved_evaluations(field: AttentionField, y: np.ndarray, monkeypatch) -> list[np.ndarray]:
+    """Two threads evaluate ``field`` at the two ``TIMES``, stopped right after their first product (y [P_1 | P_2]
+    of their own time, written into the "projected" buffer) until both are there: each has then written its buffer
+    and neither has read it yet."""
+    import sim.dynamics
+
+    meeting = threading.Barrier(2, timeout=30)
+    products_so_far = threading.local()
+    product = sim.dynamics.matmul
+
+    def meeting_after_the_first_product(*args, **kwargs):
+        result = product(*args, **kwargs)
+        if not getattr(products_so_far, "count", 0):
+            meeting.wait()
+        products_so_far.count = getattr(products_so_far, "count", 0) + 1
+        return result
+
     results = [None, None]
     errors = []
 
     def evaluate(index: int) -> None:
         try:
-            results[index] = field(times[index], y)
+            results[index] = field(TIMES[index], y)
         except Exception as error:  # noqa: BLE001 -- reported by the caller
             errors.append(error)
 
-    threads = [threading.Thread(target=evaluate, args=(index,)) for index in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    with monkeypatch.context() as patch:  # (only these two threads meet: the caller's checks run unpatched)
+        patch.setattr(sim.dynamics, "matmul", meeting_after_the_first_product)
+        threads = [threading.Thread(target=evaluate, args=(index,)) for index in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
     assert not errors, errors
     return results
 
 
-def _field_meeting_in_its_second_head(rng) -> tuple[AttentionField, np.ndarray, list[AttentionField]]:
-    """A two-head field whose P_2(t) waits for a second thread; a state; the field frozen at times 0.3 and 1.1."""
-    meeting = threading.Barrier(2, timeout=30)
+def _field_and_state(rng) -> tuple[AttentionField, np.ndarray, list[AttentionField]]:
+    """A two-head field with P_eta(t) callables; a state; the field frozen at the two ``TIMES``."""
     base = rng.normal(size=(2, 4, 4))
-
-    def second_head(t):
-        meeting.wait()  # both threads have written P_1 of their own t into their P(t) buffers
-        return np.cos(t) * base[1]
-
-    field = AttentionField(P=(lambda t: np.sin(t) * base[0], second_head), W=np.eye(4))
+    field = AttentionField(P=(lambda t: np.sin(t) * base[0], lambda t: np.cos(t) * base[1]), W=np.eye(4))
     frozen = [AttentionField(P=(np.sin(t) * base[0], np.cos(t) * base[1]), W=np.eye(4)) for t in TIMES]
     return field, Ellipsoid().random_point(rng, (5, 6, 4)), frozen
 
@@ -189,18 +199,19 @@ def _field_meeting_in_its_second_head(rng) -> tuple[AttentionField, np.ndarray, 
 TIMES = (0.3, 1.1)
 
 
-def test_threads_evaluating_the_field_at_once_get_their_own_buffers(rng):
-    field, y, frozen = _field_meeting_in_its_second_head(rng)
-    for got, alone in zip(_interleaved_evaluations(field, y, TIMES), frozen):
+def test_threads_evaluating_the_field_at_once_get_their_own_buffers(rng, monkeypatch):
+    field, y, frozen = _field_and_state(rng)
+    for got, alone in zip(_interleaved_evaluations(field, y, monkeypatch), frozen):
         np.testing.assert_allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14)
 
 
-def test_control_buffers_shared_between_threads_are_caught(rng):
-    """Negative control: with one buffer for both threads (the per-thread store replaced by a shared one), the
-    thread that wrote P_1 first has it overwritten by the other's before its product: the check above fails."""
-    field, y, frozen = _field_meeting_in_its_second_head(rng)
+def test_control_buffers_shared_between_threads_are_caught(rng, monkeypatch):
+    """Negative control: with one store of buffers for both threads (the per-thread store replaced by a shared one),
+    the thread that wrote its "projected" buffer first reads the other's (of the other time) after the meeting: the
+    check above fails."""
+    field, y, frozen = _field_and_state(rng)
     object.__setattr__(field, "_scratch", SimpleNamespace())
-    together = _interleaved_evaluations(field, y, TIMES)
+    together = _interleaved_evaluations(field, y, monkeypatch)
     mismatches = [not np.allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14) for got, alone in zip(together, frozen)]
     assert any(mismatches)
 
