@@ -24,8 +24,9 @@ from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
 from .products import check_out, matmul
 
 #: ``AttentionField`` evaluates groups of instances of at most about this much state at a time (Fig. 4: 20 of its
-#: trajectories; a solver's part of 25 in two groups of 12 and 13): a group's temporaries, about 3 times its state, then stay in the cache between the products;
-#: measured on Fig. 4's solve, 2-4% faster than the whole batch at once (chunks of 10 and 25 trajectories alike).
+#: trajectories; a solver's part of 25 in two groups of 12 and 13): a group's temporaries, about 3 times its state,
+#: then stay in the cache between the products; measured on Fig. 4's solve, 2-4% faster than the whole batch at
+#: once (chunks of 10 and 25 trajectories alike).
 GROUP_BYTES = 4 << 20
 
 #: How many times' P(t) a thread keeps (Dopri5's stages fall on 6 distinct times a step; one more for the next).
@@ -210,7 +211,8 @@ class AttentionField:
         flat = y.reshape(-1, dim)
         projected = matmul(flat, stacked, out=self._buffer("projected", (len(flat), h * dim)))
         projected = projected.reshape(*y.shape[:-2], tokens * h, dim)
-        scores = matmul(projected, np.swapaxes(y, -1, -2), out=self._buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
+        scores = matmul(projected, np.swapaxes(y, -1, -2),
+                        out=self._buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
         return scores.reshape(*y.shape[:-2], tokens, h, tokens)
 
     def _numerators(self, t: float, y: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 For Fig. 4's problem a worker's state is 10 MB: each numpy operation on it is a trip through memory, and a
 Runge-Kutta step made about 55 of them (42 ms a step against 40 ms for one evaluation of the field). Each
 kernel here makes one pass and allocates nothing: the stage combinations, the error norm, the retraction and
-the drift of the solvers, the softmax rows (around numpy's vectorised exp) and the tangent projection of the field. They release the GIL
-(``nogil``), so a solve's worker threads run them side by side.
+the drift of the solvers, the softmax rows (around numpy's vectorised exp) and the tangent projection of the
+field. They release the GIL (``nogil``), so a solve's worker threads run them side by side.
 
 Sums are vectorised by allowing LLVM to reassociate additions (``fastmath={"reassoc", "contract"}``: no
 change to NaN/inf handling): they are then added in another order than a plain loop's, a difference of
@@ -73,14 +73,21 @@ def summed_normalised_rows(numerators, scale, out):
                     out[b, i, j] += row[j] * inverse
 
 
+@njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS, inline="always")
+def _dot(a, b):
+    """a^T b of two 1-d arrays (inlined into the sphere's kernels below, vectorised like them)."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        total += a[k] * b[k]
+    return total
+
+
 @njit(cache=True, nogil=True, fastmath=_VECTORISED_SUMS)
 def sphere_tangent_projection_(points, vectors):
     """P_y X = X - (y^T X) y (eq. 3 on the sphere) row by row, overwriting ``vectors``; shape=[rows, d] each."""
     for r in range(points.shape[0]):
         point, vector = points[r], vectors[r]
-        inner = 0.0
-        for k in range(point.shape[0]):
-            inner += point[k] * vector[k]
+        inner = _dot(point, vector)
         for k in range(point.shape[0]):
             vector[k] -= inner * point[k]
 
@@ -114,10 +121,7 @@ def sphere_retract(points, out):
     """pi(x) = x / |x| (eq. 2 on the sphere) row by row; points, out : shape=[rows, d] (may be the same)."""
     for r in range(points.shape[0]):
         point, target = points[r], out[r]
-        squared = 0.0
-        for k in range(point.shape[0]):
-            squared += point[k] * point[k]
-        inverse = 1.0 / np.sqrt(squared)
+        inverse = 1.0 / np.sqrt(_dot(point, point))
         for k in range(point.shape[0]):
             target[k] = point[k] * inverse
 
@@ -127,11 +131,7 @@ def sphere_drift(points):
     """max_r |points[r]^T points[r] - 1|, the distance off the sphere in the submersion; shape=[rows, d]."""
     worst = 0.0
     for r in range(points.shape[0]):
-        point = points[r]
-        squared = 0.0
-        for k in range(point.shape[0]):
-            squared += point[k] * point[k]
-        distance = abs(squared - 1.0)
+        distance = abs(_dot(points[r], points[r]) - 1.0)
         if distance > worst or np.isnan(distance):  # a NaN is kept: it says the state is lost
             worst = distance
     return worst
