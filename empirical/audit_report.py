@@ -250,16 +250,17 @@ def _origin(result: dict[str, Any]) -> str:
 
 
 def trained_paper_audits(settings: AuditSettings, folder: Path, *, weights_dirs: dict[str, Path] | None = None,
-                         dtype: torch.dtype = torch.float32, progress=None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+                         audit=cached_audit) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Audits of trained GPT-2 XL / GPT-Neo 2.7B wherever :func:`empirical.sources.locate` finds their
-    weights, each with the same architecture with random weights (``trained_vs_random``), cached under
-    ``folder``; and the absent models -> the command that runs them."""
+    weights, each with the same architecture with random weights (``trained_vs_random``), by
+    ``audit(model_or_folder, "trained", settings, folder)`` (default: cached under ``folder``); and the
+    absent models -> the command that runs them."""
     audits = []
     for model in PAPER_MODELS:
         source = locate(model, weights_dirs)
         if source is None:
             continue
-        result = cached_audit(str(source.path), "trained", settings, folder, dtype=dtype, progress=progress)
+        result = audit(str(source.path), "trained", settings, folder)
         result["model"] = model
         result["description"]["model"] = model
         result["weights_source"] = source.to_json()

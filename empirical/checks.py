@@ -3,8 +3,14 @@
 Convergence "in kind" (what a finite run can show of "mean E -> 0"): the mean E over the prompts at
 the end of every pass (after the final normalisation's input, i.e. after the last block) decreases
 at every pass after the first, by a factor of at most ``1 - DECREASE_MARGIN`` (or is already below
-``E_FLOOR``, consensus to float32 precision), and ends below the embeddings' E. The geometric rate per pass and the passes it would need to reach E < 0.01 are
-reported beside it (rate fits across weights are the audit's job, ``emp.rate``).
+``E_FLOOR``, consensus to float32 precision), and ends below the embeddings' E. The geometric rate per
+pass and the passes it would need to reach E < 0.01 are reported beside it (rate fits across weights
+are the audit's job, ``emp.rate``).
+
+Figures 7-8 (:func:`check_trained`) are judged on trained GPT-2 XL / GPT-Neo 2.7B wherever their weights
+are (:mod:`empirical.sources`), ``not-run`` only without them; the same question on trained models of other
+families is the claim ``emp.in-kind-trained`` (:func:`check_in_kind`), which is refuted when one stops
+collapsing.
 """
 
 from __future__ import annotations

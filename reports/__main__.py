@@ -21,12 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = (("sim-bench", "sim"), ("empirical-bench", "empirical"))
 
 
-def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str]) -> int:
-    """Run the benchmarks and the full test suite; return pytest's exit status."""
+def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None) -> int:
+    """Run the benchmarks and the full test suite; return pytest's exit status. ``weights_env`` names folders
+    of trained paper-model weights to the tests (``--weights-dir``; see empirical/sources.py)."""
     out = out.resolve()
     sections = out / "sections"
     sections.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1"}
+    env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1"}
     env.setdefault("HYPOTHESIS_PROFILE", "thorough")
     if run_benchmarks:
         for name, module in BENCHMARKS:
@@ -51,9 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     build_parser.add_argument("--out", type=Path, default=ROOT / "build" / "report",
                               help="output folder for index.html and verdicts.json (default: build/report)")
     build_parser.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
+    build_parser.add_argument("--weights-dir", action="append", default=[], metavar="MODEL=DIR",
+                              help="a folder with trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (repeatable; "
+                                   "default: CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the "
+                                   "Hugging Face cache)")
     build_parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = parser.parse_args(argv)
-    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args)
+    from empirical.sources import parse_weights_dirs, weights_environment
+
+    try:
+        weights_env = weights_environment(parse_weights_dirs(args.weights_dir))
+    except ValueError as error:
+        parser.error(str(error))
+    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ check can give is reached here: collapsing models -> verified, a non-collapsing 
 weights -> not-run with the command.
 """
 
+from types import SimpleNamespace
+
 import pytest
 
 from empirical.__main__ import main
@@ -256,3 +258,15 @@ def test_in_kind_needs_trained_runs(collapsing):
     random = ({**manifest, "settings": {**manifest["settings"], "weights": "random"}}, results)
     with pytest.raises(ValueError, match="must all use trained weights"):
         check_in_kind([random], None)
+
+
+def test_report_build_names_weights_folders_to_the_tests(tmp_path, monkeypatch):
+    import reports.__main__ as cli
+
+    environments = []
+    monkeypatch.setattr(cli.subprocess, "run",
+                        lambda command, cwd, env: environments.append(env) or SimpleNamespace(returncode=0))
+    assert cli.main(["build", "--out", str(tmp_path), "--no-bench", "--weights-dir", f"gpt2-xl={tmp_path}"]) == 0
+    assert environments[0]["CONSENSUS_WEIGHTS_GPT2_XL"] == str(tmp_path.resolve())
+    with pytest.raises(SystemExit):
+        cli.main(["build", "--out", str(tmp_path), "--weights-dir", f"smollm2-135m={tmp_path}"])
