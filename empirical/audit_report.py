@@ -293,7 +293,8 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
               + (". Trained converges faster in every comparison (95% CI of the paired difference above 0)."
                  if held else ". Trained does NOT converge faster in every comparison ('slower': CI below 0; "
                               "'indistinguishable': CI contains 0, faster convergence not observed at this budget).")
-              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) if missing else ""))
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
     return CheckResult("emp.rate", "empirical", "verified" if held else "refuted", detail,
                        numbers={**numbers, "decisive": verdicts, "missing": missing}, seeds={"random weights": s["seed"]})
 
@@ -345,7 +346,8 @@ def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] 
                           f" -> FFN {c['verdict']} (printed: {PRINTED_FFN_EFFECT[m]})" for m, c in effects.items())
               + (". Every model that ran shows the printed effect." if held
                  else ". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI contains 0).")
-              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) if missing else ""))
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
     return CheckResult("emp.full", "empirical", "verified" if held else "refuted", detail,
                        numbers={**numbers, "decisive": {m: c["verdict"] for m, c in effects.items()},
                                 "missing": missing})
@@ -390,7 +392,7 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
             f"{theorem}: " + ("all hypotheses hold" if not failing else
                               "fails on " + ", ".join(f"{h} ({verdicts.get(h, 'not audited')})" for h in failing))
             for theorem, failing in broken.items())
-            + f"; observed without FFN: E decays {verdicts.get('conclusion: E decays [no-ffn]', 'not audited')}")
+            + f"; observed without FFN, 'E decays': {verdicts.get('conclusion: E decays [no-ffn]', 'not audited')}")
     held = all(covered.values())
     detail = ("What the verdict means: 'verified' if in every trained paper model that ran all hypotheses of Theorem 5.1 "
               "or of Theorem 5.2 hold (on the weights and the no-FFN states), so the theory does predict figure 7's "
@@ -399,7 +401,8 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
               + ". ".join(findings) + ". "
               + ("The theorems cover every trained model that ran." if held else
                  "The theorems do not cover " + ", ".join(m for m, c in covered.items() if not c) + ".")
-              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) if missing else ""))
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
     return CheckResult("emp.theory-scope", "empirical", "verified" if held else "refuted", detail,
                        numbers={**numbers, "covered_by": covered, "missing": missing})
 

@@ -14,7 +14,7 @@ import pytest
 from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, convergence
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
-from empirical.suite import CPU_SMOLLM2, GPU_PAPER, PROFILES, report_profile, report_runs, run_variant, trained_paper_runs
+from empirical.suite import PROFILES, report_profile, report_runs, run_variant, trained_paper_runs, trained_variants
 from reports.records import ReportSection, Table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ def test_empirical_runs_section(report_section):
                if m["settings"]["weights"] != "trained" or m["settings"]["model"] in ("smollm2-135m", "gemma3-270m"))
     trained = sorted({m["settings"]["model"] for _, m, _ in ran if m["settings"]["model"] not in
                       ("smollm2-135m", "gemma3-270m") and m["settings"]["weights"] == "trained"})
-    budget = CPU_SMOLLM2 if report_profile() == "cpu" else GPU_PAPER
+    budget = vars(trained_variants(report_profile(), PAPER_MODELS[0])[0])
     report_section(ReportSection(
         "Empirical runs (figures 7-10)",
         "The report runs the `cpu` profile on this machine (float32 on the CPU, weights seed 0, prompts seed 42): "

@@ -270,3 +270,11 @@ def test_report_build_names_weights_folders_to_the_tests(tmp_path, monkeypatch):
     assert environments[0]["CONSENSUS_WEIGHTS_GPT2_XL"] == str(tmp_path.resolve())
     with pytest.raises(SystemExit):
         cli.main(["build", "--out", str(tmp_path), "--weights-dir", f"smollm2-135m={tmp_path}"])
+
+
+def test_the_cpu_profile_runs_two_trained_families_in_kind_with_the_smollm2_budget():
+    trained = {v.key: v for v in variants("cpu") if v.weights == "trained"}
+    for key in ("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn",
+                "gpt2-xl-trained-ffn", "gpt-neo-2.7b-trained-no-ffn"):
+        assert (trained[key].prompts, trained[key].length, trained[key].passes) == (8, 200, 6), key
+    assert trained["gemma3-trained-ffn"].model == "gemma3-270m" and trained["gemma3-trained-ffn"].ffn
