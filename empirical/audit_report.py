@@ -189,10 +189,21 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
         "90% of heads/states), otherwise 'fails'. Rates: least squares of log E on the block index per prompt, "
         "t-interval over prompts; a median R^2 well below 1 says the decay is not a single exponential (fast first "
         "blocks, then slower), so compare rates together with 'blocks to E/2'. Suite runs are the empirical suite's "
-        "variants (figures 7-10 on this machine, their own prompt lengths and passes). The paper's GPT-2 XL / GPT-Neo 2.7B claims concern trained weights that cannot "
-        "run here: the comparisons below are in kind and their claims stay not-run. " + PAPER_MODELS_NOTE
+        "variants (figures 7-10 on this machine, their own prompt lengths and passes). " + _paper_weights_text(results)
+        + PAPER_MODELS_NOTE
         + " Runs: " + settings_text(results) + ".")
     return ReportSection("Theory meets practice", text, tuple(tables), (), order)
+
+
+def _paper_weights_text(results: list[dict[str, Any]]) -> str:
+    """Which of the paper's trained models the audits cover, and what that means for their claims."""
+    ran = [r["model"] for r in _trained_paper(results)]
+    if not ran:
+        return ("The paper's GPT-2 XL / GPT-Neo 2.7B claims concern trained weights that are not on this machine: the "
+                "comparisons below are in kind and those claims stay not-run. ")
+    return (f"Trained weights of {' and '.join(ran)} are on this machine: the paper's claims about them (emp.rate, "
+            "emp.full, emp.theory-scope) get their verdicts from these audits and the suite's runs"
+            + ("; the others' stay not-run. " if len(ran) < len(PAPER_MODELS) else ". "))
 
 
 # -- claim records -----------------------------------------------------------------------------------------

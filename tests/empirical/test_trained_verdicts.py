@@ -13,7 +13,7 @@ import pytest
 
 from empirical.__main__ import main
 from empirical.audit import AuditSettings
-from empirical.audit_report import ffn_record, rate_record, run_rates, scope_record, trained_paper_audits
+from empirical.audit_report import audit_section, ffn_record, rate_record, run_rates, scope_record, trained_paper_audits
 from empirical.checks import check_in_kind, check_trained
 from empirical.run import RunSettings, load_results, run_experiment
 from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderError, locate, parse_weights_dirs,
@@ -205,6 +205,8 @@ def test_audits_of_collapsing_models_verify_rate_and_ffn_effect(collapsing):
     scope = scope_record(audits)
     assert scope.verdict == "refuted"
     assert scope.numbers["covered_by"] == {GPT2_XL: [], GPT_NEO: []}
+    section = audit_section(audits)
+    assert "Trained weights of gpt2-xl and EleutherAI/gpt-neo-2.7B are on this machine" in section.text
 
 
 def test_control_a_trained_model_slower_than_random_refutes_the_rate_claim(hub, tmp_path):
