@@ -23,11 +23,11 @@ from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, cached_audi
                     rates_from_results, write_audit)
 from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
 
-PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder named by "
-                     "CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build --weights-dir`, "
-                     "else the Hugging Face cache, offline); by hand: `python -m empirical audit --model gpt2-xl --weights "
-                     "trained --out DIR` (and --model EleutherAI/gpt-neo-2.7B), which also audits the same architecture "
-                     "with random weights.")
+PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder "
+                     "named by CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build "
+                     "--weights-dir`, else the Hugging Face cache, offline); by hand: `python -m empirical audit "
+                     "--model gpt2-xl --weights trained --out DIR` (and --model EleutherAI/gpt-neo-2.7B), which also "
+                     "audits the same architecture with random weights.")
 
 
 def run_label(result: dict[str, Any], weights: str) -> str:
@@ -245,8 +245,8 @@ def _missing(ran: list[str]) -> dict[str, str]:
 
 def _not_run(claim: str, missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
     return CheckResult(claim, "empirical", "not-run",
-                       detail=(f"Not run: {about} needs the trained weights of GPT-2 XL / GPT-Neo 2.7B, which are not on "
-                               f"this machine (no named folder, not in the Hugging Face cache). To run it, "
+                       detail=(f"Not run: {about} needs the trained weights of GPT-2 XL / GPT-Neo 2.7B, which are "
+                               f"not on this machine (no named folder, not in the Hugging Face cache). To run it, "
                                + "; ".join(f"{model}: {command}" for model, command in missing.items())
                                + ". The numbers are the in-kind measurements on the models that ran here."),
                        numbers={**numbers, "missing": missing})
@@ -294,7 +294,8 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
     missing = _missing([r["model"] for r in trained])
     if not trained:
         return _not_run("emp.rate", missing, "the comparison of pretrained and random weights", numbers)
-    verdicts = {f"{r['model']} [{variant}]": c["verdict"] for r in trained for variant, c in r["trained_vs_random"].items()}
+    verdicts = {f"{r['model']} [{variant}]": c["verdict"]
+                for r in trained for variant, c in r["trained_vs_random"].items()}
     held = all(v == "faster" for v in verdicts.values())
     s = trained[0]["settings"]
     detail = ("Fitted exponential rate of E per layer of " + "; ".join(_origin(r) for r in trained)
@@ -307,7 +308,8 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
     return CheckResult("emp.rate", "empirical", "verified" if held else "refuted", detail,
-                       numbers={**numbers, "decisive": verdicts, "missing": missing}, seeds={"random weights": s["seed"]})
+                       numbers={**numbers, "decisive": verdicts, "missing": missing},
+                       seeds={"random weights": s["seed"]})
 
 
 #: The FFN's effect on the rate the paper prints (Fig. 8): "the feed-forward layers increase the convergence
@@ -353,10 +355,11 @@ def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] 
     held = all(c["verdict"] == PRINTED_FFN_EFFECT[m] for m, c in effects.items())
     detail = ("The rate part of the claim, as printed: the FFN increases the rate in GPT-2 XL ('faster') and decreases "
               f"it in GPT-Neo 2.7B ('slower'). Measured on {where}: "
-              + "; ".join(f"{m}: rate(FFN) - rate(no FFN) = {c['difference']:.4g} [{c['ci_low']:.4g}, {c['ci_high']:.4g}]"
-                          f" -> FFN {c['verdict']} (printed: {PRINTED_FFN_EFFECT[m]})" for m, c in effects.items())
+              + "; ".join(f"{m}: rate(FFN) - rate(no FFN) = {c['difference']:.4g} "
+                          f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}] -> FFN {c['verdict']} (printed: {PRINTED_FFN_EFFECT[m]})" for m, c in effects.items())
               + (". Every model that ran shows the printed effect." if held
-                 else ". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI contains 0).")
+                 else ". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI "
+                      "contains 0).")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
     return CheckResult("emp.full", "empirical", "verified" if held else "refuted", detail,
@@ -386,7 +389,8 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
         for weights, rows in result["hypotheses"].items():
             for row in rows:
                 if row["hypothesis"] in (*SCOPE_COMMON, *[h for hs in SCOPE_THEOREMS.values() for h in hs],
-                                         "normalisation onto a sphere (constant gain)", "conclusion: E decays [no-ffn]"):
+                                         "normalisation onto a sphere (constant gain)",
+                                         "conclusion: E decays [no-ffn]"):
                     numbers[f"{result['model']} {weights}: {row['hypothesis']}"] = row["verdict"]
     trained = _trained_paper(results)
     missing = _missing([r["model"] for r in trained])
@@ -405,10 +409,10 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
             for theorem, failing in broken.items())
             + f"; observed without FFN, 'E decays': {verdicts.get('conclusion: E decays [no-ffn]', 'not audited')}")
     held = all(covered.values())
-    detail = ("What the verdict means: 'verified' if in every trained paper model that ran all hypotheses of Theorem 5.1 "
-              "or of Theorem 5.2 hold (on the weights and the no-FFN states), so the theory does predict figure 7's "
-              "convergence; 'refuted' if in one of them every theorem has a hypothesis that fails or only nearly holds, "
-              "so the theorems do not predict that model's convergence even without FFN. Audit: "
+    detail = ("What the verdict means: 'verified' if in every trained paper model that ran all hypotheses of "
+              "Theorem 5.1 or of Theorem 5.2 hold (on the weights and the no-FFN states), so the theory does predict "
+              "figure 7's convergence; 'refuted' if in one of them every theorem has a hypothesis that fails or only "
+              "nearly holds, so the theorems do not predict that model's convergence even without FFN. Audit: "
               + ". ".join(findings) + ". "
               + ("The theorems cover every trained model that ran." if held else
                  "The theorems do not cover " + ", ".join(m for m, c in covered.items() if not c) + ".")

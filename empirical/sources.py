@@ -153,7 +153,8 @@ def weights_environment(folders: Mapping[str, Path]) -> dict[str, str]:
     """The environment variables that name ``folders`` to child processes (``python -m reports build``)."""
     unknown = [model for model in folders if canonical(model) not in WEIGHTS_DIR_ENV]
     if unknown:
-        raise ValueError(f"--weights-dir names {unknown}; the report runs trained weights of {list(PAPER_MODELS)} only.")
+        raise ValueError(f"--weights-dir names {unknown}; the report runs trained weights of {list(PAPER_MODELS)} "
+                         "only.")
     return {WEIGHTS_DIR_ENV[canonical(model)]: str(Path(folder).expanduser().resolve())
             for model, folder in folders.items()}
 
@@ -163,8 +164,8 @@ def get_command(model: str) -> str:
     name = canonical(model)
     variable = WEIGHTS_DIR_ENV.get(name, "CONSENSUS_WEIGHTS_<MODEL>")
     return (f"get the weights with `huggingface-cli download {HUB_IDS.get(name, (name,))[0]}` (into the Hugging Face "
-            f"cache; everything after is offline) or save them to a folder DIR with save_pretrained; then `make report` "
-            f"(cache) or `{variable}=DIR make report` (folder) runs them in the CPU budget, and on a GPU "
+            f"cache; everything after is offline) or save them to a folder DIR with save_pretrained; then "
+            f"`make report` (cache) or `{variable}=DIR make report` (folder) runs them in the CPU budget, and on a GPU "
             f"`python -m empirical suite --profile gpu --only {_trained_keys(name)} [--weights-dir {name}=DIR] "
             f"--out runs` runs the paper's protocol")
 

@@ -92,7 +92,8 @@ def split_by_weights(chosen: tuple[Variant, ...], weights_dirs: Mapping[str, Pat
     ready, missing = [], {}
     for variant in chosen:
         if needs_weights(variant) and locate(variant.model, weights_dirs) is None:
-            missing[variant.key] = f"trained weights of {variant.model} are not on this machine: {get_command(variant.model)}"
+            missing[variant.key] = (f"trained weights of {variant.model} are not on this machine: "
+                                    f"{get_command(variant.model)}")
         else:
             ready.append(variant)
     return tuple(ready), missing

@@ -7,6 +7,7 @@ check can give is reached here: collapsing models -> verified, a non-collapsing 
 weights -> not-run with the command.
 """
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -49,7 +50,8 @@ def collapsing(tmp_path_factory):
     with and without FFN, and the audits. Computed once for the tests that read them."""
     folder = tmp_path_factory.mktemp("collapsing")
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _cache(_empty_hub(folder, monkeypatch), gpt2=tiny_model("gpt2", mlp="push"), neo=tiny_model("gpt-neo", mlp="echo"))
+        _cache(_empty_hub(folder, monkeypatch), gpt2=tiny_model("gpt2", mlp="push"),
+               neo=tiny_model("gpt-neo", mlp="echo"))
         runs, missing = _runs(folder, (False, True))
         audits, audits_missing = trained_paper_audits(AUDIT, folder / "audits")
     return {"runs": runs, "missing": missing, "audits": audits, "audits_missing": audits_missing, "folder": folder}
@@ -102,7 +104,7 @@ def test_a_named_folder_wins_over_the_cache_and_a_folder_without_weights_is_an_e
 
 
 def test_weights_dir_options_are_parsed_with_clear_errors(tmp_path):
-    assert parse_weights_dirs(["openai-community/gpt2-xl=/data/x"]) == {GPT2_XL: tmp_path.__class__("/data/x")}
+    assert parse_weights_dirs(["openai-community/gpt2-xl=/data/x"]) == {GPT2_XL: Path("/data/x")}
     with pytest.raises(ValueError, match="must be MODEL=DIR"):
         parse_weights_dirs(["/data/x"])
     assert weights_environment({GPT_NEO: tmp_path}) == {"CONSENSUS_WEIGHTS_GPT_NEO_2_7B": str(tmp_path.resolve())}
