@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import torch
 
-from .adapters import adapter_for
+from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
-from .models import WEIGHTS, describe_model, fingerprint, load_model, redraw, verify_draw
+from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
 from .prompts import PAPER_SEED, authors_prompts
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -116,6 +116,16 @@ def environment() -> dict[str, Any]:
     return info
 
 
+def check_before_loading(settings: RunSettings) -> None:
+    """Refuse, from the model's configuration alone (before any weights are read or anything is written),
+    a model of a family without a loop adapter or prompts longer than the model's context."""
+    config = load_config(settings.model)
+    context = adapter_class(config).context_length_of(config)
+    if settings.length > context:
+        raise ValueError(f"--length {settings.length} is longer than the model's context of {context} tokens "
+                         f"({settings.model}); use --length <= {context}.")
+
+
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                    after_pass: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Run (or resume) one experiment into ``out``; return the results dict written to ``results.json``.
@@ -123,10 +133,10 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
+    check_before_loading(settings)
     previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
     if previous is not None and previous["settings_identity"] != settings.identity():
         raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
@@ -136,11 +146,13 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     model = load_model(settings.model, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
+    out.mkdir(parents=True, exist_ok=True)
     draws: list[dict[str, Any]] = []
     if settings.weights != "trained":
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
 
-    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed)
+    excluded = adapter.zero_embedding_ids()
+    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
     input_ids = torch.tensor(ids, device=_input_device(model, device))
     x, e0 = embed(adapter, input_ids)
     columns = [e0[:, None]]
@@ -158,7 +170,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
         "model": describe_model(settings.model, adapter), "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
-        "prompt_ids_first": ids[0][:10], "draws": draws, "status": "running",
+        "prompt_ids_first": ids[0][:10], "prompt_ids_excluded": excluded, "draws": draws, "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
     }
