@@ -141,7 +141,8 @@ def _replace_by_folder(path):
 
 
 DAMAGED = [
-    pytest.param(lambda f: _truncate(f / "manifest.json"), r"manifest.json cannot be read as JSON", id="manifest-truncated"),
+    pytest.param(lambda f: _truncate(f / "manifest.json"), r"manifest.json cannot be read as JSON",
+                 id="manifest-truncated"),
     pytest.param(lambda f: (f / "manifest.json").write_text("[]"), r"manifest.json must be a JSON object with "
                  "'settings_identity'", id="manifest-not-a-run"),
     pytest.param(lambda f: _replace_by_folder(f / "manifest.json"), r"manifest.json cannot be read as JSON "
@@ -153,7 +154,8 @@ DAMAGED = [
     pytest.param(lambda f: _checkpoint(f, E=None), "it must hold 'passes', 'hidden' and 'E'", id="checkpoint-no-E"),
     pytest.param(lambda f: _checkpoint(f, settings_identity={**GOOD.identity(), "seed": 9}),
                  r"written by a run with other settings \(.*'seed': 9", id="checkpoint-other-settings"),
-    pytest.param(lambda f: _checkpoint(f, passes=0), "passes=0 must be a positive integer", id="checkpoint-zero-passes"),
+    pytest.param(lambda f: _checkpoint(f, passes=0), "passes=0 must be a positive integer",
+                 id="checkpoint-zero-passes"),
     pytest.param(lambda f: _checkpoint(f, passes=3), r"its E must have shape \(3, 10\)", id="checkpoint-passes-vs-E"),
     pytest.param(lambda f: _checkpoint(f, hidden=torch.zeros(3, 8, 4)), r"hidden state must have shape \(3, 16, ",
                  id="checkpoint-hidden-shape"),
@@ -174,7 +176,8 @@ def test_damaged_run_folder_is_refused_with_a_clear_error(finished_run, tmp_path
 
 
 @pytest.mark.parametrize("damage, message", [
-    pytest.param(lambda f: _truncate(f / "results.json"), "results.json cannot be read as JSON", id="results-truncated"),
+    pytest.param(lambda f: _truncate(f / "results.json"), "results.json cannot be read as JSON",
+                 id="results-truncated"),
     pytest.param(lambda f: (f / "results.json").unlink(), r"results.json cannot be read as JSON \(\[Errno 2\]",
                  id="results-missing"),
     pytest.param(lambda f: (f / "results.json").write_text('{"passes": 2}'), "results.json must be a JSON object with "

@@ -57,7 +57,8 @@ BAD_INPUTS = [
                  "must be a JSON object with a 'title'", id="section-not-an-object"),
     pytest.param(lambda tmp: check_reused_sections(_sections(tmp, **{SECTION_REVISION_KEY: OTHER_REVISION}),
                                                    git_revision(ROOT)),
-                 f"was measured at revision {OTHER_REVISION}, not at this tree's revision", id="section-other-revision"),
+                 f"was measured at revision {OTHER_REVISION}, not at this tree's revision",
+                 id="section-other-revision"),
     pytest.param(lambda tmp: check_reused_sections(_sections(tmp), git_revision(ROOT)), "at an unrecorded revision",
                  id="section-unstamped"),
 ]
