@@ -231,7 +231,7 @@ def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
 def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged."""
     out = Path(out)
-    return read_json(out / "manifest.json", "settings_identity"), read_json(out / "results.json", "E")
+    return read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
 
 
 def read_json(path: Path, key: str) -> dict[str, Any]:
