@@ -402,8 +402,10 @@ def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float
 #: ``solve``'s default step budget (accepted and rejected steps together), as diffrax's ``max_steps=4096``. Measured
 #: (every solve of tests/sim and tests/properties, the figures at full size; 2026-11-23): the most any check takes is
 #: 2000 (fixed steps of 0.025 over [0, 50], tests/sim/test_solvers.py), the most of an adaptive one 1771 (Figs. 5-6,
-#: 1000 states, rtol 1e-9 over [0, 60]), of a property test 434. A correct model stays below the budget with a
-#: margin of 2; a broken one (a field that never settles, a step size that collapses) stops within seconds.
+#: 1000 states, rtol 1e-9 over [0, 60]; Fig. 4 at 100 trajectories takes 261), of a property test 434 (ci profile).
+#: A correct model stays below the budget with a margin of 2; a broken one (a field that never settles, a step size
+#: that collapses) stops within seconds: the tangent projection halved spends it at t = 0.27 of the benchmark's
+#: [0, 2] (tests/sim/test_bench.py).
 MAX_STEPS = 4096
 
 
