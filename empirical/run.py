@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
 
-from .adapters import adapter_for
+from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
-from .models import WEIGHTS, describe_model, fingerprint, load_model, redraw, verify_draw
+from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
 from .prompts import PAPER_SEED, authors_prompts
 from .sources import locate
 
@@ -129,6 +130,16 @@ def weights_source(settings: RunSettings, weights_dirs: Mapping[str, Path] | Non
     return str(source.path), source.to_json()
 
 
+def check_before_loading(settings: RunSettings) -> None:
+    """Refuse, from the model's configuration alone (before any weights are read or anything is written),
+    a model of a family without a loop adapter or prompts longer than the model's context."""
+    config = load_config(settings.model)
+    context = adapter_class(config).context_length_of(config)
+    if settings.length > context:
+        raise ValueError(f"--length {settings.length} is longer than the model's context of {context} tokens "
+                         f"({settings.model}); use --length <= {context}.")
+
+
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                    after_pass: Callable[[int], None] | None = None,
                    weights_dirs: Mapping[str, Path] | None = None) -> dict[str, Any]:
@@ -138,16 +149,16 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
-    previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    name, source = weights_source(settings, weights_dirs)
+    check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    previous = read_json(manifest_path, "settings_identity") if manifest_path.exists() else None
     if previous is not None and previous["settings_identity"] != settings.identity():
         raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
                          f"use another --out folder, or repeat that run's settings to resume it.")
 
-    name, source = weights_source(settings, weights_dirs)
     if previous is not None and "weights_source" in previous and previous["weights_source"] != source:
         raise ValueError(f"{out} holds a run of other trained weights ({previous.get('weights_source')}, now "
                          f"{source}); use another --out folder.")
@@ -155,20 +166,21 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
+    out.mkdir(parents=True, exist_ok=True)
     draws: list[dict[str, Any]] = []
     if settings.weights != "trained":
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
 
-    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed)
+    excluded = adapter.zero_embedding_ids()
+    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
     input_ids = torch.tensor(ids, device=_input_device(model, device))
     x, e0 = embed(adapter, input_ids)
     columns = [e0[:, None]]
     done = 0
     if previous is not None and checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
-        done = int(state["passes"])
-        columns = [state["E"]]
-        x = state["hidden"].to(device=x.device, dtype=x.dtype)
+        done, E, hidden = read_checkpoint(checkpoint_path, settings, tuple(x.shape), adapter.num_layers)
+        columns = [E]
+        x = hidden.to(device=x.device, dtype=x.dtype)
         draws = previous.get("draws", draws)
 
     manifest = {
@@ -177,7 +189,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
         "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
-        "prompt_ids_first": ids[0][:10], "draws": draws, "status": "running",
+        "prompt_ids_first": ids[0][:10], "prompt_ids_excluded": excluded, "draws": draws, "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
     }
@@ -195,7 +207,8 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
             x = result.hidden
             columns.append(result.E.T)
             E = torch.cat(columns, dim=1)
-            _atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E}, s),
+            _atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E,
+                                                                 "settings_identity": settings.identity()}, s),
                           binary=True)
             manifest["seconds"] += time.perf_counter() - started
             manifest["draws"] = draws
@@ -247,6 +260,50 @@ def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
 
 
 def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(manifest, results)`` of a run folder."""
+    """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged."""
     out = Path(out)
-    return json.loads((out / "manifest.json").read_text()), json.loads((out / "results.json").read_text())
+    return read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+
+
+def read_json(path: Path, key: str) -> dict[str, Any]:
+    """A run folder's JSON file, which must be an object holding ``key``; else a ``ValueError`` saying what to do."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read as JSON ({error}); the run folder is damaged: delete it to run "
+                         "afresh, or use another --out folder.") from error
+    if not isinstance(data, dict) or key not in data:
+        raise ValueError(f"{path} must be a JSON object with {key!r}; the run folder is damaged or not a run's: "
+                         "delete it to run afresh, or use another --out folder.")
+    return data
+
+
+def read_checkpoint(path: Path, settings: RunSettings, hidden_shape: tuple[int, ...],
+                    layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)`` of a run's checkpoint, checked
+    against ``settings``: a checkpoint that cannot be read or belongs to another run is refused, never resumed."""
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"{path} cannot resume this run: {why}. Delete it to restart the run from pass 0, or use "
+                          "another --out folder.")
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        raise refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
+    if not isinstance(state, dict) or not {"passes", "hidden", "E"} <= state.keys():
+        raise refuse("it must hold 'passes', 'hidden' and 'E'")
+    if state.get("settings_identity", settings.identity()) != settings.identity():
+        raise refuse(f"it was written by a run with other settings ({state['settings_identity']})")
+    done, E, hidden = state["passes"], state["E"], state["hidden"]
+    if not isinstance(done, int) or done < 1:
+        raise refuse(f"passes={done!r} must be a positive integer")
+    if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != hidden_shape:
+        raise refuse(f"its hidden state must have shape {hidden_shape}, got "
+                     f"{tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__}")
+    expected = (settings.prompts, done * layers + 1)
+    if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
+        raise refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
+                     f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
+    if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
+        raise refuse("it holds non-finite values")
+    return done, E, hidden

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,57 @@ if TYPE_CHECKING:
     from .records import ReportSection
 
 EXTRA_SECTIONS_DIR_ENV = "CONSENSUS_SECTIONS_DIR"
+#: The key a report section written by a benchmark carries once the build has checked it: the git revision it
+#: was measured at (``reports.manifest.git_revision``).
+SECTION_REVISION_KEY = "git_revision"
+
+
+class ReportInputError(ValueError):
+    """A report's output folder or reused input cannot be used; the message says which and what to do."""
+
+
+def output_folder(path: Path | str, option: str = "--out") -> Path:
+    """``path`` made absolute, created if missing, and checked writable (a file is created and removed there).
+
+    Raises ``ReportInputError`` naming ``option`` when it is a file, lies under a file, or cannot be written.
+    """
+    folder = Path(path).resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ReportInputError(f"{option} {path} must be a folder; it is a file (give a folder for index.html and "
+                               "verdicts.json).")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ReportInputError(f"{option} {path} must be a folder this user can write to: {error.strerror} "
+                               f"({error.filename or folder}).") from error
+    return folder
+
+
+def read_section(path: Path) -> dict:
+    """A report section JSON written by a benchmark: a dict with at least a ``title``."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ReportInputError(f"report section {path} cannot be read as JSON ({error}); rerun the build with "
+                               "its benchmarks, or delete the file.") from error
+    if not isinstance(raw, dict) or not isinstance(raw.get("title"), str):
+        raise ReportInputError(f"report section {path} must be a JSON object with a 'title'; rerun the build "
+                               "with its benchmarks, or delete the file.")
+    return raw
+
+
+def check_reused_sections(folder: Path, revision: str) -> None:
+    """Refuse benchmark sections in ``folder`` measured at another git revision than ``revision`` (or unstamped):
+    a report must not show another revision's measurements as this one's."""
+    for path in sorted(Path(folder).glob("*.section.json")):
+        measured = read_section(path).get(SECTION_REVISION_KEY)
+        if measured != revision:
+            at = f"at revision {measured}" if measured else "at an unrecorded revision"
+            raise ReportInputError(
+                f"{path} was measured {at}, not at this tree's revision {revision}: run the build without "
+                f"--no-bench to measure again, or delete {folder} to build the report without the benchmarks.")
 
 
 def claim_entries(evidence: list["TestEvidence"]) -> list[dict]:
@@ -82,7 +134,7 @@ def _load_extra_sections() -> list["ReportSection"]:
         return []
     sections = []
     for path in sorted(Path(folder).glob("*.section.json")):
-        raw = json.loads(path.read_text())
+        raw = read_section(path)
         sections.append(ReportSection(
             title=raw["title"], text=raw.get("text", ""), order=raw.get("order", 100),
             tables=tuple(Table(t["title"], tuple(t["columns"]), tuple(tuple(r) for r in t["rows"]))

@@ -27,6 +27,12 @@ import pytest
 from .records import CheckResult, ReportSection
 
 FULL_ENV = "CONSENSUS_FULL"
+#: The per-test time limit (seconds) under ``--full`` (``make report``) in place of the ``timeout`` of pyproject.toml:
+#: a full check may run the empirical experiments from an empty build/runs (about 8 minutes in all, measured on a
+#: quiet machine) and the thorough Hypothesis profile runs up to 7.5 times the examples of `make test`
+#: (tests/conftest.py and tests/properties/control.py; the slowest test, 161 s at a load average of 13 on the 2 shared
+#: cores, would take about 20 minutes); an hour leaves a margin of 3 on both.
+FULL_TIMEOUT = 3600
 
 
 @dataclass
@@ -47,8 +53,8 @@ class TestEvidence:
 class ReportCollector:
     """Collects evidence during a run and writes the report at the end."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    def __init__(self, config: pytest.Config, out: Path | None) -> None:
+        self.config, self.out = config, out
         self.evidence: dict[str, TestEvidence] = {}
         self.sections: list[ReportSection] = []
         self.started = time.time()
@@ -87,15 +93,12 @@ class ReportCollector:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.getoption("no_report"):
+        if self.out is None:
             return
         from .build import write_report
 
-        out = Path(self.config.getoption("report_dir"))
-        if not out.is_absolute():
-            out = Path(self.config.rootpath) / out
         path = write_report(
-            out,
+            self.out,
             evidence=list(self.evidence.values()),
             sections=self.sections,
             started=self.started,
@@ -144,7 +147,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(ReportCollector(config), "consensus-report-collector")
+    config.pluginmanager.register(ReportCollector(config, _report_folder(config)), "consensus-report-collector")
+
+
+def _report_folder(config: pytest.Config) -> Path | None:
+    """``--report-dir`` (relative to the root), created and checked writable before any test runs; None with
+    ``--no-report``."""
+    from .build import ReportInputError, output_folder
+
+    if config.getoption("no_report"):
+        return None
+    out = Path(config.getoption("report_dir"))
+    try:
+        return output_folder(out if out.is_absolute() else Path(config.rootpath) / out, "--report-dir")
+    except ReportInputError as error:
+        raise pytest.UsageError(str(error)) from error
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -159,6 +176,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=deselected)
         items[:] = selected
     if _full_enabled(config):
+        for item in items:
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(FULL_TIMEOUT))
         return
     skip = pytest.mark.skip(reason="expensive check: run by `make report` (or pytest --full)")
     for item in items:

@@ -399,9 +399,23 @@ def _initial_step(field, solver: Solver, controller: AdaptiveStepSize, t0: float
     return min(100 * h0, h1, span)
 
 
+#: ``solve``'s default step budget (accepted and rejected steps together), as diffrax's ``max_steps=4096``. Measured
+#: (every solve of tests/sim and tests/properties, the figures at full size; 2026-11-23): the most any check takes is
+#: 2000 (fixed steps of 0.025 over [0, 50], tests/sim/test_solvers.py), the most of an adaptive one 1771 (Figs. 5-6,
+#: 1000 states, rtol 1e-9 over [0, 60]; Fig. 4 at 100 trajectories takes 261), of a property test 434 (ci profile).
+#: A correct model stays below the budget with a margin of 2; a broken one (a field that never settles, a step size
+#: that collapses) stops within seconds: the tangent projection halved spends it at t = 0.27 of the benchmark's
+#: [0, 2] (tests/sim/test_bench.py).
+MAX_STEPS = 4096
+
+
+class MaxStepsReached(RuntimeError):
+    """``solve`` spent its step budget (``max_steps``) before reaching t1."""
+
+
 def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None = None,
           saveat: SaveAt | None = None, controller: ConstantStepSize | AdaptiveStepSize | None = None,
-          max_steps: int = 1_000_000, project: bool = True, manifold: Ellipsoid | None = None,
+          max_steps: int = MAX_STEPS, project: bool = True, manifold: Ellipsoid | None = None,
           workers: int = 1) -> Solution:
     """Integrate ``dy/dt = field(t, y)`` from t0 to t1 with ``solver``; return a :class:`Solution`.
 
@@ -413,6 +427,7 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     dt0 : the (initial) step; required with ``ConstantStepSize``, chosen automatically if None otherwise.
     saveat : ``SaveAt`` (default: only t1).
     controller : ``ConstantStepSize()`` (default) or ``AdaptiveStepSize(rtol, atol)`` (embedded pairs only).
+    max_steps : the step budget (accepted and rejected steps); spent before t1, ``MaxStepsReached`` is raised.
     project : retract to the manifold by pi_W after every step (default True).
     manifold : overrides ``field.manifold``.
     workers : step groups of instances (``y0``'s first axis, shape=[batch, tokens, d]) in this many threads,
@@ -428,6 +443,8 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
         raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
     y = as_finite_array("y0", y0, ndim_min=2).copy()
+    if int(max_steps) != max_steps or max_steps < 1:
+        raise ValueError(f"max_steps={max_steps!r} must be a positive integer.")
     if int(workers) != workers or workers < 1:
         raise ValueError(f"workers={workers!r} must be a positive integer.")
     manifold = manifold if manifold is not None else getattr(field, "manifold", None)
@@ -480,7 +497,7 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     try:
         while t1 - t > tiny:
             if steps + rejected >= max_steps:
-                raise RuntimeError(f"solve stopped after max_steps={max_steps} steps at t={t:.6g} < t1={t1}.")
+                raise MaxStepsReached(_budget_spent(max_steps, steps, rejected, t0, t, t1, dt))
             stop = save_times[next_save] if next_save < save_times.size else t1
             landed = t + dt >= stop - tiny  # this step ends exactly at the next save time (or t1)
             step = stop - t if landed else dt
@@ -520,6 +537,17 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
                     steps=steps, rejected_steps=rejected, max_drift=max_drift,
                     stats={"solver": repr(solver), "controller": repr(controller), "project": project,
                            "workers": stepper.workers, "parts": len(stepper.parts)})
+
+
+def _budget_spent(max_steps: int, steps: int, rejected: int, t0: float, t: float, t1: float, dt: float) -> str:
+    """The error of a spent step budget: what ran out, where, and what to raise (with the rate so far)."""
+    done = (t - t0) / (t1 - t0)
+    need = f"; at this rate t1 needs about {int(max_steps / done):,} steps" if done > 0 else ""
+    return (f"solve ran out of steps: max_steps={max_steps} ({steps} accepted, {rejected} rejected) were spent at "
+            f"t={t:.6g} of [t0, t1] = [{t0:g}, {t1:g}], {100 * done:.3g}% of the way, with steps of {dt:.3g}{need}. "
+            "A correct model in this suite's checks needs far fewer: look for a broken field first; if the problem "
+            "honestly needs more steps (a long horizon, a tight tolerance, a small fixed step), pass "
+            "solve(..., max_steps=N) with a larger N.")
 
 
 def integrate_fixed(field: Callable, solver: Solver, t0: float, t1: float, y0, *, steps: int,

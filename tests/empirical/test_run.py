@@ -1,6 +1,7 @@
 """``python -m empirical run``: results, manifest, checkpoints, resume, reproducibility, bad input."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -75,8 +76,8 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path):
 def test_non_finite_activations_stop_the_run(tmp_path, monkeypatch):
     from empirical import adapters
 
-    original = adapters.LlamaAdapter.final_norm
-    monkeypatch.setattr(adapters.LlamaAdapter, "final_norm", lambda self, x: original(self, x) * float("inf"))
+    original = adapters.DecoderLayerAdapter.final_norm
+    monkeypatch.setattr(adapters.DecoderLayerAdapter, "final_norm", lambda self, x: original(self, x) * float("inf"))
     with pytest.raises(NonFiniteActivations, match="non-finite activations in pass 2"):
         run_experiment(RunSettings(weights="random", passes=3, **TINY), tmp_path, progress=False)
     manifest, results = load_results(tmp_path)
@@ -92,7 +93,8 @@ BAD_INPUT = [
                  id="prompt-too-long"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--passes", "0"], "--passes 0 must be a positive",
                  id="zero-passes"),
-    pytest.param(["--model", "tiny-gpt2", "--weights", "trained"], "without trained weights", id="tiny-trained"),
+    pytest.param(["--model", "tiny-gpt2", "--weights", "trained", "--length", "16"], "without trained weights",
+                 id="tiny-trained"),
 ]
 
 
@@ -109,3 +111,103 @@ def test_prompts_command_prints_the_ids(capsys):
     assert main(["prompts", "--n", "2", "--length", "3", "--vocab-size", "50257"]) == 0
     ids = json.loads(capsys.readouterr().out)
     assert ids[0] == [41905, 7296, 1639] and len(ids) == 2
+
+
+# -- damaged run folders: refused with a message naming the file, never silently reused --------------------------
+GOOD = RunSettings(weights="random", passes=2, **TINY)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished 2-pass run folder (manifest, results, checkpoint), copied by each test before it damages it."""
+    folder = tmp_path_factory.mktemp("finished") / "run"
+    run_experiment(GOOD, folder, progress=False)
+    return folder
+
+
+def _checkpoint(folder, **changes):
+    """Rewrite ``folder``'s checkpoint with ``changes`` (None deletes a key)."""
+    state = torch.load(folder / "checkpoint.pt", weights_only=True)
+    state.update(changes)
+    torch.save({k: v for k, v in state.items() if v is not None}, folder / "checkpoint.pt")
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _replace_by_folder(path):
+    path.unlink()
+    path.mkdir()
+
+
+DAMAGED = [
+    pytest.param(lambda f: _truncate(f / "manifest.json"), r"manifest.json cannot be read as JSON",
+                 id="manifest-truncated"),
+    pytest.param(lambda f: (f / "manifest.json").write_text("[]"), r"manifest.json must be a JSON object with "
+                 "'settings_identity'", id="manifest-not-a-run"),
+    pytest.param(lambda f: _replace_by_folder(f / "manifest.json"), r"manifest.json cannot be read as JSON "
+                 r"\(\[Errno 21\] Is a directory", id="manifest-unreadable"),
+    pytest.param(lambda f: _truncate(f / "checkpoint.pt"), "checkpoint.pt cannot resume this run: it is not a readable "
+                 "checkpoint", id="checkpoint-truncated"),
+    pytest.param(lambda f: (f / "checkpoint.pt").write_text('{"passes": 2}'), "it is not a readable checkpoint",
+                 id="checkpoint-not-torch"),
+    pytest.param(lambda f: _checkpoint(f, E=None), "it must hold 'passes', 'hidden' and 'E'", id="checkpoint-no-E"),
+    pytest.param(lambda f: _checkpoint(f, settings_identity={**GOOD.identity(), "seed": 9}),
+                 r"written by a run with other settings \(.*'seed': 9", id="checkpoint-other-settings"),
+    pytest.param(lambda f: _checkpoint(f, passes=0), "passes=0 must be a positive integer",
+                 id="checkpoint-zero-passes"),
+    pytest.param(lambda f: _checkpoint(f, passes=3), r"its E must have shape \(3, 10\)", id="checkpoint-passes-vs-E"),
+    pytest.param(lambda f: _checkpoint(f, hidden=torch.zeros(3, 8, 4)), r"hidden state must have shape \(3, 16, ",
+                 id="checkpoint-hidden-shape"),
+    pytest.param(lambda f: _checkpoint(f, E=torch.zeros(2, 7)), r"its E must have shape \(3, 7\)",
+                 id="checkpoint-E-shape"),
+    pytest.param(lambda f: _checkpoint(f, E=torch.full((3, 7), float("nan"))), "it holds non-finite values",
+                 id="checkpoint-non-finite"),
+]
+
+
+@pytest.mark.parametrize("damage, message", DAMAGED)
+def test_damaged_run_folder_is_refused_with_a_clear_error(finished_run, tmp_path, damage, message):
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    damage(folder)
+    with pytest.raises(ValueError, match=message):
+        run_experiment(RunSettings(weights="random", passes=3, **TINY), folder, progress=False)
+
+
+@pytest.mark.parametrize("damage, message", [
+    pytest.param(lambda f: _truncate(f / "results.json"), "results.json cannot be read as JSON",
+                 id="results-truncated"),
+    pytest.param(lambda f: (f / "results.json").unlink(), r"results.json cannot be read as JSON \(\[Errno 2\]",
+                 id="results-missing"),
+    pytest.param(lambda f: (f / "results.json").write_text('{"passes": 2}'), "results.json must be a JSON object with "
+                 "'E'", id="results-without-E"),
+    pytest.param(lambda f: _truncate(f / "manifest.json"), "manifest.json cannot be read as JSON", id="manifest"),
+])
+def test_damaged_results_are_refused_when_read(finished_run, tmp_path, damage, message):
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    damage(folder)
+    with pytest.raises(ValueError, match=message):
+        load_results(folder)
+
+
+def test_damaged_checkpoint_is_an_error_of_the_command(finished_run, tmp_path, capsys):
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    _truncate(folder / "checkpoint.pt")
+    status = main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
+                   "--passes", "3", "--device", "cpu", "--quiet", "--out", str(folder)])
+    assert status == 2
+    assert "Delete it to restart the run from pass 0" in capsys.readouterr().err
+
+
+def test_checkpoint_without_its_settings_record_resumes_when_its_shapes_fit(finished_run, tmp_path):
+    # Checkpoints written before the settings were recorded in them: the manifest's settings and the shapes decide.
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    _checkpoint(folder, settings_identity=None)
+    grown = run_experiment(RunSettings(weights="random", passes=3, **TINY), folder, progress=False)
+    whole = run_experiment(RunSettings(weights="random", passes=3, **TINY), tmp_path / "whole", progress=False)
+    assert grown["E"] == whole["E"]

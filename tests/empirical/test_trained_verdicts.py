@@ -268,8 +268,13 @@ def test_report_build_names_weights_folders_to_the_tests(tmp_path, monkeypatch):
     import reports.__main__ as cli
 
     environments = []
-    monkeypatch.setattr(cli.subprocess, "run",
-                        lambda command, cwd, env: environments.append(env) or SimpleNamespace(returncode=0))
+
+    def run(command, **options):  # the report's pytest run records its environment; git answers a revision
+        if "pytest" in command:
+            environments.append(options["env"])
+        return SimpleNamespace(returncode=0, stdout="0123abc", stderr="")
+
+    monkeypatch.setattr(cli.subprocess, "run", run)
     assert cli.main(["build", "--out", str(tmp_path), "--no-bench", "--weights-dir", f"gpt2-xl={tmp_path}"]) == 0
     assert environments[0]["CONSENSUS_WEIGHTS_GPT2_XL"] == str(tmp_path.resolve())
     with pytest.raises(SystemExit):

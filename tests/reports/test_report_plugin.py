@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reports.pytest_plugin import FULL_ENV
+from reports.pytest_plugin import FULL_ENV, FULL_TIMEOUT
 from reports.registry import CLAIMS
 
 pytest_plugins = ["pytester"]
@@ -121,3 +121,43 @@ def test_full_environment_variable_runs_the_expensive_checks(pytester, monkeypat
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report")
     result.assert_outcomes(passed=4, failed=1)
+
+
+HANGING = '''
+import time
+import pytest
+
+@pytest.mark.claim("full.wendel", method="exact")
+def test_hangs():
+    time.sleep(30)
+
+@pytest.mark.claim("causal.scalar", method="symbolic")
+def test_after_the_hang():
+    assert True
+'''
+
+
+def test_a_hanging_test_fails_by_the_time_limit_and_the_run_goes_on(pytester, monkeypatch):
+    monkeypatch.delenv(FULL_ENV, raising=False)
+    pytester.makepyfile(test_suite=HANGING)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out", "-o", "timeout=1",
+                                "-o", "timeout_method=signal")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>1.0s)*"])
+    claims = {c["claim"]: c for c in json.loads((pytester.path / "out" / "verdicts.json").read_text())["claims"]}
+    assert (claims["full.wendel"]["verdict"], claims["causal.scalar"]["verdict"]) == ("failed", "verified")
+
+
+def test_full_run_gives_every_test_the_longer_time_limit(pytester, monkeypatch):
+    monkeypatch.setenv(FULL_ENV, "1")
+    pytester.makepyfile(test_limits=f'''
+import pytest
+
+def test_default(request):
+    assert request.node.get_closest_marker("timeout").args == ({FULL_TIMEOUT},)
+
+@pytest.mark.timeout(7)
+def test_own_limit_kept(request):
+    assert request.node.get_closest_marker("timeout").args == (7,)
+''')
+    pytester.runpytest("-p", "reports.pytest_plugin", "--no-report").assert_outcomes(passed=2)

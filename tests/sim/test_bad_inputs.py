@@ -3,13 +3,20 @@
 import numpy as np
 import pytest
 
-from sim import (AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, RK4, SaveAt,
-                 misalignment, solve, top_eigenvector)
+from sim import (AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
+                 integrate_fixed, misalignment, solve, top_eigenvector)
 from sim.figures import make_figure
+from sim.solvers import MaxStepsReached
 
 I3 = np.eye(3)
 Y = Ellipsoid().project(np.arange(1.0, 19.0).reshape(6, 3))
 FIELD = AttentionField(P=(I3,))
+
+
+def _fast_rotation(t, y):
+    """A broken field: every token spins about e_3 at a rate of 1e6 (tangent to the sphere, so only the step size
+    tells): an adaptive solver's steps shrink to ~1e-6 and its budget runs out early in [0, 1]."""
+    return 1e6 * np.cross([0.0, 0.0, 1.0], y)
 
 
 def _solve(**overrides):
@@ -77,6 +84,18 @@ BAD_INPUTS = [
     pytest.param(lambda: solve(lambda t, y: np.full_like(y, np.nan), RK4(), 0.0, 1.0, Y, dt0=0.1,
                                manifold=Ellipsoid()),
                  FloatingPointError, "the solution became non-finite at t=0", id="field-returns-nan"),
+    pytest.param(lambda: _solve(max_steps=0), ValueError, "max_steps=0 must be a positive integer",
+                 id="max-steps-zero"),
+    pytest.param(lambda: _solve(max_steps=5), MaxStepsReached,
+                 r"max_steps=5 \(5 accepted, 0 rejected\) were spent at t=0.5 of \[t0, t1\] = \[0, 1\].*about 10 steps"
+                 r".*solve\(..., max_steps=N\)", id="max-steps-spent"),
+    pytest.param(lambda: integrate_fixed(FIELD, Euler(), 0.0, 1.0, Y, steps=5000), MaxStepsReached,
+                 r"max_steps=4096 \(4096 accepted, 0 rejected\) were spent at t=0.8192 .* about 5,000 steps",
+                 id="default-budget-fixed-steps"),
+    pytest.param(lambda: solve(_fast_rotation, Dopri5(), 0.0, 1.0, Y, controller=AdaptiveStepSize(),
+                               manifold=Ellipsoid()),
+                 MaxStepsReached, r"max_steps=4096 \(\d+ accepted, \d+ rejected\) were spent at t=0\.0\d+ of",
+                 id="default-budget-broken-field"),
     pytest.param(lambda: make_figure(7, "unused"), ValueError, "number=7 must be one of 1..6", id="figure-number"),
 ]
 
