@@ -39,17 +39,22 @@ def _run(args) -> int:
 def _suite(args) -> int:
     from .loop import NonFiniteActivations
     from .models import ModelNotAvailable
-    from .suite import run_variant, variants
+    from .sources import parse_weights_dirs
+    from .suite import run_variant, split_by_weights, variants
 
     try:
-        chosen = variants(args.profile, args.only)
+        folders = parse_weights_dirs(args.weights_dir)
+        chosen, missing = split_by_weights(variants(args.profile, args.only), folders)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    status = 0
+    status = 2 if args.only and missing else 0  # asked for by name: absent weights are an error
+    for key, reason in missing.items():
+        print(f"{key}: {'error' if args.only else 'skipped'}: {reason}", file=sys.stderr)
     for variant in chosen:
         try:
-            _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet)
+            _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
+                                     weights_dirs=folders)
             print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
                   f"({results['passes']} passes x {results['layers']} blocks)")
         except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
@@ -94,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--only", nargs="*", help="variant keys to run (default: all of the profile)")
     suite.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     suite.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16", "float64"), default="auto")
+    suite.add_argument("--weights-dir", action="append", default=[], metavar="MODEL=DIR",
+                       help="a folder with the trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (save_pretrained "
+                            "output or a hub snapshot; repeatable). Without it: CONSENSUS_WEIGHTS_GPT2_XL / "
+                            "CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the Hugging Face cache (offline)")
     suite.add_argument("--quiet", action="store_true", help="no progress bar")
     suite.add_argument("--out", type=Path, default=Path("build/runs"), help="one folder per variant under this")
     suite.set_defaults(handler=_suite)

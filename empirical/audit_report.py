@@ -19,13 +19,15 @@ import torch
 
 from reports.records import CheckResult, ReportSection, Table
 
-from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, comparison, rate_summary, rates_from_results,
-                    write_audit)
+from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, cached_audit, comparison, rate_summary,
+                    rates_from_results, write_audit)
+from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
 
-PAPER_MODELS_NOTE = ("GPT-2 XL and GPT-Neo 2.7B trained weights are not on this machine (no model hub, no GPU); "
-                     "with them in the Hugging Face cache run `python -m empirical audit --model gpt2-xl --weights trained "
-                     "--out DIR` (and --model EleutherAI/gpt-neo-2.7B), which also audits the random-weight architecture "
-                     "for the in-kind rate comparison.")
+PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder "
+                     "named by CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build "
+                     "--weights-dir`, else the Hugging Face cache, offline); by hand: `python -m empirical audit "
+                     "--model gpt2-xl --weights trained --out DIR` (and --model EleutherAI/gpt-neo-2.7B), which also "
+                     "audits the same architecture with random weights.")
 
 
 def run_label(result: dict[str, Any], weights: str) -> str:
@@ -125,7 +127,8 @@ def run_rates(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[di
     for label, manifest, results in runs:
         settings = manifest.get("settings", {})
         group = f"{settings.get('model', label)} ({settings.get('weights', '?')})"
-        items.append({"source": label, "group": group, "ffn": settings.get("ffn"),
+        items.append({"source": label, "group": group, "ffn": settings.get("ffn"), "model": settings.get("model"),
+                      "weights": settings.get("weights"),
                       "rate": rate_summary(np.asarray(results["E"], dtype=np.float64))})
     return items
 
@@ -186,10 +189,21 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
         "90% of heads/states), otherwise 'fails'. Rates: least squares of log E on the block index per prompt, "
         "t-interval over prompts; a median R^2 well below 1 says the decay is not a single exponential (fast first "
         "blocks, then slower), so compare rates together with 'blocks to E/2'. Suite runs are the empirical suite's "
-        "variants (figures 7-10 on this machine, their own prompt lengths and passes). The paper's GPT-2 XL / GPT-Neo 2.7B claims concern trained weights that cannot "
-        "run here: the comparisons below are in kind and their claims stay not-run. " + PAPER_MODELS_NOTE
+        "variants (figures 7-10 on this machine, their own prompt lengths and passes). " + _paper_weights_text(results)
+        + PAPER_MODELS_NOTE
         + " Runs: " + settings_text(results) + ".")
     return ReportSection("Theory meets practice", text, tuple(tables), (), order)
+
+
+def _paper_weights_text(results: list[dict[str, Any]]) -> str:
+    """Which of the paper's trained models the audits cover, and what that means for their claims."""
+    ran = [r["model"] for r in _trained_paper(results)]
+    if not ran:
+        return ("The paper's GPT-2 XL / GPT-Neo 2.7B claims concern trained weights that are not on this machine: the "
+                "comparisons below are in kind and those claims stay not-run. ")
+    return (f"Trained weights of {' and '.join(ran)} are on this machine: the paper's claims about them (emp.rate, "
+            "emp.full, emp.theory-scope) get their verdicts from these audits and the suite's runs"
+            + ("; the others' stay not-run. " if len(ran) < len(PAPER_MODELS) else ". "))
 
 
 # -- claim records -----------------------------------------------------------------------------------------
@@ -219,23 +233,106 @@ def hemisphere_record(results: list[dict[str, Any]]) -> CheckResult:
         numbers=numbers)
 
 
+def _trained_paper(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The audits of trained GPT-2 XL / GPT-Neo 2.7B among ``results``."""
+    return [r for r in results if r.get("weights") == "trained" and canonical(r["model"]) in PAPER_MODELS]
+
+
+def _missing(ran: list[str]) -> dict[str, str]:
+    """The paper models that did not run -> the command that runs them."""
+    return {model: get_command(model) for model in PAPER_MODELS if model not in {canonical(m) for m in ran}}
+
+
+def _not_run(claim: str, missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
+    return CheckResult(claim, "empirical", "not-run",
+                       detail=(f"Not run: {about} needs the trained weights of GPT-2 XL / GPT-Neo 2.7B, which are "
+                               f"not on this machine (no named folder, not in the Hugging Face cache). To run it, "
+                               + "; ".join(f"{model}: {command}" for model, command in missing.items())
+                               + ". The numbers are the in-kind measurements on the models that ran here."),
+                       numbers={**numbers, "missing": missing})
+
+
+def _origin(result: dict[str, Any]) -> str:
+    source = result.get("weights_source") or {}
+    where = (f"{source.get('repo_id')} at {source.get('revision')} from the Hugging Face cache"
+             if source.get("origin") == "hf-cache" else f"the folder {source.get('path')} ({source.get('named_by')})"
+             if source.get("origin") == "folder" else "as named")
+    return f"{result['model']} (weights from {where})"
+
+
+def trained_paper_audits(settings: AuditSettings, folder: Path, *, weights_dirs: dict[str, Path] | None = None,
+                         audit=cached_audit) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Audits of trained GPT-2 XL / GPT-Neo 2.7B wherever :func:`empirical.sources.locate` finds their
+    weights, each with the same architecture with random weights (``trained_vs_random``), by
+    ``audit(model_or_folder, "trained", settings, folder)`` (default: cached under ``folder``); and the
+    absent models -> the command that runs them."""
+    audits = []
+    for model in PAPER_MODELS:
+        source = locate(model, weights_dirs)
+        if source is None:
+            continue
+        result = audit(str(source.path), "trained", settings, folder)
+        result["model"] = model
+        result["description"]["model"] = model
+        result["weights_source"] = source.to_json()
+        audits.append(result)
+    return audits, _missing([a["model"] for a in audits])
+
+
 def rate_record(results: list[dict[str, Any]]) -> CheckResult:
+    """emp.rate: trained weights converge faster than random weights of the same architecture, paired over the
+    same prompts, with and without FFN. ``verified`` when every comparison of a trained paper model that ran
+    says "faster" (95% CI of the paired rate difference above 0), ``refuted`` when one does not (slower, or
+    indistinguishable at this budget), ``not-run`` when no trained paper model ran."""
     numbers = {}
     for result in results:
         for variant, c in result.get("trained_vs_random", {}).items():
             numbers[f"{result['model']} trained - random rate [{variant}]"] = c["difference"]
             numbers[f"{result['model']} trained - random CI [{variant}]"] = f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}]"
             numbers[f"{result['model']} trained vs random [{variant}]"] = c["verdict"]
-    return CheckResult(
-        "emp.rate", "empirical", "not-run",
-        detail=("The claim concerns GPT-2 XL / GPT-Neo 2.7B pretrained vs random weights; those trained weights are not "
-                "on this machine. In kind, on the same prompts: fitted exponential rates of E per layer of a trained model "
-                "against the same architecture with random weights (numbers; 'faster' = trained converges faster). "
-                + PAPER_MODELS_NOTE),
-        numbers=numbers)
+    trained = [r for r in _trained_paper(results) if "trained_vs_random" in r]
+    missing = _missing([r["model"] for r in trained])
+    if not trained:
+        return _not_run("emp.rate", missing, "the comparison of pretrained and random weights", numbers)
+    verdicts = {f"{r['model']} [{variant}]": c["verdict"]
+                for r in trained for variant, c in r["trained_vs_random"].items()}
+    held = all(v == "faster" for v in verdicts.values())
+    s = trained[0]["settings"]
+    detail = ("Fitted exponential rate of E per layer of " + "; ".join(_origin(r) for r in trained)
+              + f" against the same architecture with random weights (seed {s['seed']}), paired over the same "
+              f"{s['prompts']} authors' prompts of {s['length']} tokens, {s['passes']} passes: "
+              + ", ".join(f"{k}: trained {v}" for k, v in verdicts.items())
+              + (". Trained converges faster in every comparison (95% CI of the paired difference above 0)."
+                 if held else ". Trained does NOT converge faster in every comparison ('slower': CI below 0; "
+                              "'indistinguishable': CI contains 0, faster convergence not observed at this budget).")
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
+    return CheckResult("emp.rate", "empirical", "verified" if held else "refuted", detail,
+                       numbers={**numbers, "decisive": verdicts, "missing": missing},
+                       seeds={"random weights": s["seed"]})
+
+
+#: The FFN's effect on the rate the paper prints (Fig. 8): "the feed-forward layers increase the convergence
+#: rate in GPT-2 and decrease it in GPT-Neo" ('faster' = the rate with FFN is higher).
+PRINTED_FFN_EFFECT = {GPT2_XL: "faster", GPT_NEO: "slower"}
+
+
+def _suite_ffn_effects(extra_rates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Paired FFN effects (with - without FFN) of the suite's trained paper-model runs, by model."""
+    pairs: dict[str, dict[bool, dict[str, Any]]] = {}
+    for item in extra_rates:
+        if item.get("weights") == "trained" and canonical(item.get("model") or "") in PAPER_MODELS \
+                and item.get("ffn") is not None:
+            pairs.setdefault(canonical(item["model"]), {})[bool(item["ffn"])] = item
+    return {model: comparison(pair[True]["rate"], pair[False]["rate"]) for model, pair in pairs.items()
+            if len(pair) == 2 and len(pair[True]["rate"]["per_prompt"]) == len(pair[False]["rate"]["per_prompt"])}
 
 
 def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
+    """emp.full, its rate part: the FFN increases the rate in trained GPT-2 XL and decreases it in trained
+    GPT-Neo 2.7B. Decided on the figure-8 runs of the suite (with vs without FFN, paired over the same
+    prompts) where they ran, else on the trained paper-model audits: ``verified`` when each model that ran
+    shows its printed effect, ``refuted`` when one does not, ``not-run`` when none ran."""
     numbers = {}
     for result in results:
         for weights, run in result["runs"].items():
@@ -247,35 +344,82 @@ def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] 
         numbers[f"{row[0]}: rate(FFN) - rate(no FFN)"] = row[2]
         numbers[f"{row[0]}: CI"] = row[3]
         numbers[f"{row[0]}: FFN effect"] = row[5]
-    return CheckResult(
-        "emp.full", "empirical", "not-run",
-        detail=("The rate part of the claim (FFN speeds convergence in trained GPT-2 XL, slows it in trained GPT-Neo "
-                "2.7B) needs those trained weights, not on this machine. In kind: fitted rates with and without the FFN "
-                "('faster' = the FFN speeds convergence). " + PAPER_MODELS_NOTE),
-        numbers=numbers)
+    effects = _suite_ffn_effects(list(extra_rates))
+    where = "the suite's figure-8 runs (trained, with vs without FFN, paired over the same prompts)"
+    if not effects:
+        effects = {canonical(r["model"]): r["runs"]["trained"]["ffn_effect"] for r in _trained_paper(results)}
+        where = "the audits of the trained models (with vs without FFN, paired over the same prompts)"
+    missing = _missing(list(effects))
+    if not effects:
+        return _not_run("emp.full", missing, "the FFN's effect on the rate in trained GPT-2 XL / GPT-Neo 2.7B", numbers)
+    held = all(c["verdict"] == PRINTED_FFN_EFFECT[m] for m, c in effects.items())
+    detail = ("The rate part of the claim, as printed: the FFN increases the rate in GPT-2 XL ('faster') and decreases "
+              f"it in GPT-Neo 2.7B ('slower'). Measured on {where}: "
+              + "; ".join(f"{m}: rate(FFN) - rate(no FFN) = {c['difference']:.4g} "
+                          f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}] -> FFN {c['verdict']} (printed: {PRINTED_FFN_EFFECT[m]})" for m, c in effects.items())
+              + (". Every model that ran shows the printed effect." if held
+                 else ". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI "
+                      "contains 0).")
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
+    return CheckResult("emp.full", "empirical", "verified" if held else "refuted", detail,
+                       numbers={**numbers, "decisive": {m: c["verdict"] for m, c in effects.items()},
+                                "missing": missing})
+
+
+#: Hypotheses every theorem needs (the registry's "P bounded; normalisation onto a sphere or ellipsoid").
+SCOPE_COMMON = ("P_eta bounded", "normalised states on a surface centred at 0 (E_W)")
+#: The causal theorems that could predict figure 7, each with the audit rows of its other hypotheses.
+SCOPE_THEOREMS = {
+    "Theorem 5.1 (U_eta = I)": ("U_eta = I",),
+    "Theorem 5.2 (h = 1, U symmetric, simple positive top eigenvalue)": (
+        "one head (h = 1)", "U_eta symmetric", "top eigenvalue of U_eta real, simple, > 0", "P, U time-invariant",
+        "tokens in one open hemisphere, normalised states [no-ffn]"),
+}
 
 
 def scope_record(results: list[dict[str, Any]]) -> CheckResult:
+    """emp.theory-scope: "our theoretical results predict this observation [figure 7] only when feedforward layers
+    are absent". ``verified`` when, in every trained paper model that ran, every hypothesis of Theorem 5.1 or of
+    Theorem 5.2 (plus :data:`SCOPE_COMMON`) holds on its weights and no-FFN states: the theorems then do predict
+    figure 7. ``refuted`` when in one model each theorem has a hypothesis that fails or only nearly holds: the
+    theorems say nothing about that model even without FFN (whatever E does). ``not-run`` when none ran."""
     numbers = {}
     for result in results:
         for weights, rows in result["hypotheses"].items():
             for row in rows:
-                if row["hypothesis"] in ("U_eta = I", "one head (h = 1)", "U_eta symmetric",
-                                         "top eigenvalue of U_eta real, simple, > 0",
-                                         "normalisation onto a sphere (constant gain)"):
+                if row["hypothesis"] in (*SCOPE_COMMON, *[h for hs in SCOPE_THEOREMS.values() for h in hs],
+                                         "normalisation onto a sphere (constant gain)",
+                                         "conclusion: E decays [no-ffn]"):
                     numbers[f"{result['model']} {weights}: {row['hypothesis']}"] = row["verdict"]
-    value_rows = [value for key, value in numbers.items() if not key.endswith("normalisation onto a sphere (constant gain)")]
-    if value_rows and all(value == "fails" for value in value_rows):
-        finding = ("On every model that ran here the value hypotheses of Theorems 4.1, 5.1 and 5.2 fail (U_eta = I, "
-                   "h = 1, U symmetric with a simple positive top eigenvalue), so the theorems do not literally cover "
-                   "those models' no-FFN convergence, which the audit nevertheless measures (E decays). ")
-    else:
-        finding = "Some value hypotheses hold on some of the models that ran here (see the numbers). "
-    return CheckResult(
-        "emp.theory-scope", "empirical", "not-run",
-        detail=("The statement concerns trained GPT-2 XL and GPT-Neo 2.7B (not on this machine). " + finding
-                + PAPER_MODELS_NOTE),
-        numbers=numbers)
+    trained = _trained_paper(results)
+    missing = _missing([r["model"] for r in trained])
+    if not trained:
+        return _not_run("emp.theory-scope", missing, "the audit of the hypotheses in trained GPT-2 XL / GPT-Neo 2.7B",
+                        numbers)
+    covered, findings = {}, []
+    for result in trained:
+        verdicts = {row["hypothesis"]: row["verdict"] for row in result["hypotheses"]["trained"]}
+        broken = {theorem: [h for h in (*SCOPE_COMMON, *needs) if verdicts.get(h, "not audited") != "holds"]
+                  for theorem, needs in SCOPE_THEOREMS.items()}
+        covered[result["model"]] = [theorem for theorem, failing in broken.items() if not failing]
+        findings.append(f"{_origin(result)}: " + "; ".join(
+            f"{theorem}: " + ("all hypotheses hold" if not failing else
+                              "fails on " + ", ".join(f"{h} ({verdicts.get(h, 'not audited')})" for h in failing))
+            for theorem, failing in broken.items())
+            + f"; observed without FFN, 'E decays': {verdicts.get('conclusion: E decays [no-ffn]', 'not audited')}")
+    held = all(covered.values())
+    detail = ("What the verdict means: 'verified' if in every trained paper model that ran all hypotheses of "
+              "Theorem 5.1 or of Theorem 5.2 hold (on the weights and the no-FFN states), so the theory does predict "
+              "figure 7's convergence; 'refuted' if in one of them every theorem has a hypothesis that fails or only "
+              "nearly holds, so the theorems do not predict that model's convergence even without FFN. Audit: "
+              + ". ".join(findings) + ". "
+              + ("The theorems cover every trained model that ran." if held else
+                 "The theorems do not cover " + ", ".join(m for m, c in covered.items() if not c) + ".")
+              + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
+                 if missing else ""))
+    return CheckResult("emp.theory-scope", "empirical", "verified" if held else "refuted", detail,
+                       numbers={**numbers, "covered_by": covered, "missing": missing})
 
 
 def layernorm_records(results: list[dict[str, Any]]) -> list[CheckResult]:

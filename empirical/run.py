@@ -14,9 +14,9 @@ import os
 import pickle
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -24,6 +24,7 @@ from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
 from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
 from .prompts import PAPER_SEED, authors_prompts
+from .sources import locate
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
@@ -117,6 +118,18 @@ def environment() -> dict[str, Any]:
     return info
 
 
+def weights_source(settings: RunSettings, weights_dirs: Mapping[str, Path] | None = None) -> tuple[str, dict | None]:
+    """What to load for ``settings`` and where its trained weights come from (for the manifest):
+    a named folder or the Hugging Face cache (:func:`empirical.sources.locate`), else the name as given."""
+    if settings.weights != "trained":
+        return settings.model, None
+    source = locate(settings.model, weights_dirs)
+    if source is None:
+        return settings.model, {"model": settings.model, "origin": "loader",
+                                "named_by": "empirical.models.load_model (built-in or embedded package)"}
+    return str(source.path), source.to_json()
+
+
 def check_before_loading(settings: RunSettings) -> None:
     """Refuse, from the model's configuration alone (before any weights are read or anything is written),
     a model of a family without a loop adapter or prompts longer than the model's context."""
@@ -128,23 +141,29 @@ def check_before_loading(settings: RunSettings) -> None:
 
 
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
-                   after_pass: Callable[[int], None] | None = None) -> dict[str, Any]:
+                   after_pass: Callable[[int], None] | None = None,
+                   weights_dirs: Mapping[str, Path] | None = None) -> dict[str, Any]:
     """Run (or resume) one experiment into ``out``; return the results dict written to ``results.json``.
 
-    ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed.
+    ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
+    folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
     out = Path(out)
     manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
-    check_before_loading(settings)
+    name, source = weights_source(settings, weights_dirs)
+    check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
     previous = read_json(manifest_path, "settings_identity") if manifest_path.exists() else None
     if previous is not None and previous["settings_identity"] != settings.identity():
         raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
                          f"use another --out folder, or repeat that run's settings to resume it.")
 
+    if previous is not None and "weights_source" in previous and previous["weights_source"] != source:
+        raise ValueError(f"{out} holds a run of other trained weights ({previous.get('weights_source')}, now "
+                         f"{source}); use another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
-    model = load_model(settings.model, settings.weights, seed=settings.seed, dtype=dtype, device=device,
+    model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
     out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +186,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     manifest = {
         "settings": asdict(settings), "settings_identity": settings.identity(),
         "device": str(device), "dtype": str(dtype).replace("torch.", ""), "device_map": device_map,
-        "model": describe_model(settings.model, adapter), "environment": environment(),
+        "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
         "prompt_ids_first": ids[0][:10], "prompt_ids_excluded": excluded, "draws": draws, "status": "running",

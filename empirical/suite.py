@@ -1,26 +1,31 @@
 """The paper's experiment grid (figures 7-10) as named variants, in two budgets.
 
-* ``cpu`` — what the report runs on a 2-core machine without a GPU or hub access: SmolLM2-135M with
-  trained weights, with and without FFN (the in-kind stand-in for figures 7-8), and random / redrawn
-  weights on the paper's two real architectures, fewer and shorter prompts, few passes (figures 9-10).
+* ``cpu`` — what the report runs on a 2-core machine without a GPU: two trained families in kind for
+  figures 7-8, SmolLM2-135M and Gemma 3 270M, with and without FFN; trained GPT-2 XL and GPT-Neo 2.7B
+  with the same budget wherever their weights are on the machine (:mod:`empirical.sources`); random /
+  redrawn weights on the paper's two real architectures, fewer and shorter prompts, few passes
+  (figures 9-10).
 * ``gpu`` — the paper's full protocol: 100 prompts x 200 tokens, GPT-2 XL and GPT-Neo 2.7B, trained,
-  random and redrawn weights, with and without FFN (trained weights from the Hugging Face cache).
+  random and redrawn weights, with and without FFN.
 
 ``python -m empirical suite --profile cpu --out build/runs`` runs (or resumes) every variant of a
-profile, one folder each.
+profile, one folder each; trained paper-model variants whose weights are absent are skipped with the
+command that gets them (asked for by name with ``--only``, they are an error).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .run import RunSettings, load_results, run_experiment
+from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, SHORT_NAMES, get_command, locate
 
-GPT2_XL = "gpt2-xl"
-GPT_NEO = "EleutherAI/gpt-neo-2.7B"
 SMOLLM2 = "smollm2-135m"
+GEMMA3 = "gemma3-270m"
+#: The trained models of other families that stand in for figures 7-8 (the claim emp.in-kind-trained).
+IN_KIND_MODELS = (SMOLLM2, GEMMA3)
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class Variant:
 
 
 def _short(model: str) -> str:
-    return {GPT2_XL: "gpt2-xl", GPT_NEO: "gpt-neo-2.7b", SMOLLM2: "smollm2"}.get(model, model.replace("/", "_"))
+    return {**SHORT_NAMES, SMOLLM2: "smollm2", GEMMA3: "gemma3"}.get(model, model.replace("/", "_"))
 
 
 def _variant(model, weights, ffn, prompts, length, passes) -> Variant:
@@ -56,7 +61,8 @@ def _variant(model, weights, ffn, prompts, length, passes) -> Variant:
     return Variant(key, model, weights, ffn, prompts, length, passes, figure)
 
 
-#: CPU budget (chosen for 2 shared cores; the numbers below are what the report states).
+#: CPU budget (chosen for 2 shared cores; the numbers below are what the report states). Every trained
+#: model (SmolLM2, Gemma 3, and GPT-2 XL / GPT-Neo 2.7B where their weights are) runs CPU_SMOLLM2.
 CPU_SMOLLM2 = dict(prompts=8, length=200, passes=6)
 CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=3)
 #: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them).
@@ -64,13 +70,85 @@ GPU_PAPER = dict(prompts=100, length=200, passes=50)
 
 PROFILES: dict[str, tuple[Variant, ...]] = {
     "cpu": (
-        *(_variant(SMOLLM2, "trained", ffn, **CPU_SMOLLM2) for ffn in (False, True)),
+        *(_variant(model, "trained", ffn, **CPU_SMOLLM2) for model in (*IN_KIND_MODELS, *PAPER_MODELS)
+          for ffn in (False, True)),
         *(_variant(model, weights, ffn, **CPU_PAPER_ARCHITECTURES)
           for weights in ("random", "redrawn") for model in (GPT2_XL, GPT_NEO) for ffn in (False, True)),
     ),
     "gpu": tuple(_variant(model, weights, ffn, **GPU_PAPER) for weights in ("trained", "random", "redrawn")
                  for model in (GPT2_XL, GPT_NEO) for ffn in (False, True)),
 }
+
+
+def needs_weights(variant: Variant) -> bool:
+    """Whether a variant runs trained weights of a paper model (present only on some machines)."""
+    return variant.weights == "trained" and variant.model in PAPER_MODELS
+
+
+def split_by_weights(chosen: tuple[Variant, ...], weights_dirs: Mapping[str, Path] | None = None
+                     ) -> tuple[tuple[Variant, ...], dict[str, str]]:
+    """``(variants that can run here, {key: why not and the command})``: trained paper-model variants
+    run only where :func:`empirical.sources.locate` finds their weights (a named folder or the cache)."""
+    ready, missing = [], {}
+    for variant in chosen:
+        if needs_weights(variant) and locate(variant.model, weights_dirs) is None:
+            missing[variant.key] = (f"trained weights of {variant.model} are not on this machine: "
+                                    f"{get_command(variant.model)}")
+        else:
+            ready.append(variant)
+    return tuple(ready), missing
+
+
+def report_profile() -> str:
+    """The profile whose trained paper-model variants the report runs: ``gpu`` with CUDA, else ``cpu``."""
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def trained_variants(profile: str, model: str) -> tuple[Variant, ...]:
+    """The trained variants of ``model`` in ``profile``: without FFN, then with FFN."""
+    chosen = tuple(v for v in variants(profile) if v.model == model and v.weights == "trained")
+    if not chosen:
+        raise ValueError(f"profile {profile!r} has no trained variants of {model!r}.")
+    return tuple(sorted(chosen, key=lambda v: v.ffn))
+
+
+def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None = None,
+                       budget: Mapping[str, int] | None = None, weights_dirs: Mapping[str, Path] | None = None,
+                       progress: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
+    """Figures 7-8 as printed wherever the weights are: the trained variants of GPT-2 XL and GPT-Neo 2.7B
+    (``ffn``: which of without / with FFN) of ``profile`` (default :func:`report_profile`), run or reused
+    under :func:`profile_root`. ``budget`` overrides prompts / length / passes (tests use tiny models).
+    Returns ``(runs, missing)``: ``(manifest, results)`` pairs, and the absent models -> the command."""
+    profile = report_profile() if profile is None else profile
+    runs, missing = [], {}
+    for model in PAPER_MODELS:
+        chosen = tuple(replace(v, **(budget or {})) for v in trained_variants(profile, model) if v.ffn in ffn)
+        ready, absent = split_by_weights(chosen, weights_dirs)
+        if absent:
+            missing[model] = get_command(model)
+        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs)
+                 for v in ready]
+    return runs, missing
+
+
+def profile_root(root: Path, profile: str) -> Path:
+    """Where the report keeps a profile's runs: ``root`` for ``cpu``, ``root / profile`` for the others."""
+    return Path(root) if profile == "cpu" else Path(root) / profile
+
+
+def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, progress: bool = False
+                ) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
+    """Every run of the report, run or reused under ``root``: the ``cpu`` profile's variants that need no
+    paper-model weights, and :func:`trained_paper_runs` (both FFN variants) wherever the weights are.
+    Returns ``([(label, manifest, results)], missing)``."""
+    runs = [(v.label, *run_variant(v, root, progress=progress)) for v in PROFILES["cpu"] if not needs_weights(v)]
+    trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress)
+    for manifest, results in trained:
+        s = manifest["settings"]
+        runs.append((f"{s['model']}, trained weights, {'with' if s['ffn'] else 'without'} FFN", manifest, results))
+    return runs, missing
 
 
 def variants(profile: str, only: list[str] | None = None) -> tuple[Variant, ...]:
@@ -96,10 +174,20 @@ def finished(folder: Path, settings: RunSettings) -> bool:
 
 
 def run_variant(variant: Variant, root: Path, *, device: str = "auto", dtype: str = "auto", seed: int = 0,
-                progress: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``."""
+                progress: bool = True, weights_dirs: Mapping[str, Path] | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
+    A finished run is reused only if its trained weights came from where they come from now."""
     folder = Path(root) / variant.key
     settings = variant.settings(device, dtype, seed)
-    if not finished(folder, settings):
-        run_experiment(settings, folder, progress=progress)
+    if not finished(folder, settings) or not _same_source(folder, variant, weights_dirs):
+        run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs)
     return load_results(folder)
+
+
+def _same_source(folder: Path, variant: Variant, weights_dirs: Mapping[str, Path] | None) -> bool:
+    if not needs_weights(variant):
+        return True
+    source = locate(variant.model, weights_dirs)
+    manifest, _ = load_results(folder)
+    return source is not None and manifest.get("weights_source") == source.to_json()

@@ -69,9 +69,10 @@ def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: s
     section.write_text(json.dumps({**raw, SECTION_REVISION_KEY: revision}, indent=1))
 
 
-def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str]) -> int:
+def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None) -> int:
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
-    section, 4 or 5: pytest arguments refused before anything ran)."""
+    section, 4 or 5: pytest arguments refused before anything ran). ``weights_env`` names folders of trained
+    paper-model weights to the tests (``--weights-dir``; see empirical/sources.py)."""
     revision = git_revision(ROOT)
     try:
         out = output_folder(out)
@@ -82,7 +83,7 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str]) -> int:
     except ReportInputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    env = {**os.environ, EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1"}
+    env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1"}
     env.setdefault("HYPOTHESIS_PROFILE", "thorough")
     if run_benchmarks:
         status = check_pytest_arguments(out, pytest_args, env)  # (without benchmarks pytest itself fails as fast)
@@ -107,9 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     build_parser.add_argument("--no-bench", action="store_true",
                               help="skip the benchmarks (the sections they wrote into OUT/sections at this revision "
                                    "are kept)")
+    build_parser.add_argument("--weights-dir", action="append", default=[], metavar="MODEL=DIR",
+                              help="a folder with trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (repeatable; "
+                                   "default: CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the "
+                                   "Hugging Face cache)")
     build_parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = parser.parse_args(argv)
-    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args)
+    from empirical.sources import parse_weights_dirs, weights_environment
+
+    try:
+        weights_env = weights_environment(parse_weights_dirs(args.weights_dir))
+    except ValueError as error:
+        parser.error(str(error))
+    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Theory meets practice on this machine's real models (expensive: `make report` / pytest --full).
 
-SmolLM2-135M-Instruct trained (and its architecture with random weights, for the in-kind rate comparison),
-and the paper's two architectures with random weights (GPT-2 XL: 1.5e9 parameters, GPT-Neo 2.7B: 2.7e9, in
-float32 on the CPU). Short prompts keep it to minutes: the settings are stated in the report section.
+SmolLM2-135M-Instruct and Gemma 3 270M trained (each with its architecture with random weights, for the
+in-kind rate comparison), and the paper's two models (GPT-2 XL: 1.5e9 parameters, GPT-Neo 2.7B: 2.7e9, in
+float32 on the CPU): trained (with random weights beside) wherever their weights are
+(:mod:`empirical.sources`), else random weights only. Short prompts keep it to minutes: the settings are
+stated in the report section.
 """
 
 import time
@@ -13,8 +15,9 @@ import pytest
 
 from empirical.audit import AuditSettings, cached_audit
 from empirical.audit_report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
-                                    run_rates, scope_record)
-from empirical.suite import PROFILES, run_variant
+                                    run_rates, scope_record, trained_paper_audits)
+from empirical.sources import PAPER_MODELS
+from empirical.suite import report_runs
 
 #: The empirical suite's runs (figures 7-10 on this machine), shared with tests/empirical: reused when present.
 RUNS = Path(__file__).resolve().parents[2] / "build" / "runs"
@@ -22,6 +25,9 @@ RUNS = Path(__file__).resolve().parents[2] / "build" / "runs"
 AUDITS = Path(__file__).resolve().parents[2] / "build" / "audits"
 
 SMOLLM2_SETTINGS = AuditSettings(prompts=8, length=64, passes=3, seed=0)
+#: Gemma 3 270M, the second trained family, and trained GPT-2 XL / GPT-Neo 2.7B where their weights are: the
+#: SmolLM2 budget (8 prompts, so the rate comparisons' t-intervals over prompts are not too wide).
+GEMMA3_SETTINGS = TRAINED_PAPER_SETTINGS = SMOLLM2_SETTINGS
 PAPER_SETTINGS = AuditSettings(prompts=4, length=32, passes=2, seed=0)
 
 
@@ -29,12 +35,12 @@ PAPER_SETTINGS = AuditSettings(prompts=4, length=32, passes=2, seed=0)
 MEMORY_WAIT_SECONDS = 1800
 
 
-def _audit_when_memory_allows(model, weights, settings):
+def _audit_when_memory_allows(model, weights, settings, folder=AUDITS):
     """The audit, retried while ``ensure_memory`` reports too little memory (up to MEMORY_WAIT_SECONDS)."""
     deadline = time.monotonic() + MEMORY_WAIT_SECONDS
     while True:
         try:
-            return cached_audit(model, weights, settings, AUDITS)
+            return cached_audit(model, weights, settings, folder)
         except MemoryError:
             if time.monotonic() > deadline:
                 raise
@@ -43,17 +49,25 @@ def _audit_when_memory_allows(model, weights, settings):
 
 @pytest.fixture(scope="module")
 def suite_rates():
-    """Rate fits of every variant of the empirical suite's cpu profile (run here if not run yet)."""
-    return run_rates([(v.label, *run_variant(v, RUNS, progress=False)) for v in PROFILES["cpu"]])
+    """Rate fits of every run of the report's empirical suite (run here if not run yet): the cpu profile, and
+    trained GPT-2 XL / GPT-Neo 2.7B wherever their weights are."""
+    return run_rates(report_runs(RUNS)[0])
 
 
 @pytest.fixture(scope="module")
 def audits():
+    """In-kind trained families; the paper's models trained (with random beside) where their weights are."""
+    trained, missing = trained_paper_audits(TRAINED_PAPER_SETTINGS, AUDITS, audit=_audit_when_memory_allows)
     return [
         _audit_when_memory_allows("smollm2-135m", "trained", SMOLLM2_SETTINGS),
-        _audit_when_memory_allows("gpt2-xl", "random", PAPER_SETTINGS),
-        _audit_when_memory_allows("EleutherAI/gpt-neo-2.7B", "random", PAPER_SETTINGS),
+        _audit_when_memory_allows("gemma3-270m", "trained", GEMMA3_SETTINGS),
+        *trained,
+        *(_audit_when_memory_allows(model, "random", PAPER_SETTINGS) for model in missing),
     ]
+
+
+def _ran_trained_paper(audits):
+    return any(a["weights"] == "trained" and a["model"] in PAPER_MODELS for a in audits)
 
 
 @pytest.mark.full
@@ -65,20 +79,21 @@ def test_token_states_lie_in_one_open_hemisphere(audits, record):
 
 @pytest.mark.full
 @pytest.mark.claim("emp.rate", method="empirical")
-def test_trained_against_random_rates_are_measured_in_kind(audits, record):
+def test_trained_against_random_rates(audits, record):
+    """Decided on trained GPT-2 XL / GPT-Neo 2.7B where their weights are; in kind on SmolLM2 and Gemma 3."""
     result = record(rate_record(audits))
-    assert result.verdict == "not-run"
-    smollm2 = audits[0]["trained_vs_random"]
-    for comparison in smollm2.values():
-        assert np.isfinite(comparison["difference"])
-        assert comparison["verdict"] in ("faster", "slower", "indistinguishable")
+    assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
+    for in_kind in audits[:2]:
+        for comparison in in_kind["trained_vs_random"].values():
+            assert np.isfinite(comparison["difference"])
+            assert comparison["verdict"] in ("faster", "slower", "indistinguishable")
 
 
 @pytest.mark.full
 @pytest.mark.claim("emp.full", method="empirical")
-def test_ffn_effect_on_rates_is_measured_in_kind(audits, suite_rates, record):
+def test_ffn_effect_on_rates(audits, suite_rates, record):
     result = record(ffn_record(audits, suite_rates))
-    assert result.verdict == "not-run"
+    assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
     for audit in audits:
         for run in audit["runs"].values():
             assert run["ffn_effect"]["verdict"] in ("faster", "slower", "indistinguishable")
@@ -88,7 +103,7 @@ def test_ffn_effect_on_rates_is_measured_in_kind(audits, suite_rates, record):
 @pytest.mark.claim("emp.theory-scope", method="empirical")
 def test_value_hypotheses_are_audited_on_every_model(audits, record):
     result = record(scope_record(audits))
-    assert result.verdict == "not-run"
+    assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
     for audit in audits:
         for rows in audit["hypotheses"].values():
             verdicts = {row["hypothesis"]: row["verdict"] for row in rows}
@@ -108,4 +123,5 @@ def test_layernorm_states_of_the_paper_architectures_refute_the_printed_radius(a
 def test_theory_meets_practice_section(audits, suite_rates, report_section):
     section = report_section(audit_section(audits, suite_rates))
     assert section.tables[0].title.startswith("Hypothesis -> holds / nearly / fails")
-    assert len(section.tables[0].columns) == 2 + 4  # SmolLM2 trained, SmolLM2 random, GPT-2 XL, GPT-Neo
+    # SmolLM2 and Gemma 3 trained and random; GPT-2 XL, GPT-Neo random (and trained where their weights are)
+    assert len(section.tables[0].columns) == 2 + sum(len(a["hypotheses"]) for a in audits) >= 2 + 6

@@ -1,8 +1,9 @@
 """The ``emp.*`` claims of figures 7-10 and the prompts.
 
 The expensive runs are ``@pytest.mark.full`` (run by ``make report``): the ``cpu`` profile of
-``empirical.suite`` written under ``build/runs/`` and resumed or reused on rerun. The same variants
-on a GPU with the paper's full protocol: ``python -m empirical suite --profile gpu``.
+``empirical.suite`` written under ``build/runs/`` and resumed or reused on rerun, with trained GPT-2 XL /
+GPT-Neo 2.7B wherever their weights are (:mod:`empirical.sources`; on a GPU with the paper's protocol).
+The same variants on a GPU with the paper's full protocol: ``python -m empirical suite --profile gpu``.
 """
 
 import random
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from empirical.checks import check_prompts, check_random_weights, check_trained_in_kind, convergence
+from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, convergence
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
-from empirical.suite import PROFILES, run_variant
+from empirical.sources import PAPER_MODELS
+from empirical.suite import PROFILES, report_profile, report_runs, run_variant, trained_paper_runs, trained_variants
 from reports.records import ReportSection, Table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,21 +61,35 @@ def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
 @pytest.mark.full
 @pytest.mark.claim("emp.no-ffn", method="empirical")
 def test_fig7_no_ffn(record):
-    runs = _runs("smollm2-trained-no-ffn")
-    result = record(check_trained_in_kind("emp.no-ffn", runs, FIGURES / "fig7_in_kind.png", "Fig. 7",
-                                          "trained weights, feed-forward layers removed: mean E over the prompts"))
-    assert result.verdict == "not-run"
-    assert result.numbers["in_kind_converging"]
+    """Trained GPT-2 XL / GPT-Neo 2.7B without FFN where their weights are; not-run (with the command) elsewhere."""
+    runs, missing = trained_paper_runs(RUNS, (False,))
+    result = record(check_trained("emp.no-ffn", runs, missing, FIGURES / "fig7.png", "Fig. 7",
+                                  "trained weights, feed-forward layers removed: mean E over the prompts"))
+    assert (result.verdict == "not-run") == (not runs)
+    assert {m["settings"]["model"] for m, _ in runs} | set(missing) == set(PAPER_MODELS)  # each ran or is named
 
 
 @pytest.mark.full
 @pytest.mark.claim("emp.full", method="empirical")
 def test_fig8_full(record):
-    runs = _runs("smollm2-trained-ffn", "smollm2-trained-no-ffn")
-    result = record(check_trained_in_kind("emp.full", runs, FIGURES / "fig8_in_kind.png", "Fig. 8",
-                                          "trained weights, full model (beside the no-FFN run): mean E"))
-    assert result.verdict == "not-run"
-    assert result.numbers["in_kind_converging"]
+    """The convergence part of emp.full (its rate part: tests/audit/test_audit_full.py)."""
+    runs, missing = trained_paper_runs(RUNS, (True,))
+    result = record(check_trained("emp.full", runs, missing, FIGURES / "fig8.png", "Fig. 8",
+                                  "trained weights, full model: mean E over the prompts"))
+    assert (result.verdict == "not-run") == (not runs)
+
+
+@pytest.mark.full
+@pytest.mark.claim("emp.in-kind-trained", method="empirical")
+def test_fig7_8_in_kind(record):
+    """Two trained families side by side, SmolLM2-135M and Gemma 3 270M, with and without FFN. The verdict is
+    what the runs show (Gemma 3 with FFN did not collapse here: refuted); SmolLM2, whose collapse is the
+    measured baseline of the loop, must collapse, or the loop itself is suspect and the test fails."""
+    runs = _runs("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn")
+    result = record(check_in_kind(runs, FIGURES / "fig7_8_in_kind.png"))
+    collapsed = {(m["settings"]["model"], m["settings"]["ffn"]): convergence(r)["decreasing"] for m, r in runs}
+    assert collapsed[("smollm2-135m", False)] and collapsed[("smollm2-135m", True)], result.detail
+    assert result.verdict == ("verified" if all(collapsed.values()) else "refuted")
 
 
 @pytest.mark.full
@@ -106,19 +122,29 @@ def test_empirical_runs_section(report_section):
         for v in chosen:
             rows.append((profile, v.key, v.model, v.weights, "yes" if v.ffn else "no", v.prompts, v.length, v.passes,
                          v.figure))
-    ran = [run_variant(v, RUNS, progress=False) for v in PROFILES["cpu"]]
-    seconds = sum(m["seconds"] for m, _ in ran)
-    assert all(convergence(r)["E_final"] < convergence(r)["E_embeddings"] for _, r in ran)
+    ran, missing = report_runs(RUNS)
+    seconds = sum(m["seconds"] for _, m, _ in ran)
+    assert all(convergence(r)["E_final"] < convergence(r)["E_embeddings"] for _, m, r in ran
+               if m["settings"]["weights"] != "trained" or m["settings"]["model"] in ("smollm2-135m", "gemma3-270m"))
+    trained = sorted({m["settings"]["model"] for _, m, _ in ran if m["settings"]["model"] not in
+                      ("smollm2-135m", "gemma3-270m") and m["settings"]["weights"] == "trained"})
+    budget = vars(trained_variants(report_profile(), PAPER_MODELS[0])[0])
     report_section(ReportSection(
         "Empirical runs (figures 7-10)",
-        "The report runs the `cpu` profile on this machine (float32, CPU, weights seed 0, prompts seed 42): "
-        "SmolLM2-135M-Instruct trained (the embedded GGUF) with and without FFN, 8 prompts x 200 tokens, 6 passes "
-        "(180 blocks), as the in-kind stand-in for figures 7-8; random and redrawn weights on the paper's real "
+        "The report runs the `cpu` profile on this machine (float32 on the CPU, weights seed 0, prompts seed 42): "
+        "two trained families in kind for figures 7-8, SmolLM2-135M-Instruct (the embedded GGUF) and Gemma 3 270M, "
+        "with and without FFN, 8 prompts x 200 tokens, 6 passes; random and redrawn weights on the paper's real "
         "architectures (built-in configurations) with 4 prompts x 64 tokens and 3 passes (144 blocks of GPT-2 XL, "
-        "96 of GPT-Neo 2.7B). Loop time of all ten runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu "
+        "96 of GPT-Neo 2.7B). Trained GPT-2 XL / GPT-Neo 2.7B run wherever their weights are (a folder named by "
+        "CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build --weights-dir`, else "
+        "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes (%s profile): here %s. "
+        "Loop time of all %d runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu "
         "--out DIR` runs the paper's full protocol (100 prompts x 200 tokens, both paper models, trained, random and "
         "redrawn, with and without FFN, 50 passes; dtype auto = bf16/fp16; several GPUs are used through "
-        "accelerate's device_map)." % seconds,
+        "accelerate's device_map)." % (budget["prompts"], budget["length"], budget["passes"], report_profile(),
+                                       ", ".join(trained) if trained else "none (weights absent: "
+                                       + "; ".join(f"{k}: {v}" for k, v in missing.items()) + ")",
+                                       len(ran), seconds),
         tables=(Table("Variants of the two profiles", ("profile", "key", "model", "weights", "FFN", "prompts",
                                                        "tokens", "passes", "paper figure"), tuple(rows)),),
         order=60))

@@ -11,6 +11,8 @@ SPEC_IDS = [
     "causal.scalar", "causal.identity", "causal.reparam", "causal.first-token-symmetric", "causal.symmetric",
     "causal.time-varying", *[f"sim.fig{n}" for n in range(1, 7)], "emp.no-ffn", "emp.full",
     "emp.random-fixed", "emp.random-redrawn", "emp.rate",
+    # not in the SPEC's list: the in-kind evidence for figures 7-8 (trained SmolLM2 and Gemma 3), a verdict of its own
+    "emp.in-kind-trained",
 ]
 
 
