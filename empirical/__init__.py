@@ -6,7 +6,8 @@ loading and seeded weight draws (:mod:`empirical.models`), the misalignment E of
 (:mod:`empirical.prompts`). The command line is ``python -m empirical``.
 """
 
-from .adapters import ADAPTERS, BlockInputs, GPT2Adapter, GPTNeoAdapter, LlamaAdapter, LoopAdapter, adapter_for
+from .adapters import (ADAPTERS, DECODER_LAYOUTS, BlockInputs, DecoderLayerAdapter, DecoderLayout, GPT2Adapter, GPTJAdapter,
+                       GPTNeoAdapter, LoopAdapter, OPTAdapter, adapter_class, adapter_for)
 from .consensus import misalignment
 from .loop import NonFiniteActivations, embed, looped_consensus, run_pass
 from .models import (ATTN_IMPLEMENTATIONS, PAPER_MODEL_ALIASES, SMOLLM2, TINY_MODELS, WEIGHTS, ModelNotAvailable,
@@ -15,7 +16,8 @@ from .models import (ATTN_IMPLEMENTATIONS, PAPER_MODEL_ALIASES, SMOLLM2, TINY_MO
 from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts
 
 __all__ = [
-    "ADAPTERS", "BlockInputs", "GPT2Adapter", "GPTNeoAdapter", "LlamaAdapter", "LoopAdapter", "adapter_for",
+    "ADAPTERS", "DECODER_LAYOUTS", "BlockInputs", "DecoderLayerAdapter", "DecoderLayout", "GPT2Adapter", "GPTJAdapter",
+    "GPTNeoAdapter", "LoopAdapter", "OPTAdapter", "adapter_class", "adapter_for",
     "misalignment", "NonFiniteActivations", "embed", "looped_consensus", "run_pass",
     "ATTN_IMPLEMENTATIONS", "PAPER_MODEL_ALIASES", "SMOLLM2", "TINY_MODELS", "WEIGHTS", "ModelNotAvailable",
     "builtin_config", "describe_model", "fingerprint", "load_config", "load_model", "redraw", "smollm2_gguf_path",

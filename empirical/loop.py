@@ -38,6 +38,11 @@ def embed(adapter: LoopAdapter, input_ids: torch.Tensor) -> tuple[torch.Tensor, 
                          f"{adapter.context_length} tokens; use --length <= {adapter.context_length}.")
     with torch.inference_mode():
         x = adapter.embed(input_ids)
+        zero = torch.linalg.vector_norm(x, dim=-1) == 0
+        if bool(zero.any()):
+            raise ValueError(f"token ids {sorted(set(input_ids[zero].tolist()))} embed to the zero vector (padding "
+                             "rows of the embedding table); E (eq. 9) is undefined for a zero token. Draw prompts "
+                             "without them: authors_prompts(..., exclude=adapter.zero_embedding_ids()).")
         e0 = misalignment(x)
     _check_finite(e0[None], "the embeddings", 0)
     return x, e0.cpu()

@@ -49,7 +49,37 @@ PAPER_MODEL_ALIASES = {
     "EleutherAI/gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
     "gpt-neo-2.7B": "EleutherAI/gpt-neo-2.7B",
 }
-TINY_MODELS = ("tiny-gpt2", "tiny-gpt-neo", "tiny-llama")
+#: Tiny configurations of every supported family, for tests: (model_type, options of its config class).
+#: Width 32, 4 heads, vocabulary 97, 64 positions; 2 blocks for the families added with the generic
+#: adapter. Sliding windows (Mistral, Qwen2, Gemma 3) are 4 tokens, shorter than the tests' prompts, and
+#: Qwen2 and Gemma 3 mix sliding and full attention layers, so the windows matter in the tests.
+_TINY = dict(vocab_size=97, hidden_size=32, num_attention_heads=4, max_position_embeddings=64)
+_TINY_DECODER = dict(_TINY, intermediate_size=64, num_hidden_layers=2, num_key_value_heads=2)
+TINY_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tiny-gpt2": ("gpt2", dict(vocab_size=97, n_positions=64, n_embd=32, n_layer=3, n_head=4, resid_pdrop=0.0,
+                               embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)),
+    "tiny-gpt-neo": ("gpt_neo", dict(vocab_size=97, max_position_embeddings=64, hidden_size=32, num_layers=4,
+                                     num_heads=4, attention_types=[[["global", "local"], 2]], window_size=5,
+                                     embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0, bos_token_id=0,
+                                     eos_token_id=0)),
+    "tiny-llama": ("llama", dict(_TINY_DECODER, num_hidden_layers=3, rope_theta=10000.0, tie_word_embeddings=True)),
+    "tiny-mistral": ("mistral", dict(_TINY_DECODER, sliding_window=4)),
+    "tiny-qwen2": ("qwen2", dict(_TINY_DECODER, use_sliding_window=True, sliding_window=4, max_window_layers=1)),
+    "tiny-qwen3": ("qwen3", dict(_TINY_DECODER, head_dim=8)),
+    "tiny-gemma3": ("gemma3_text", dict(_TINY_DECODER, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+                                        layer_types=["sliding_attention", "full_attention"])),
+    "tiny-phi3": ("phi3", dict(_TINY_DECODER, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "tiny-phi": ("phi", dict(_TINY_DECODER, partial_rotary_factor=0.5)),
+    "tiny-olmo2": ("olmo2", dict(_TINY_DECODER, pad_token_id=0, eos_token_id=2)),
+    "tiny-gptj": ("gptj", dict(vocab_size=97, n_positions=64, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                               bos_token_id=0, eos_token_id=0)),
+    "tiny-gpt-neox": ("gpt_neox", dict(_TINY_DECODER, num_key_value_heads=None, rotary_pct=0.25,
+                                       use_parallel_residual=True)),
+    "tiny-opt": ("opt", dict(vocab_size=97, hidden_size=32, num_attention_heads=4, num_hidden_layers=2, ffn_dim=64,
+                             max_position_embeddings=64, word_embed_proj_dim=32, pad_token_id=1, bos_token_id=2,
+                             eos_token_id=2)),
+}
+TINY_MODELS = tuple(TINY_CONFIGS)
 
 
 class ModelNotAvailable(RuntimeError):
@@ -58,7 +88,7 @@ class ModelNotAvailable(RuntimeError):
 
 def builtin_config(name: str):
     """The configuration of a built-in model id (paper models and tiny test models), or ``None``."""
-    from transformers import GPT2Config, GPTNeoConfig, LlamaConfig
+    from transformers import AutoConfig, GPT2Config, GPTNeoConfig
 
     name = PAPER_MODEL_ALIASES.get(name, name)
     if name == "gpt2-xl":
@@ -73,17 +103,9 @@ def builtin_config(name: str):
                             intermediate_size=None, activation_function="gelu_new", layer_norm_epsilon=1e-5,
                             initializer_range=0.02, embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0,
                             bos_token_id=50256, eos_token_id=50256)
-    if name == "tiny-gpt2":
-        return GPT2Config(vocab_size=97, n_positions=64, n_embd=32, n_layer=3, n_head=4,
-                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
-    if name == "tiny-gpt-neo":
-        return GPTNeoConfig(vocab_size=97, max_position_embeddings=64, hidden_size=32, num_layers=4, num_heads=4,
-                            attention_types=[[["global", "local"], 2]], window_size=5, embed_dropout=0.0,
-                            attention_dropout=0.0, resid_dropout=0.0, bos_token_id=0, eos_token_id=0)
-    if name == "tiny-llama":
-        return LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                           rope_theta=10000.0, tie_word_embeddings=True)
+    if name in TINY_CONFIGS:
+        model_type, options = TINY_CONFIGS[name]
+        return AutoConfig.for_model(model_type, **options)
     return None
 
 

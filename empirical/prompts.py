@@ -9,6 +9,7 @@ the global generator.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 
 #: The authors' seed.
 PAPER_SEED = 42
@@ -16,13 +17,29 @@ PAPER_SEED = 42
 GPT2_VOCAB_SIZE = 50257
 
 
-def authors_prompts(n: int, length: int, vocab_size: int, seed: int = PAPER_SEED) -> list[list[int]]:
-    """``n`` prompts of ``length`` token ids, uniform on ``0..vocab_size-1``, as the authors draw them."""
+def authors_prompts(n: int, length: int, vocab_size: int, seed: int = PAPER_SEED,
+                    exclude: Collection[int] = ()) -> list[list[int]]:
+    """``n`` prompts of ``length`` token ids, uniform on ``0..vocab_size-1``, as the authors draw them.
+
+    An id in ``exclude`` (a model's zero-embedding padding rows, for which E is undefined) is replaced by
+    the stream's next draw; with nothing excluded (GPT-2, GPT-Neo: no padding row) the prompts are the
+    authors' exactly.
+    """
     for label, value in (("n", n), ("length", length), ("vocab_size", vocab_size)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{label}={value!r} must be a positive integer.")
+    excluded = frozenset(exclude)
+    if len(excluded & set(range(vocab_size))) == vocab_size:
+        raise ValueError(f"exclude={sorted(excluded)!r} leaves no token id of 0..{vocab_size - 1} to draw.")
     generator = random.Random(seed)
-    return [[generator.randint(0, vocab_size - 1) for _ in range(length)] for _ in range(n)]
+
+    def draw() -> int:
+        token = generator.randint(0, vocab_size - 1)
+        while token in excluded:
+            token = generator.randint(0, vocab_size - 1)
+        return token
+
+    return [[draw() for _ in range(length)] for _ in range(n)]
 
 
 def _byte_decoder() -> dict[str, int]:

@@ -140,7 +140,8 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     if settings.weights != "trained":
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
 
-    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed)
+    excluded = adapter.zero_embedding_ids()
+    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
     input_ids = torch.tensor(ids, device=_input_device(model, device))
     x, e0 = embed(adapter, input_ids)
     columns = [e0[:, None]]
@@ -158,7 +159,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
         "model": describe_model(settings.model, adapter), "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
-        "prompt_ids_first": ids[0][:10], "draws": draws, "status": "running",
+        "prompt_ids_first": ids[0][:10], "prompt_ids_excluded": excluded, "draws": draws, "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
     }

@@ -1,64 +1,116 @@
-"""The adapters loop each architecture exactly as the model's own forward runs it, block by block."""
+"""The adapters loop every family exactly as the model's own forward runs it, block by block."""
 
 import pytest
 import torch
 
-from empirical import adapter_for, load_model, looped_consensus, misalignment
-from empirical.adapters import ADAPTERS
-from empirical.models import TINY_MODELS, builtin_config
+from empirical import adapter_for, authors_prompts, load_model, looped_consensus, misalignment
+from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, adapter_class
+from empirical.loop import embed, run_pass
+from empirical.models import TINY_CONFIGS, TINY_MODELS, builtin_config
 
-#: (model, attention implementation) pairs supported by transformers for each architecture here.
-IMPLEMENTATIONS = [("tiny-gpt2", "eager"), ("tiny-gpt2", "sdpa"), ("tiny-gpt-neo", "eager"),
-                   ("tiny-llama", "eager"), ("tiny-llama", "sdpa")]
-#: float32 round-off over a few blocks of width 32.
+#: (tiny model, attention implementation): every implementation transformers offers for each family.
+IMPLEMENTATIONS = [pytest.param(name, implementation, id=f"{name}-{implementation}") for name in TINY_MODELS
+                   for implementation in ADAPTERS[TINY_CONFIGS[name][0]].attn_implementations]
+#: float32 round-off over a few blocks of width 32 (values of order 1, differences of order 1e-7 per op).
 ATOL = 1e-5
 
 
-def _ids(model, prompts=3, tokens=17, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(0, model.config.vocab_size, (prompts, tokens), generator=generator)
+def _ids(adapter, prompts=3, tokens=17, seed=0):
+    """Random prompts without the family's zero-embedding padding ids (E is undefined for a zero token)."""
+    return torch.tensor(authors_prompts(prompts, tokens, adapter.vocab_size, seed, adapter.zero_embedding_ids()))
+
+
+def _blocks_of_the_models_own_forward(model, adapter, ids):
+    """``(outputs of every block, output_hidden_states)`` of a plain ``model(ids)`` forward."""
+    outputs = []
+    hooks = [block.register_forward_hook(lambda module, args, output: outputs.append(
+        (output[0] if isinstance(output, tuple) else output).detach())) for block in adapter.blocks]
+    try:
+        with torch.no_grad():
+            hidden = model(ids, output_hidden_states=True).hidden_states
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return outputs, hidden
 
 
 @pytest.mark.parametrize("name,implementation", IMPLEMENTATIONS)
-def test_first_pass_matches_the_models_own_forward(name, implementation):
+def test_first_pass_reproduces_the_models_own_forward(name, implementation):
     model = load_model(name, "random", seed=3, attn_implementation=implementation)
     adapter = adapter_for(model)
-    ids = _ids(model)
-    E = looped_consensus(adapter, ids, passes=1)
+    ids = _ids(adapter)
+    outputs, hidden = _blocks_of_the_models_own_forward(model, adapter, ids)
+    layers = adapter.num_layers
+    # output_hidden_states: the embeddings, the output of every block but the last, then the final norm
+    # of the last block's output
+    assert len(outputs) == layers and len(hidden) == layers + 1
+
+    x, e0 = embed(adapter, ids)
+    torch.testing.assert_close(x, hidden[0], atol=ATOL, rtol=0)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
     with torch.no_grad():
-        hidden = model(ids, output_hidden_states=True).hidden_states
-    # hidden_states: the embeddings, then the output of every block but the last, then the final norm
-    reference = torch.stack([misalignment(h) for h in hidden[:-1]], dim=1)
-    torch.testing.assert_close(E[:, :-1], reference, atol=ATOL, rtol=0)
+        for index in range(layers):
+            x = adapter.block(index, x, inputs)
+            torch.testing.assert_close(x, outputs[index], atol=ATOL, rtol=0, msg=lambda m: f"block {index}: {m}")
+            if index < layers - 1:
+                torch.testing.assert_close(x, hidden[index + 1], atol=ATOL, rtol=0)
+    # the loop's own pass: same states, so the same E after every block, and the final norm's output
+    result = run_pass(adapter, embed(adapter, ids)[0], inputs)
+    torch.testing.assert_close(result.hidden, hidden[-1], atol=ATOL, rtol=0)
+    reference = torch.stack([misalignment(h) for h in outputs])
+    torch.testing.assert_close(result.E, reference, atol=ATOL, rtol=0)
+    torch.testing.assert_close(e0, misalignment(hidden[0]), atol=ATOL, rtol=0)
+
+
+def test_control_a_block_with_the_wrong_mask_kind_departs_from_the_forward():
+    """Negative control of the test above: Gemma 3's sliding block given the full-attention mask (the
+    prompts are longer than its window) no longer reproduces the model's forward."""
+    model = load_model("tiny-gemma3", "random", seed=3, attn_implementation="eager")
+    adapter = adapter_for(model)
+    ids = _ids(adapter)
+    outputs, _ = _blocks_of_the_models_own_forward(model, adapter, ids)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    assert adapter.attention_kind(0) == "sliding_attention"
+    inputs.masks["sliding_attention"] = inputs.masks["full_attention"]
+    with torch.no_grad():
+        difference = (adapter.block(0, x, inputs) - outputs[0]).abs().max()
+    assert difference > 1e-3
 
 
 @pytest.mark.parametrize("name,implementation", IMPLEMENTATIONS)
 def test_attention_implementations_agree(name, implementation):
-    ids = _ids(load_model(name, "random", seed=0))
+    ids = _ids(adapter_for(load_model(name, "random", seed=0)))
     reference = looped_consensus(adapter_for(load_model(name, "random", seed=5, attn_implementation="eager")), ids, 2)
     other = looped_consensus(adapter_for(load_model(name, "random", seed=5, attn_implementation=implementation)),
                              ids, 2)
     torch.testing.assert_close(other, reference, atol=ATOL, rtol=0)
 
 
+#: The output projection of each family's feed-forward sublayer (zeroed: the FFN adds nothing).
+FFN_OUTPUT = ("mlp.c_proj", "mlp.down_proj", "mlp.fc2", "mlp.fc_out", "mlp.dense_4h_to_h", "fc2")
+
+
 @pytest.mark.parametrize("name", TINY_MODELS)
-def test_no_ffn_block_is_x_plus_attention_of_norm(name):
+def test_no_ffn_block_is_the_block_with_its_ffn_silenced(name):
     model = load_model(name, "random", seed=1)
     adapter = adapter_for(model)
     x = torch.randn(2, 9, adapter.width, generator=torch.Generator().manual_seed(2))
     inputs = adapter.block_inputs(9, x.device, x.dtype)
     block = adapter.blocks[0]
-    # zeroing the MLP's output projection turns the full block into the no-FFN block ...
-    for parameter_name, parameter in block.named_parameters():
-        if "mlp" in parameter_name and ("c_proj" in parameter_name or "down_proj" in parameter_name):
-            parameter.data.zero_()
+    # zeroing the FFN's output projection (weight and bias) turns the full block into the no-FFN block ...
+    silenced = [p for n, p in block.named_parameters() if n.rsplit(".", 1)[0] in FFN_OUTPUT]
+    assert silenced, f"{name}: no FFN output projection found among {FFN_OUTPUT}"
     with torch.no_grad():
+        for parameter in silenced:
+            parameter.zero_()
         torch.testing.assert_close(adapter.block(0, x, inputs, ffn=False), adapter.block(0, x, inputs), atol=ATOL,
                                    rtol=0)
 
 
 @pytest.mark.parametrize("name", TINY_MODELS)
 def test_no_ffn_differs_from_full_block(name):
+    """... and the control: with the FFN intact, the two differ."""
     model = load_model(name, "random", seed=1)
     adapter = adapter_for(model)
     x = torch.randn(2, 9, adapter.width, generator=torch.Generator().manual_seed(2))
@@ -68,8 +120,12 @@ def test_no_ffn_differs_from_full_block(name):
     assert difference > 1e-3
 
 
-def test_every_architecture_has_a_tiny_configuration():
+def test_every_family_has_a_tiny_configuration():
     assert {builtin_config(name).model_type for name in TINY_MODELS} == set(ADAPTERS)
+
+
+def test_the_generic_adapter_covers_the_shared_decoder_families():
+    assert set(DECODER_LAYOUTS) >= {"llama", "mistral", "qwen2", "qwen3", "gemma3_text", "phi3", "olmo2"}
 
 
 def test_paper_configurations_are_the_papers_models():
@@ -80,6 +136,11 @@ def test_paper_configurations_are_the_papers_models():
     assert neo.attention_layers == ["global", "local"] * 16
 
 
-def test_unknown_architecture_is_refused():
+def test_unknown_family_is_refused_naming_the_supported_ones():
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model("bloom")
+    with pytest.raises(ValueError, match="model type 'bloom' has no loop adapter; supported: .*gemma3_text.*opt"):
+        adapter_class(config)
     with pytest.raises(ValueError, match="has no loop adapter"):
         adapter_for(torch.nn.Linear(2, 2))

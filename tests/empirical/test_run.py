@@ -75,8 +75,8 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path):
 def test_non_finite_activations_stop_the_run(tmp_path, monkeypatch):
     from empirical import adapters
 
-    original = adapters.LlamaAdapter.final_norm
-    monkeypatch.setattr(adapters.LlamaAdapter, "final_norm", lambda self, x: original(self, x) * float("inf"))
+    original = adapters.DecoderLayerAdapter.final_norm
+    monkeypatch.setattr(adapters.DecoderLayerAdapter, "final_norm", lambda self, x: original(self, x) * float("inf"))
     with pytest.raises(NonFiniteActivations, match="non-finite activations in pass 2"):
         run_experiment(RunSettings(weights="random", passes=3, **TINY), tmp_path, progress=False)
     manifest, results = load_results(tmp_path)
