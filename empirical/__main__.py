@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="loop a model for many passes, measuring E after every block")
     run.add_argument("--model", default="smollm2-135m",
-                     help="smollm2-135m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, tiny-gpt2/-gpt-neo/-llama, "
+                     help="smollm2-135m or gemma3-270m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, tiny-*, "
                           "a Hugging Face id in the local cache, or a local directory")
     run.add_argument("--weights", choices=("trained", "random", "redrawn"), default="trained")
     run.add_argument("--no-ffn", action="store_true", help="remove the feed-forward sub-layers (x + attn(norm_1(x)))")
