@@ -55,6 +55,9 @@ NEARLY_SHARE = 0.9
 #: Surface residuals of normalised float32 states: "holds" below this. Reason: float32 normalisation of
 #: d <= 4096 entries accumulates relative errors ~ sqrt(d) * 6e-8 < 1e-5; 1e-4 leaves a margin.
 SURFACE_TOL_FLOAT32 = 1e-4
+#: "nearly" for the conclusion "E decays" when no exponential rate is resolved but the last E is at most this
+#: fraction of the first (a chosen cut-off, stated with the verdict: E fell by at least a factor 10).
+E_FALL_FACTOR = 0.1
 #: Full d x d eigen-decompositions of the layer's summed U only up to this width (cost d^3 per layer).
 DENSE_EIGEN_MAX_WIDTH = 1024
 
@@ -498,12 +501,29 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
             numbers += f"; same block, consecutive passes: max {pass_drift.max():.3g}, last pass max {last.max():.3g}"
         rows.append({"hypothesis": f"first token fixed [{name}]", "needed_by": "Thm 5.1 (consequence of U = I)",
                      "verdict": _graded(float(block_drift.max()), exact=EXACT_TOL, nearly=1e-2), "numbers": numbers})
-        rate = variant["rate"]
         rows.append({"hypothesis": f"conclusion: E decays [{name}]", "needed_by": "Thm 4.1, 5.1, 5.2 (conclusion)",
-                     "verdict": "holds" if rate["ci_low"] > 0 and rate["E_end"] < rate["E_start"] else "fails",
-                     "numbers": (f"E {rate['E_start']:.3g} -> {rate['E_end']:.3g}; rate {rate['rate']:.3g}/layer "
-                                 f"[{rate['ci_low']:.3g}, {rate['ci_high']:.3g}], R^2 {rate['r2']:.2f}")})
+                     **decay_verdict(variant["rate"], variant["E"])})
     return rows
+
+
+def decay_verdict(rate: dict[str, Any], values: np.ndarray) -> dict[str, str]:
+    """The conclusion "E decays" from a :func:`rate_summary` and E (``[prompts, blocks + 1]``): ``holds`` for a
+    resolved positive exponential rate with E lower at the end; ``nearly`` when no such rate is resolved but E
+    fell at least ``1 / E_FALL_FACTOR``-fold (a collapse within a few blocks to a floor, as trained Gemma 3
+    without FFN: 0.78 -> 0.006 in 2 blocks, then 1e-3..2e-2, is no single exponential and its fitted rate can
+    be negative); ``fails`` otherwise."""
+    mean_e = np.mean(values, axis=0)
+    decays = rate["ci_low"] > 0 and rate["E_end"] < rate["E_start"]
+    fell = rate["E_end"] <= E_FALL_FACTOR * rate["E_start"]
+    numbers = (f"E {rate['E_start']:.3g} -> {rate['E_end']:.3g} (mean over prompts; lowest {mean_e.min():.3g} after "
+               f"block {int(mean_e.argmin())}); rate {rate['rate']:.3g}/layer [{rate['ci_low']:.3g}, "
+               f"{rate['ci_high']:.3g}], R^2 {rate['r2']:.2f}")
+    if decays:
+        return {"verdict": "holds", "numbers": numbers}
+    if fell:
+        return {"verdict": "nearly", "numbers": numbers + f"; E fell at least {1 / E_FALL_FACTOR:g}-fold, but not as "
+                                                          "one exponential over the blocks"}
+    return {"verdict": "fails", "numbers": numbers}
 
 
 def architecture_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:

@@ -202,3 +202,26 @@ def test_the_trained_families_stand_side_by_side(gemma_audit, gpt2_audit):
     assert section.tables[1].title == "The trained families side by side"
     summary = {row[0]: row[2:] for row in section.tables[0].rows}
     assert summary[ROWS["qk-norm"]] == ("fails", "holds")
+
+
+@pytest.mark.parametrize("shape, verdict", [
+    pytest.param("exponential", "holds", id="exponential-decay"),
+    pytest.param("collapse-then-floor", "nearly", id="collapse-then-floor"),
+    pytest.param("no-decay", "fails", id="no-decay"),
+])
+def test_the_conclusion_row_reaches_each_verdict(shape, verdict):
+    """E decaying exponentially holds; a collapse in two blocks to a slowly rising floor (trained Gemma 3 without
+    FFN) is no single exponential (negative fitted rate) but fell tenfold: nearly; E that stays put fails."""
+    from empirical.audit import decay_verdict, rate_summary
+
+    rng = np.random.default_rng(0)  # seed 0: multiplicative noise of 2% per value
+    k = np.arange(55)
+    if shape == "exponential":
+        curve = 0.8 * np.exp(-0.1 * k)
+    elif shape == "collapse-then-floor":
+        curve = np.where(k < 2, 0.8, 0.002 * np.exp(0.04 * k))
+    else:
+        curve = np.full(k.size, 0.8)
+    values = curve[None] * np.exp(0.02 * rng.normal(size=(4, k.size)))
+    row = decay_verdict(rate_summary(values), values)
+    assert row["verdict"] == verdict, row["numbers"]
