@@ -110,8 +110,8 @@ def qk_norms(adapter: LoopAdapter, index: int) -> tuple[nn.Module, nn.Module] | 
 
 
 def attention_window(adapter: LoopAdapter, index: int) -> int | None:
-    """How many of the latest tokens (itself included) a token of block ``index`` attends to, or ``None``
-    when it attends to every earlier token (GPT-Neo's local layers, sliding-window layers)."""
+    """How many of the latest tokens (itself included) a token of block ``index`` attends to in a windowed
+    layer (GPT-Neo's local layers, sliding-window layers), or ``None`` when it attends to every earlier token."""
     attention = attention_module(adapter, index)
     if adapter.architecture == "gpt_neo":
         return int(adapter.config.window_size) if attention.attention_type == "local" else None
