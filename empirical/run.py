@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import torch
 
-from .adapters import adapter_for
+from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
-from .models import WEIGHTS, describe_model, fingerprint, load_model, redraw, verify_draw
+from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
 from .prompts import PAPER_SEED, authors_prompts
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -116,6 +116,16 @@ def environment() -> dict[str, Any]:
     return info
 
 
+def check_before_loading(settings: RunSettings) -> None:
+    """Refuse, from the model's configuration alone (before any weights are read or anything is written),
+    a model of a family without a loop adapter or prompts longer than the model's context."""
+    config = load_config(settings.model)
+    context = adapter_class(config).context_length_of(config)
+    if settings.length > context:
+        raise ValueError(f"--length {settings.length} is longer than the model's context of {context} tokens "
+                         f"({settings.model}); use --length <= {context}.")
+
+
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                    after_pass: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Run (or resume) one experiment into ``out``; return the results dict written to ``results.json``.
@@ -123,8 +133,8 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
+    check_before_loading(settings)
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
@@ -136,6 +146,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     model = load_model(settings.model, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
+    out.mkdir(parents=True, exist_ok=True)
     draws: list[dict[str, Any]] = []
     if settings.weights != "trained":
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})

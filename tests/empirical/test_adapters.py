@@ -78,8 +78,9 @@ def test_control_a_block_with_the_wrong_mask_kind_departs_from_the_forward():
     assert difference > 1e-3
 
 
-@pytest.mark.parametrize("name,implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("name,implementation", [p for p in IMPLEMENTATIONS if p.values[1] != "eager"])
 def test_attention_implementations_agree(name, implementation):
+    """Every non-eager implementation gives eager's E over two passes."""
     ids = _ids(adapter_for(load_model(name, "random", seed=0)))
     reference = looped_consensus(adapter_for(load_model(name, "random", seed=5, attn_implementation="eager")), ids, 2)
     other = looped_consensus(adapter_for(load_model(name, "random", seed=5, attn_implementation=implementation)),
