@@ -72,9 +72,11 @@ def trained_families_table(results: list[dict[str, Any]]) -> Table | None:
     lines += [(name, lambda result, name=name: verdict(result, name)) for name in TRAINED_SIDE_BY_SIDE]
     lines += [("E rate with FFN (1/layer, 95% CI)", lambda result: rate(result, "ffn")),
               ("E rate without FFN (1/layer, 95% CI)", lambda result: rate(result, "no-ffn")),
-              ("FFN effect on the rate", lambda result: result["runs"]["trained"]["ffn_effect"]["verdict"]),
-              ("trained vs random rate [no-ffn]",
-               lambda result: result.get("trained_vs_random", {}).get("no-ffn", {}).get("verdict", "-"))]
+              ("FFN effect on the rate", lambda result: {"faster": "FFN speeds", "slower": "FFN slows"}.get(
+                  result["runs"]["trained"]["ffn_effect"]["verdict"], "indistinguishable")),
+              ("trained vs random rate [no-ffn]", lambda result: {"faster": "trained faster", "slower": "trained slower"}.get(
+                  result.get("trained_vs_random", {}).get("no-ffn", {}).get("verdict"), "indistinguishable"
+                  if "trained_vs_random" in result else "-"))]
     return Table("The trained families side by side",
                  ("", *[f"{result['model']} (trained)" for result in trained]),
                  tuple((label, *[cell(result) for result in trained]) for label, cell in lines))
