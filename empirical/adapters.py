@@ -195,8 +195,8 @@ class LoopAdapter:
 
     def zero_embedding_ids(self) -> list[int]:
         """Token ids whose embedding row is the zero vector: padding rows (``padding_idx``), which the
-        initialisers of OPT, Phi-3, OLMo-2, Gemma 3 and Llama-with-a-pad-token zero. E (eq. 9) is undefined
-        for a zero token, so the prompts never contain these ids."""
+        initialisers zero (random Phi-3 and OLMo-2 keep them zero; tied OPT and Gemma 3 draws fill them
+        through the output layer). E (eq. 9) is undefined for a zero token, so prompts never contain them."""
         table = self.model.get_input_embeddings().weight
         return torch.nonzero((table == 0).all(dim=1)).flatten().tolist()
 

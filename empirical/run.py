@@ -134,9 +134,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     """
     out = Path(out)
     manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
-    check_before_loading(settings)
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
+    check_before_loading(settings)
     previous = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
     if previous is not None and previous["settings_identity"] != settings.identity():
         raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "

@@ -153,3 +153,32 @@ def test_config_only_folder_is_refused_by_the_python_api(tmp_path):
     _config_only(tmp_path / "model")
     with pytest.raises(ModelNotAvailable, match="holds no loadable weights"):
         load_model(str(tmp_path / "model"), "trained")
+
+
+def test_bidirectional_configuration_is_refused():
+    model = load_model("tiny-gemma3", "random")
+    model.config.use_bidirectional_attention = True
+    with pytest.raises(ValueError, match="bidirectional attention .* the loop needs a causal LM"):
+        adapter_for(model)
+
+
+@pytest.mark.parametrize("name", ["tiny-phi3", "tiny-olmo2"])
+def test_prompts_skip_the_zero_embedding_padding_rows(name):
+    """Phi-3 and OLMo-2 draws keep their padding row zero (untied embeddings; in tied OPT and Gemma 3 the
+    output layer's draw fills it)."""
+    adapter = adapter_for(load_model(name, "random"))
+    padding = adapter.model.get_input_embeddings().padding_idx
+    assert adapter.zero_embedding_ids() == [padding]
+    ids = authors_prompts(8, 40, adapter.vocab_size, exclude=[padding])
+    assert padding in {token for prompt in authors_prompts(8, 40, adapter.vocab_size) for token in prompt}
+    assert padding not in {token for prompt in ids for token in prompt}
+
+
+def test_control_a_zero_embedding_token_is_refused_with_its_id():
+    """Negative control: a prompt holding the padding id (zero embedding) gets a clear error, not NaN E."""
+    from empirical.loop import embed
+
+    adapter = adapter_for(load_model("tiny-phi3", "random"))
+    padding = adapter.model.get_input_embeddings().padding_idx
+    with pytest.raises(ValueError, match=f"token ids \\[{padding}\\] embed to the zero vector"):
+        embed(adapter, torch.tensor([[5, padding, 7]]))

@@ -92,7 +92,8 @@ BAD_INPUT = [
                  id="prompt-too-long"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--passes", "0"], "--passes 0 must be a positive",
                  id="zero-passes"),
-    pytest.param(["--model", "tiny-gpt2", "--weights", "trained"], "without trained weights", id="tiny-trained"),
+    pytest.param(["--model", "tiny-gpt2", "--weights", "trained", "--length", "16"], "without trained weights",
+                 id="tiny-trained"),
 ]
 
 
