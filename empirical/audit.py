@@ -479,13 +479,19 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
                                  + "; the map is diag(g) . pi_{I/d}, not pi_W")})
     rows += architecture_rows(run, tokens)
     for name, variant in run["variants"].items():
-        radial = float(variant["surface_radial"].max())
-        rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
-                     "needed_by": "Remark 2.3 (corrected); model.layernorm",
-                     "verdict": "holds" if radial <= SURFACE_TOL_FLOAT32 else "fails",
-                     "numbers": (f"max | |u|^2/d - s/(s+eps) | = {radial:.2g}"
-                                 + (f", max |mean u| = {variant['surface_hyperplane'].max():.2g}" if norm_kind == "layernorm" else "")
-                                 + f" (tolerance {SURFACE_TOL_FLOAT32:g}: float32)")})
+        if variant["surface_radial"].size == 0:  # OLMo-2: attention reads the raw stream
+            rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
+                         "needed_by": "Remark 2.3 (corrected); model.layernorm", "verdict": "fails",
+                         "numbers": "no norm before attention: it reads the un-normalised residual stream"})
+        else:
+            radial = float(variant["surface_radial"].max())
+            rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
+                         "needed_by": "Remark 2.3 (corrected); model.layernorm",
+                         "verdict": "holds" if radial <= SURFACE_TOL_FLOAT32 else "fails",
+                         "numbers": (f"max | |u|^2/d - s/(s+eps) | = {radial:.2g}"
+                                     + (f", max |mean u| = {variant['surface_hyperplane'].max():.2g}"
+                                        if norm_kind == "layernorm" else "")
+                                     + f" (tolerance {SURFACE_TOL_FLOAT32:g}: float32)")})
         for key, label in (("normalised", "normalised states"), ("residual", "residual stream")):
             flags = variant[f"inside_{key}"]
             margins = variant[f"margin_{key}"]

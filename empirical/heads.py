@@ -116,6 +116,9 @@ def attention_window(adapter: LoopAdapter, index: int) -> int | None:
     if adapter.architecture == "gpt_neo":
         return int(adapter.config.window_size) if attention.attention_type == "local" else None
     window = getattr(attention, "sliding_window", None)
+    if window is None and adapter.attention_kind(index) == "sliding_attention":
+        # Mistral and Phi-3 keep the window in the configuration only; the adapter knows the layer's kind.
+        window = getattr(adapter.config, "sliding_window", None)
     return None if window is None else int(window)
 
 
@@ -152,17 +155,18 @@ def head_factors(adapter: LoopAdapter, index: int) -> HeadFactors:
         scaling = 1.0  # GPT-Neo does not scale its attention logits (its eager and flash paths use 1.0).
         biased = False
         kv_heads = heads
-    elif all(hasattr(attention, name) for name in ("q_proj", "k_proj", "v_proj", "o_proj")):
+    elif all(hasattr(attention, name) for name in ("q_proj", "k_proj", "v_proj")):
         heads = int(adapter.config.num_attention_heads)
         kv_heads = int(getattr(adapter.config, "num_key_value_heads", None) or heads)
         query, key, value = (_numpy(m.weight) for m in (attention.q_proj, attention.k_proj, attention.v_proj))
-        output = _numpy(attention.o_proj.weight)
+        output = _numpy(output_projection(adapter, index).weight)
         scaling = float(attention.scaling)
         biased = _has_bias(attention.q_proj, attention.k_proj, attention.v_proj)
         norms = qk_norms(adapter, index)
     else:
-        raise ValueError(f"architecture {adapter.architecture!r} has no head reader; supported: gpt2, gpt_neo and "
-                         "families with separate q_proj, k_proj, v_proj, o_proj (llama, gemma3_text, ...).")
+        raise ValueError(f"architecture {adapter.architecture!r} has no head reader (its query, key and value "
+                         "projections are fused); supported: gpt2, gpt_neo and families with separate q_proj, k_proj, "
+                         "v_proj (llama, gemma3_text, mistral, qwen2, qwen3, olmo2, opt, ...).")
     head_dim = query.shape[0] // heads
     if norms is not None:
         query = _fold_gain(query, norms[0], heads, head_dim)

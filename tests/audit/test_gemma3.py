@@ -225,3 +225,20 @@ def test_the_conclusion_row_reaches_each_verdict(shape, verdict):
     values = curve[None] * np.exp(0.02 * rng.normal(size=(4, k.size)))
     row = decay_verdict(rate_summary(values), values)
     assert row["verdict"] == verdict, row["numbers"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    # Mistral keeps its window (4 tokens) in the configuration only; it shares K/V (4 heads, 2 kv).
+    pytest.param("tiny-mistral", ("holds", "fails", "fails", "holds", "holds"), id="mistral"),
+    # OLMo-2: QK-norm over all heads at once, a norm on the attention output, no norm before attention.
+    pytest.param("tiny-olmo2", ("holds", "holds", "fails", "fails", "fails"), id="olmo2"),
+    # OPT: the paper's block (output projection out_proj, biases), none of the additions.
+    pytest.param("tiny-opt", ("holds", "holds", "holds", "holds", "holds"), id="opt"),
+])
+def test_the_architecture_rows_read_other_families(name, expected):
+    audit = audit_model(name, "random", AuditSettings(prompts=2, length=8, passes=1, seed=0))
+    assert tuple(_verdicts(audit).values()) == expected
+    if name == "tiny-olmo2":
+        rows = {row["hypothesis"]: row for row in audit["hypotheses"]["random"]}
+        assert rows["normalised states on the predicted surface [no-ffn]"]["verdict"] == "fails"
+        assert "no norm before attention" in rows["normalised states on the predicted surface [no-ffn]"]["numbers"]
