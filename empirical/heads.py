@@ -160,7 +160,8 @@ def head_factors(adapter: LoopAdapter, index: int) -> HeadFactors:
         kv_heads = int(getattr(adapter.config, "num_key_value_heads", None) or heads)
         query, key, value = (_numpy(m.weight) for m in (attention.q_proj, attention.k_proj, attention.v_proj))
         output = _numpy(output_projection(adapter, index).weight)
-        scaling = float(attention.scaling)
+        # GPT-J divides the logits by scale_attn = sqrt(d_head) instead of multiplying by a scaling.
+        scaling = float(attention.scaling) if hasattr(attention, "scaling") else 1.0 / float(attention.scale_attn)
         biased = _has_bias(attention.q_proj, attention.k_proj, attention.v_proj)
         norms = qk_norms(adapter, index)
     else:
