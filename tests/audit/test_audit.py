@@ -175,3 +175,29 @@ def test_a_cached_audit_reads_back_equal_and_is_reused(tmp_path, monkeypatch):
     # other settings are not served from the cache
     with pytest.raises(LookupError, match="recomputed"):
         audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=7, passes=1), tmp_path)
+
+
+def _one_head_llama(identity_layers):
+    """A 2-block Llama with one head of full width (d_head = d), so U_eta = W_O W_V can be the identity;
+    the blocks in ``identity_layers`` get W_V = W_O = I."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=32)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        for index in identity_layers:
+            attention = model.model.layers[index].self_attn
+            attention.v_proj.weight.copy_(torch.eye(16))
+            attention.o_proj.weight.copy_(torch.eye(16))
+    return adapter_for(model)
+
+
+@pytest.mark.parametrize("identity_layers,verdict", [((0, 1), "holds"), ((0,), "fails"), ((), "fails")],
+                         ids=["every-block", "one-block-only", "none"])
+def test_u_equals_identity_must_hold_in_every_block(identity_layers, verdict):
+    adapter = _one_head_llama(identity_layers)
+    ids = torch.tensor(authors_prompts(2, 8, adapter.vocab_size))
+    rows = _rows(hypothesis_rows(audit_adapter(adapter, ids, passes=1), 8))
+    assert rows["U_eta = I"]["verdict"] == verdict
