@@ -231,6 +231,9 @@ def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
     P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
     U = np.broadcast_to(np.eye(d), P.shape).copy()
     y0 = _sphere(rawy)
+    # The last token opposite the others' sum (plus noise), so that most draws lie in no open hemisphere (with
+    # l <= d uniform tokens always do, Wendel); the exact LP then decides.
+    y0[:, -1] = _sphere(-y0[:, :-1].sum(axis=1) + 0.5 * rawy[:, -1])
     valid = np.array([not in_open_hemisphere(y) for y in y0])
     return Batch(P, U, y0, valid)
 
@@ -271,10 +274,11 @@ FAMILIES: dict[str, Family] = {
         "l in {2..5}, d in {2, 3, 4}, y0 uniform",
         _decode_gradient_value, diameter, _hypotheses_gradient_value),
     "conj.nonsymmetric-full": Family(
-        "conj.nonsymmetric-full", False, "trajectory", (1, 2), (3, 4, 5, 6, 7, 8), (2, 3), 200.0,
+        "conj.nonsymmetric-full", False, "trajectory", (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = c_eta G_eta/|G_eta|_2 (G normal: non-symmetric, with "
-        "rotation parts; c in (0, 20)), l in {3..8} tokens, d in {2, 3}; y0 uniform on (S^{d-1})^l, kept when "
-        "the tokens lie in no open hemisphere (exact LP)",
+        "rotation parts; c in (0, 20)), l in {4..8} tokens (l > d: fewer lie in a hemisphere), d in {2, 3}; y0 on (S^{d-1})^l, kept when "
+        "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
+        "noise 0.5 N(0, I), normalised) so that most draws qualify",
         _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric),
 }
 
