@@ -162,6 +162,7 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
         "shapes": sorted({(c["shape"]["heads"], c["shape"]["tokens"], c["shape"]["dim"]) for c in chunks}),
         "seeds": {f"chunk{c['index']:05d}": c["seed"] for c in chunks},
         "witnesses": smallest, "witness_records": witness_records,
+        "plus_minus_v": {n: r.get("tokens_from_plus_minus_v") for n, r in witness_records.items()},
     }
 
 
@@ -175,11 +176,16 @@ def _statement(claim: str) -> str:
 def check_result(summary: dict) -> CheckResult:
     """The registry record of a search: ``supported`` (no certified witness) or ``refuted``."""
     first = summary["witnesses"][0] if summary["witnesses"] else None
+    at_v = [summary["plus_minus_v"][n] for n in summary["witnesses"] if summary["plus_minus_v"].get(n) is not None]
     detail = (f"{summary['verdict']}: {len(summary['witnesses'])} certified witness(es)"
               + (f", smallest witnesses/{summary['claim']}/{first}.json" if first else " (no counterexample)")
               + f". Family: {summary['family']}. Search: {summary['method']}. Valid random instances "
               f"{summary['valid_random_instances']}, instances integrated in all {summary['instances_integrated']}, "
-              f"hits {summary['hits']} (rejected by certification: {len(summary['rejected_hits'])}).")
+              f"hits {summary['hits']} (rejected by certification: {len(summary['rejected_hits'])})."
+              + (f" Where each witness's equilibrium tokens sit: max_i min |y_i -+ v| = "
+                 f"{', '.join(f'{d:.2g}' for d in at_v)} (v the top eigenvector of sum_eta U_eta; ~0: every token at "
+                 f"+v or -v, two antipodal clusters, which a reading of the conjecture allowing them would not count "
+                 f"as a counterexample)." if at_v else ""))
     return CheckResult(summary["claim"], "search", summary["verdict"], detail=detail,
                        numbers={"instances": summary["instances"], "chunks": summary["chunks"],
                                 "valid_random_instances": summary["valid_random_instances"],

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import differential_evolution
 
 from .certify import certify_equilibrium, certify_trajectory
-from .conjectures import Batch, Family, Shape, chunk_seed
+from .conjectures import Batch, Family, Shape, chunk_seed, top_eigenpair
 from .instances import InstanceField
 from .solvers import AdaptiveStepSize, Dopri5, solve
 
@@ -188,6 +188,16 @@ def search_chunk(family: Family, index: int, size: int, *, adversarial: bool = T
             "seconds": time.perf_counter() - started}
 
 
+def plus_minus_v_distance(U, y) -> float | None:
+    """max_i min(|y_i - v|, |y_i + v|), v the top eigenvector of sum_eta U_eta (None if its top eigenvalue is not
+    real): 0 when every token sits at +v or -v, the two antipodal clusters a weaker reading of 'consensus' allows."""
+    ok, _, v = top_eigenpair(np.sum(np.asarray(U), axis=0))
+    if not ok:
+        return None
+    y = np.asarray(y)
+    return float(np.max(np.minimum(np.linalg.norm(y - v, axis=1), np.linalg.norm(y + v, axis=1))))
+
+
 def witness_record(family: Family, P, U, y0, certificate, *, seeds: dict, extra: dict | None = None) -> dict:
     """The JSON of a certified witness (``witnesses/<claim>/<name>.json``)."""
     record = {"claim": family.claim, "causal": family.causal, "kind": certificate.kind,
@@ -196,6 +206,7 @@ def witness_record(family: Family, P, U, y0, certificate, *, seeds: dict, extra:
               "seeds": seeds}
     if certificate.equilibrium is not None:
         record["equilibrium"] = certificate.equilibrium.tolist()
+        record["tokens_from_plus_minus_v"] = plus_minus_v_distance(U, certificate.equilibrium)
         record["eigenvalues"] = {"real": certificate.eigenvalues.real.tolist(),
                                  "imag": certificate.eigenvalues.imag.tolist()}
     record.update(extra or {})
