@@ -72,7 +72,7 @@ def _valid(family: Family, P, U, y0) -> bool:
     return not family.hypotheses(P, U, y0)
 
 
-def shrink(family: Family, P, U, y0, *, seed: int, budget: int = 12):
+def shrink(family: Family, P, U, y0, *, seed: int, budget: int = 8):
     """A smaller certified witness: drop tokens (the last ones first: causal prefixes are closed systems), drop
     coordinates, round entries (coarsest first); returns (P, U, y0, certificate, steps taken)."""
     best = (P, U, y0)
