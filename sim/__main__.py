@@ -37,12 +37,25 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default 64)")
     search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
+    search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop")
+    search_bench.add_argument("--claim", default="conj.value-full", help="whose family (chunk 0's shape)")
+    search_bench.add_argument("--instances", type=_positive, default=200)
+    search_bench.add_argument("--t1", type=float, default=20.0)
+    search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     args = parser.parse_args(argv)
     if args.command == "search":
         return _search(parser, args)
+    if args.command == "search-bench":
+        from .search_bench import measure
+
+        numbers = measure(args.claim, args.instances, args.t1)
+        if args.out:
+            args.out.write_text(json.dumps(numbers, indent=1))
+        print(json.dumps(numbers, indent=1))
+        return 0
     from .products import limit_threads
 
     with limit_threads(args.blas_threads):
