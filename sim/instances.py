@@ -56,15 +56,17 @@ class InstanceField:
         if y.ndim != 3 or y.shape[0] != self.batch or y.shape[2] != self.P.shape[-1]:
             raise ValueError(f"y must have shape [batch={self.batch}, l, d={self.P.shape[-1]}]; got {y.shape}.")
         tokens, dim = y.shape[1], y.shape[2]
-        # scores[b, eta, i, j] = y_i^T P_eta y_j
-        scores = np.einsum("bid,bhde,bje->bhij", y, self.P, y, optimize=True)
+        # scores[b, eta, i, j] = y_i^T P_eta y_j, as stacked matrix products (einsum's path search cost more than the
+        # products themselves at these sizes)
+        stacked = y[:, None]  # [b, 1, l, d]
+        scores = (stacked @ self.P) @ np.swapaxes(stacked, -1, -2)
         if self.causal:
             scores[..., ~np.tril(np.ones((tokens, tokens), dtype=bool))] = -np.inf
         scores -= scores.max(axis=-1, keepdims=True)
-        weights = np.exp(scores)
+        weights = np.exp(scores, out=scores)
         weights /= weights.sum(axis=-1, keepdims=True) * np.sqrt(dim)
-        mixed = np.einsum("bhij,bjd->bhid", weights, y, optimize=True)  # sum_j alpha_ij^eta y_j
-        return np.einsum("bhde,bhie->bid", self.U, mixed, optimize=True)
+        mixed = weights @ stacked  # sum_j alpha_ij^eta y_j, [b, h, l, d]
+        return (mixed @ np.swapaxes(self.U, -1, -2)).sum(axis=1)  # sum_eta U_eta m_i^eta
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
         f = self.attention_update(t, y)
