@@ -8,7 +8,7 @@ import pytest
 from sim import AttentionField
 from sim.certify import certify_equilibrium, certify_trajectory
 from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family, in_open_hemisphere
-from sim.distributed import run_search
+from sim.distributed import check_result, run_search
 from sim.instances import InstanceField
 from sim.search import planted, search_chunk
 
@@ -169,11 +169,13 @@ def test_search_refutes_a_planted_non_conjecture(repulsive_family, tmp_path):
     assert len(record["y0"]) == 2  # shrunk to the fewest tokens: an antipodal pair
 
 
-def test_search_supports_a_true_statement(tmp_path):
-    """conj.gradient-equilibria's family is P = U = W = I, where consensus is the only stable outcome."""
+def test_search_supports_a_true_statement(tmp_path, record):
+    """conj.gradient-equilibria's family is P = U = W = I, where consensus is the only stable outcome. The record
+    states its small size (6 instances and the adversarial stage); `make report` runs 64."""
     summary = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=6, progress=False)
     assert summary["verdict"] == "supported" and summary["hits"] == 0 and summary["best_score"] < 1e-6
     assert (tmp_path / "summary.json").exists() and not (tmp_path / "witnesses").exists()
+    record(check_result(summary))
 
 
 def test_search_resumes_from_its_checkpoints(tmp_path):
