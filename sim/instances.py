@@ -11,8 +11,61 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from .manifold import Ellipsoid
+
+
+@njit(cache=True, nogil=True)
+def _field_kernel(y, P, U, causal, out):
+    """eq. 6 for every instance, one pass: ``y : [b, l, d]``, ``P, U : [b, h, d, d]``, dy/dt written into ``out``.
+
+    For systems of 2-10 tokens in dimension 2-4 the stacked numpy products spent their time in per-call overhead
+    (0.7 ms an evaluation of 200 instances of 4 x 3 against a few microseconds of arithmetic)."""
+    batch, tokens, dim = y.shape
+    heads = P.shape[1]
+    root = np.sqrt(dim)
+    scores = np.empty(tokens)
+    projected = np.empty(dim)
+    mixed = np.empty(dim)
+    for b in range(batch):
+        for i in range(tokens):
+            count = i + 1 if causal else tokens
+            total = np.zeros(dim)
+            for eta in range(heads):
+                for e in range(dim):  # (y_i^T P_eta)_e
+                    acc = 0.0
+                    for c in range(dim):
+                        acc += y[b, i, c] * P[b, eta, c, e]
+                    projected[e] = acc
+                largest = -np.inf
+                for j in range(count):
+                    acc = 0.0
+                    for e in range(dim):
+                        acc += projected[e] * y[b, j, e]
+                    scores[j] = acc
+                    if acc > largest:
+                        largest = acc
+                norm = 0.0
+                for j in range(count):  # log-sum-exp: every exponent <= 0
+                    scores[j] = np.exp(scores[j] - largest)
+                    norm += scores[j]
+                norm *= root
+                for e in range(dim):
+                    acc = 0.0
+                    for j in range(count):
+                        acc += scores[j] * y[b, j, e]
+                    mixed[e] = acc / norm
+                for e in range(dim):  # U_eta m_i^eta
+                    acc = 0.0
+                    for c in range(dim):
+                        acc += U[b, eta, e, c] * mixed[c]
+                    total[e] += acc
+            radial = 0.0
+            for e in range(dim):
+                radial += y[b, i, e] * total[e]
+            for e in range(dim):
+                out[b, i, e] = total[e] - radial * y[b, i, e]
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,24 +103,15 @@ class InstanceField:
     def batch(self) -> int:
         return self.P.shape[0]
 
-    def attention_update(self, t: float, y: np.ndarray) -> np.ndarray:
-        """f_i = sum_eta sum_j alpha_ij^eta U_eta y_j, shape=[batch, l, d] (before the tangent projection)."""
-        y = np.asarray(y, dtype=np.float64)
+    def _check(self, y) -> np.ndarray:
+        y = np.ascontiguousarray(y, dtype=np.float64)
         if y.ndim != 3 or y.shape[0] != self.batch or y.shape[2] != self.P.shape[-1]:
             raise ValueError(f"y must have shape [batch={self.batch}, l, d={self.P.shape[-1]}]; got {y.shape}.")
-        tokens, dim = y.shape[1], y.shape[2]
-        # scores[b, eta, i, j] = y_i^T P_eta y_j, as stacked matrix products (einsum's path search cost more than the
-        # products themselves at these sizes)
-        stacked = y[:, None]  # [b, 1, l, d]
-        scores = (stacked @ self.P) @ np.swapaxes(stacked, -1, -2)
-        if self.causal:
-            scores[..., ~np.tril(np.ones((tokens, tokens), dtype=bool))] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)
-        weights = np.exp(scores, out=scores)
-        weights /= weights.sum(axis=-1, keepdims=True) * np.sqrt(dim)
-        mixed = weights @ stacked  # sum_j alpha_ij^eta y_j, [b, h, l, d]
-        return (mixed @ np.swapaxes(self.U, -1, -2)).sum(axis=1)  # sum_eta U_eta m_i^eta
+        return y
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
-        f = self.attention_update(t, y)
-        return f - np.sum(f * y, axis=-1, keepdims=True) * y
+        """dy/dt = P_{y_i} f_i, shape=[batch, l, d] (one fused pass, ``_field_kernel``)."""
+        y = self._check(y)
+        out = np.empty_like(y)
+        _field_kernel(y, self.P, self.U, self.causal, out)
+        return out
