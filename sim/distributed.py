@@ -24,7 +24,7 @@ from .search import CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, searc
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
 #: Bump when a change of the search makes old checkpoints invalid.
-SEARCH_VERSION = 1
+SEARCH_VERSION = 2
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
 
