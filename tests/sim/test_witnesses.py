@@ -14,17 +14,19 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from reports.records import CheckResult
-from sim.certify import AWAY, attention_field, run
+from sim.certify import AWAY, PERTURBATION, attention_field, run
 from sim.conjectures import FAMILIES
 from sim.distributed import check_result, run_search
 from sim.solvers import AdaptiveStepSize
 
 STORED = sorted((Path(__file__).parents[2] / "sim" / "witnesses").glob("*/*.json"))
-#: The report's budget: instances per search (2 chunks of 32, each with its adversarial stage), on 2 workers.
-FULL_INSTANCES, FULL_CHUNK = 64, 32
-#: Replays must end within this of the stored equilibrium: both integrations run at rtol 1e-10 over horizons
-#: where the approach to y* is exponential; 1e-6 is far below the distance to any other equilibrium (>= 1e-2).
-REPLAY_ATOL = 1e-6
+#: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers.
+FULL_INSTANCES, FULL_CHUNK = 256, 32
+#: Replays must end within the radius the certificate's return test covers (perturbations of 1e-3 came back to y*):
+#: a slowly attracting witness (eigenvalue ~ -0.02) may still be 1e-4 from y* at t1.
+REPLAY_ATOL = PERTURBATION
+#: The two integrations (rtol 1e-10 each) must agree to this: 10^4 x their tolerance, over horizons of 200.
+AGREE = 1e-6
 REPLAY = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
 
 
@@ -81,6 +83,7 @@ def replay(witness: dict) -> dict:
 
 
 def assert_replays(witness: dict, numbers: dict) -> None:
+    assert numbers["sim_vs_scipy"] <= AGREE, numbers
     if "equilibrium" in witness:
         assert numbers["end_to_equilibrium"] <= REPLAY_ATOL, numbers
         assert numbers["scipy_residual"] <= 1e-10, numbers
