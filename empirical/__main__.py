@@ -51,6 +51,19 @@ def _suite(args) -> int:
     status = 2 if args.only and missing else 0  # asked for by name: absent weights are an error
     for key, reason in missing.items():
         print(f"{key}: {'error' if args.only else 'skipped'}: {reason}", file=sys.stderr)
+    if args.scheduler or args.workers:
+        from .distributed import run_suite
+
+        try:
+            for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers,
+                                     device=args.device, dtype=args.dtype, progress=not args.quiet,
+                                     weights_dirs=folders):
+                print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
+                      f"({summary['passes']} passes x {summary['layers']} blocks)")
+        except ConnectionError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return status
     for variant in chosen:
         try:
             _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
@@ -105,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the Hugging Face cache (offline)")
     suite.add_argument("--quiet", action="store_true", help="no progress bar")
     suite.add_argument("--out", type=Path, default=Path("build/runs"), help="one folder per variant under this")
+    cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
+    cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786); --out must be shared storage")
+    cluster.add_argument("--workers", type=int, help="a local Dask cluster of this many processes")
     suite.set_defaults(handler=_suite)
     commands.add_parser("bench", add_help=False,
                         help="the section-7 benchmark (python -m empirical bench --help for its options)")

@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .manifest import run_manifest
 from .records import NO_CHECK, CheckResult, worst_verdict
-from .registry import CLAIMS
+from .registry import CLAIMS, CLAIMS_BY_ID
 
 if TYPE_CHECKING:
     from .pytest_plugin import TestEvidence
@@ -109,6 +109,8 @@ def _records_of(ev: "TestEvidence") -> list[CheckResult]:
                 for c in ev.claims]
     if ev.records:
         return list(ev.records)
+    if any(CLAIMS_BY_ID[c].conjecture for c in ev.claims):
+        return []  # a conjecture's verdict comes only from a search's record (supported / refuted)
     examples = f" ({ev.examples} Hypothesis examples)" if ev.examples is not None else ""
     what = "rejected the deliberately broken model" if ev.control else "passed"
     numbers = {"examples": ev.examples} if ev.examples is not None else {}

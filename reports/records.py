@@ -14,8 +14,9 @@ from typing import Any, Mapping
 
 from .registry import CLAIMS_BY_ID
 
-#: The verdicts of SPEC section 5, most severe first (the order aggregation uses).
-VERDICTS = ("failed", "refuted", "discrepancy", "verified", "not-run")
+#: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``supported``: a conjecture
+#: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``.
+VERDICTS = ("failed", "refuted", "discrepancy", "verified", "supported", "not-run")
 NO_CHECK = "no check yet"
 
 
@@ -67,6 +68,12 @@ class CheckResult:
             raise ValueError(f"claim={self.claim!r} must be an id of the claim registry (reports/registry.py).")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict={self.verdict!r} must be one of {VERDICTS}.")
+        conjecture = CLAIMS_BY_ID[self.claim].conjecture
+        if conjecture and self.verdict in ("verified", "discrepancy"):
+            raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', never "
+                             f"{self.verdict!r}.")
+        if self.verdict == "supported" and not conjecture:
+            raise ValueError(f"verdict 'supported' is for conjectures (conj.*); {self.claim!r} is not one.")
         if self.verdict == "discrepancy" and not (self.printed and self.corrected):
             raise ValueError("a 'discrepancy' verdict must carry the printed statement and the corrected one.")
         if self.tolerance is not None and not self.tolerance_reason:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical")
+#: "search": a counterexample search (claims ``conj.*``: verdict ``supported`` or ``refuted``, never ``verified``).
+EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical", "search")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,11 @@ class Claim:
     def area(self) -> str:
         """The part of the paper the claim belongs to: the ID's prefix (``model``, ``full``, ...)."""
         return self.id.split(".", 1)[0]
+
+    @property
+    def conjecture(self) -> bool:
+        """An open conjecture (``conj.*``): settled by a search, ``supported`` or ``refuted``."""
+        return self.area == "conj"
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -239,6 +245,40 @@ CLAIMS: tuple[Claim, ...] = (
           "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
           "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
           ("empirical",)),
+    # --- Open conjectures: settled by certified counterexample searches (sim/search.py) -------------
+    Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
+          "'We were only able to establish this result for the single-head case although we believe it holds in "
+          "greater generality.' Conjecture (Theorem 5.2 extended to h >= 2 heads, as this suite states it): causal "
+          "attention, constant symmetric U_eta and bounded P_eta (constant in the search), v the top eigenvector of "
+          "sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain of "
+          "attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",)),
+    Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
+          "'there is no result available in the literature for the case where U is not the identity matrix although "
+          "this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention "
+          "masking' (arXiv 2411.04990). Their exact statements were not retrievable here (the stored copies of that "
+          "paper hold its abstract only), so the conjecture is RECONSTRUCTED from the citing sentence: causal "
+          "attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple "
+          "and positive: for almost every initial state the tokens converge to consensus.", ("search",)),
+    Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
+          "The full-attention counterpart of conj.value-causal (RECONSTRUCTED in the same way, exact text not "
+          "retrievable): full attention, one head, constant P, a constant U != I whose eigenvalue of largest real "
+          "part is real, simple and positive: for almost every initial state the tokens converge to consensus.",
+          ("search",)),
+    Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
+          "'If we take P to be the identity, linearization ... shows that the only equilibria that are asymptotically "
+          "stable are the consensus equilibria ... when P is not the identity this strategy leads to conditions whose "
+          "validity cannot be easily ascertained.' Conjecture (the case left open): under Hypothesis 3.1 (h = 1, "
+          "U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every asymptotically "
+          "stable equilibrium is a consensus equilibrium.", ("search",)),
+    Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
+          "The same question asked of the whole gradient class this suite verified (grad.field: P = P^T and W U = P), "
+          "here W = I and U = P symmetric, possibly indefinite (stated by this suite, not printed): every "
+          "asymptotically stable equilibrium is a consensus equilibrium.", ("search",)),
+    Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
+          "Full attention with U = I, h >= 1 and bounded non-symmetric P (constant in the search), which has no "
+          "gradient structure: for almost every initial state, including states in no open hemisphere (outside "
+          "Theorem 4.1's premise), the tokens converge to consensus (the open case beside Theorem 4.1; stated by "
+          "this suite, not printed as a conjecture).", ("search",)),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}

@@ -1,4 +1,5 @@
-"""Command line: ``python -m sim figure {1..6} --out DIR`` and ``python -m sim bench [--out FILE]``.
+"""Command line: ``python -m sim figure {1..6} --out DIR``, ``python -m sim bench [--out FILE]`` and
+``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
@@ -26,10 +27,35 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
     bench.add_argument("--quick", action="store_true",
                        help="small sizes, for trying the command (not the benchmark's figures)")
+    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
+    search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
+    search.add_argument("--instances", type=_positive, required=True, help="random instances to search (>= 1)")
+    search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
+    where = search.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default 64)")
+    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
+    search.add_argument("--quiet", action="store_true", help="no progress bar")
+    search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop")
+    search_bench.add_argument("--claim", default="conj.value-full", help="whose family (chunk 0's shape)")
+    search_bench.add_argument("--instances", type=_positive, default=200)
+    search_bench.add_argument("--t1", type=float, default=20.0)
+    search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     args = parser.parse_args(argv)
+    if args.command == "search":
+        return _search(parser, args)
+    if args.command == "search-bench":
+        from .search_bench import measure
+
+        numbers = measure(args.claim, args.instances, args.t1)
+        if args.out:
+            args.out.write_text(json.dumps(numbers, indent=1))
+        print(json.dumps(numbers, indent=1))
+        return 0
     from .products import limit_threads
 
     with limit_threads(args.blas_threads):
@@ -46,6 +72,33 @@ def main(argv: list[str] | None = None) -> int:
         write_outputs(results, out=args.out, section=args.section)
         print(json.dumps(results["summary"], indent=1))
         return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; it must be a positive integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (>= 1)")
+    return value
+
+
+def _search(parser: argparse.ArgumentParser, args) -> int:
+    from .conjectures import FAMILIES
+    from .distributed import CHUNK_SIZE, run_search
+
+    if args.claim not in FAMILIES:
+        parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")
+    try:
+        summary = run_search(args.claim, args.instances, args.out, workers=args.workers, scheduler=args.scheduler,
+                             chunk_size=args.chunk_size or CHUNK_SIZE, adversarial=not args.no_adversarial,
+                             progress=not args.quiet)
+    except ConnectionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: summary[k] for k in ("claim", "verdict", "instances", "hits", "witnesses")}, indent=1))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """``python -m reports build``: the report builds into any folder, and bad pytest arguments fail before anything runs.
 
-Each build here runs a tiny selection of tests (``tests/reports/test_records.py``, 11 fast tests) with
+Each build here runs a tiny selection of tests (``tests/reports/test_records.py``, 15 fast tests) with
 ``--no-bench``, so the command takes seconds; the real build runs the benchmarks and the whole suite.
 """
 
@@ -36,7 +36,7 @@ def test_report_builds_into_a_folder_outside_the_project(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert (out / "index.html").is_file()
     manifest = _verdicts(out)["manifest"]
-    assert (manifest["pytest_exitstatus"], manifest["tests"]) == (0, 11)
+    assert (manifest["pytest_exitstatus"], manifest["tests"]) == (0, 15)
 
 
 def test_report_builds_into_a_relative_folder_replacing_another_revisions_verdicts(tmp_path):

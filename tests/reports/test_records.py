@@ -18,6 +18,10 @@ from reports.records import NO_CHECK, CheckResult, worst_verdict
                      id="discrepancy-without-correction"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="verified", tolerance=1e-9), "tolerance_reason",
                      id="tolerance-without-reason"),
+        pytest.param(dict(claim="conj.value-full", method="search", verdict="verified"), "never 'verified'",
+                     id="conjecture-verified"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
+                     id="theorem-supported"),
     ],
 )
 def test_invalid_record_is_rejected(kwargs, message):
@@ -41,6 +45,8 @@ def test_record_json_handles_numpy_and_non_finite_numbers():
         (["not-run", "verified"], "verified"),
         (["not-run"], "not-run"),
         (["verified", "failed", "refuted"], "failed"),
+        (["supported", "not-run"], "supported"),
+        (["supported", "refuted"], "refuted"),
     ],
 )
 def test_worst_verdict_takes_the_most_severe(verdicts, expected):

@@ -14,11 +14,22 @@ SPEC_IDS = [
     # not in the SPEC's list: the in-kind evidence for figures 7-8 (trained SmolLM2 and Gemma 3), a verdict of its own
     "emp.in-kind-trained",
 ]
+CONJECTURE_IDS = [
+    "conj.multihead-causal", "conj.value-causal", "conj.value-full", "conj.gradient-equilibria",
+    "conj.gradient-value", "conj.nonsymmetric-full",
+]
 
 
 def test_every_spec_claim_is_registered():
     missing = [claim_id for claim_id in SPEC_IDS if claim_id not in CLAIMS_BY_ID]
     assert missing == []
+
+
+def test_every_conjecture_is_registered_as_one():
+    for claim_id in CONJECTURE_IDS:
+        claim = get_claim(claim_id)
+        assert claim.conjecture and claim.evidence == ("search",), claim_id
+    assert [c.id for c in CLAIMS if c.conjecture] == CONJECTURE_IDS
 
 
 def test_claim_ids_are_unique():

@@ -37,6 +37,13 @@ def test_records_a_discrepancy(record, tmp_path):
                        corrected="radius sqrt(n+1) |gamma0|", numbers={"residual": 0.0},
                        figures=(Figure(str(png), "a line", "Fig. 1"),)))
 
+def test_records_a_supported_conjecture(record):
+    record(CheckResult("conj.gradient-equilibria", "search", "supported", detail="no counterexample in 10 instances"))
+
+@pytest.mark.claim("conj.value-full", method="search", control=True)
+def test_conjecture_control_without_record():
+    assert True
+
 @pytest.mark.full
 @pytest.mark.claim("sim.fig4", method="figure")
 def test_expensive():
@@ -68,7 +75,7 @@ def test_passing_marked_test_verifies_its_claim(report):
 
 def test_failing_test_marks_its_claim_failed(report):
     result, claims, _ = report
-    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    result.assert_outcomes(passed=5, failed=1, skipped=1)
     assert claims["causal.scalar"]["verdict"] == "failed"
     assert "assert" in claims["causal.scalar"]["records"][0]["detail"]
 
@@ -120,7 +127,7 @@ def test_full_environment_variable_runs_the_expensive_checks(pytester, monkeypat
     monkeypatch.setenv(FULL_ENV, "1")
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "reports.pytest_plugin", "--no-report")
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=6, failed=1)
 
 
 HANGING = '''
@@ -161,3 +168,14 @@ def test_own_limit_kept(request):
     assert request.node.get_closest_marker("timeout").args == (7,)
 ''')
     pytester.runpytest("-p", "reports.pytest_plugin", "--no-report").assert_outcomes(passed=2)
+
+
+def test_conjectures_have_their_own_table(report):
+    _, claims, html = report
+    assert claims["conj.gradient-equilibria"]["verdict"] == "supported"
+    # a passing test of a conjecture without a search record says nothing about it: still a gap
+    assert claims["conj.value-full"]["verdict"] == "no check yet"
+    theorems, conjectures = html.split('<table id="conjectures">')
+    assert 'data-claim="conj.gradient-equilibria"' in conjectures.split("</table>")[0]
+    assert 'data-claim="conj.' not in theorems.split('<table id="claims">')[1]
+    assert 'data-claim="full.wendel"' in theorems

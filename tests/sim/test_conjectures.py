@@ -1,0 +1,208 @@
+"""The conjecture searches' parts: the batched field, the families, the certifier, the search's two verdicts."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sim import AttentionField
+from sim.certify import certify_equilibrium, certify_trajectory
+from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family, in_open_hemisphere
+from sim.distributed import check_result, run_search
+from sim.instances import InstanceField
+from sim.search import planted, search_chunk
+
+#: The multi-head counterexample found by hand before the search (and by the search, see witnesses/):
+#: head 1 attends token 2 to itself (P = 20 I) and pulls it to e2 (U_1 = diag(0, 2)), head 2 attends it to the
+#: first token (P = -20 I) and pushes along U_2 v = e1; sum U = diag(1, 0) has v = e1. Token 2 rests at 60 degrees.
+MULTIHEAD_P = np.array([20 * np.eye(2), -20 * np.eye(2)])
+MULTIHEAD_U = np.array([np.diag([0.0, 2.0]), np.diag([1.0, -2.0])])
+MULTIHEAD_Y0 = np.array([[1.0, 0.0], [np.cos(1.2), np.sin(1.2)]])
+#: Cyclic pursuit: P = 3 J (a rotation by 90 degrees), 5 tokens near a regular pentagon on S^1 chase each other.
+PURSUIT_P = np.array([3 * np.array([[0.0, -1.0], [1.0, 0.0]])])
+PURSUIT_ANGLES = 2 * np.pi * np.arange(5) / 5 + 0.1 * np.array([0.3, -0.5, 0.2, 0.1, -0.4])
+PURSUIT_Y0 = np.stack([np.cos(PURSUIT_ANGLES), np.sin(PURSUIT_ANGLES)], axis=1)
+
+
+def _distance_from_e1(y):
+    return float(np.max(np.linalg.norm(y - np.array([1.0, 0.0]), axis=-1)))
+
+
+def _diameter(y):
+    return float(diameter(None, None, y[None])[0])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_instance_field_matches_the_project_field(causal):
+    rng = np.random.default_rng(1)
+    P, U = rng.standard_normal((2, 5, 2, 3, 3))
+    y = rng.standard_normal((5, 4, 3))
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    batched = InstanceField(P, U, causal)(0.0, y)
+    for b in range(5):
+        single = AttentionField(P=tuple(P[b]), U=tuple(U[b]), causal=causal)(0.0, y[b])
+        np.testing.assert_allclose(batched[b], single, rtol=1e-12, atol=1e-14)
+    # control: the other mask gives another field
+    assert np.max(np.abs(InstanceField(P, U, not causal)(0.0, y) - batched)) > 1e-3
+
+
+def test_instance_field_rejects_a_batch_of_another_size():
+    field = InstanceField(np.zeros((3, 1, 2, 2)), np.zeros((3, 1, 2, 2)))
+    with pytest.raises(ValueError, match=r"y must have shape \[batch=3"):
+        field(0.0, np.ones((2, 2, 2)) / np.sqrt(2))
+
+
+@pytest.mark.parametrize("claim", sorted(FAMILIES))
+def test_family_instances_meet_the_hypotheses(claim):
+    family = FAMILIES[claim]
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        shape = family.draw_shape(rng)
+        _, batch = family.draw(rng, 16, shape)
+        assert np.any(batch.valid), claim
+        for i in np.flatnonzero(batch.valid):
+            assert family.hypotheses(batch.P[i], batch.U[i], batch.y0[i]) == [], (claim, i)
+            np.testing.assert_allclose(np.linalg.norm(batch.y0[i], axis=-1), 1.0, atol=1e-14)
+
+
+def test_hypothesis_checks_reject_instances_outside_them():
+    multihead = FAMILIES["conj.multihead-causal"]
+    assert any("not symmetric" in p for p in multihead.hypotheses(MULTIHEAD_P, MULTIHEAD_U + np.triu(np.ones(2), 1),
+                                                                    MULTIHEAD_Y0))
+    assert any("D^l(v)" in p for p in multihead.hypotheses(MULTIHEAD_P, MULTIHEAD_U, -MULTIHEAD_Y0))
+    assert multihead.hypotheses(MULTIHEAD_P, MULTIHEAD_U, MULTIHEAD_Y0) == []
+    nonsymmetric = FAMILIES["conj.nonsymmetric-full"]
+    assert nonsymmetric.hypotheses(PURSUIT_P, np.eye(2)[None], PURSUIT_Y0) == []
+    hemisphere = np.array([[1.0, 0.0], [0.0, 1.0], [np.sqrt(0.5), np.sqrt(0.5)]])
+    assert in_open_hemisphere(hemisphere) and nonsymmetric.hypotheses(PURSUIT_P, np.eye(2)[None], hemisphere)
+    value = FAMILIES["conj.value-full"]
+    rotation = np.array([[[0.0, -1.0], [1.0, 0.0]]])  # eigenvalues +-i: no real top eigenvalue
+    assert value.hypotheses(PURSUIT_P, rotation, PURSUIT_Y0)
+
+
+def test_gradient_case_with_W_equal_P_is_the_identity_case_on_the_sphere():
+    """The isometry behind conj.gradient-equilibria's family: z = P^{1/2} y maps eq. 6 with W = P, U = I onto
+    eq. 6 with P = U = W = I."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 3))
+    P = a @ a.T + 0.5 * np.eye(3)
+    values, vectors = np.linalg.eigh(P)
+    root = vectors @ np.diag(np.sqrt(values)) @ vectors.T
+    z = rng.standard_normal((4, 3))
+    z /= np.linalg.norm(z, axis=-1, keepdims=True)
+    y = np.linalg.solve(root, z.T).T  # on E_P
+    on_ellipsoid = AttentionField(P=(P,), W=P)(0.0, y)
+    on_sphere = AttentionField(P=(np.eye(3),))(0.0, z)
+    np.testing.assert_allclose(on_ellipsoid @ root.T, on_sphere, atol=1e-13)
+    # control: with W = I instead of W = P the map does not carry one field to the other
+    assert np.max(np.abs(AttentionField(P=(P,))(0.0, z) - on_sphere)) > 1e-3
+
+
+def test_certifier_accepts_a_stable_equilibrium_away_from_the_claim():
+    certificate = certify_equilibrium(MULTIHEAD_P, MULTIHEAD_U, True, MULTIHEAD_Y0, 200.0, _distance_from_e1)
+    assert certificate.certified, certificate.reason
+    # 60 degrees in the limit of hard attention; the softmax weights of P = +-20 I leave e^-10 of the other token
+    # in each head, moving it by ~3e-5
+    np.testing.assert_allclose(certificate.equilibrium[1], [0.5, np.sqrt(0.75)], atol=1e-4)
+    assert certificate.numbers["residual"] <= 1e-10 and np.max(certificate.eigenvalues.real) < -1e-6
+
+
+def test_certifier_rejects_a_point_that_is_no_equilibrium():
+    # no integration to speak of and no Newton step: the start itself is tested, and f(y0) != 0
+    certificate = certify_equilibrium(MULTIHEAD_P, MULTIHEAD_U, True, MULTIHEAD_Y0, 1e-3, _distance_from_e1,
+                                      refine_steps=0)
+    assert not certificate.certified and "not an equilibrium" in certificate.reason
+
+
+def test_certifier_rejects_an_unstable_equilibrium():
+    # U = I, P = I: the antipodal pair (e1, -e1) is an equilibrium with an unstable direction
+    antipodal = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    certificate = certify_equilibrium(np.eye(2)[None], np.eye(2)[None], False, antipodal, 1.0, _diameter)
+    assert not certificate.certified and "not asymptotically stable" in certificate.reason
+
+
+def test_certifier_rejects_consensus_where_consensus_is_claimed():
+    start = np.array([[1.0, 0.0], [np.cos(0.3), np.sin(0.3)]])
+    certificate = certify_equilibrium(np.eye(2)[None], np.eye(2)[None], False, start, 100.0, _diameter)
+    assert not certificate.certified and "claimed outcome" in certificate.reason
+
+
+def test_trajectory_certifier_accepts_the_rotating_pentagon_and_rejects_a_converging_run():
+    certificate = certify_trajectory(PURSUIT_P, np.eye(2)[None], False, PURSUIT_Y0, 60.0, _diameter, perturbations=3)
+    assert certificate.certified, certificate.reason
+    # control: P = I (symmetric, gradient) from the same start reaches consensus
+    control = certify_trajectory(np.eye(2)[None], np.eye(2)[None], False, PURSUIT_Y0, 60.0, _diameter,
+                                 perturbations=3)
+    assert not control.certified and "comes within" in control.reason
+
+
+#: The planted model's value matrix: repulsive (negative definite). Not -I: with U = -I the antipodal pairs form a
+#: circle of equilibria (a neutral direction), so none is asymptotically stable and the certifier rightly refuses.
+REPULSIVE_U = -np.diag([1.0, 3.0])
+
+
+def _repulsive(theta, shape):
+    """A planted non-conjecture: U = -diag(1, 3) (repulsive), P = I, the 'conjecture' being consensus."""
+    n, d = len(theta), shape.dim
+    P = np.broadcast_to(np.eye(d), (n, 1, d, d)).copy()
+    U = np.broadcast_to(REPULSIVE_U, (n, 1, d, d)).copy()
+    y0 = theta[:, : shape.tokens * d].reshape(n, shape.tokens, d)
+    return Batch(P, U, y0 / np.linalg.norm(y0, axis=-1, keepdims=True), np.ones(n, dtype=bool))
+
+
+def _repulsive_hypotheses(P, U, y0):
+    return [] if U.shape[-1] == 2 and np.allclose(U[0], REPULSIVE_U) else ["U != -diag(1, 3)"]
+
+
+@pytest.fixture
+def repulsive_family():
+    return planted(FAMILIES["conj.gradient-equilibria"], claim="planted.repulsive", tokens=(2, 3), dims=(2,),
+                   horizon=50.0, decode=_repulsive, hypotheses=_repulsive_hypotheses)
+
+
+def test_search_refutes_a_planted_non_conjecture(repulsive_family, tmp_path):
+    summary = run_search(repulsive_family, 8, tmp_path, chunk_size=8, adversarial=False, progress=False)
+    assert summary["verdict"] == "refuted" and summary["witnesses"]
+    record = json.loads((tmp_path / "witnesses" / "planted.repulsive" / f"{summary['witnesses'][0]}.json")
+                        .read_text())
+    assert record["kind"] == "equilibrium" and max(record["eigenvalues"]["real"]) < 0
+    assert len(record["y0"]) == 2  # shrunk to the fewest tokens: an antipodal pair
+
+
+def test_search_supports_a_true_statement(tmp_path, record):
+    """conj.gradient-equilibria's family is P = U = W = I, where consensus is the only stable outcome. The record
+    states its small size (6 instances and the adversarial stage); `make report` runs 64."""
+    summary = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=6, progress=False)
+    assert summary["verdict"] == "supported" and summary["hits"] == 0 and summary["best_score"] < 1e-6
+    assert (tmp_path / "summary.json").exists() and not (tmp_path / "witnesses").exists()
+    record(check_result(summary))
+
+
+def test_search_resumes_from_its_checkpoints(tmp_path):
+    first = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=2, adversarial=False, progress=False)
+    (tmp_path / "chunks" / "chunk-00001.json").unlink()
+    again = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=2, adversarial=False, progress=False)
+    assert again["timing"]["resumed_chunks"] == 2
+    assert {k: v for k, v in again.items() if k != "timing"} == {k: v for k, v in first.items() if k != "timing"}
+    # a checkpoint of other settings (here: chunks of another size) is not reused
+    other = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=3, adversarial=False, progress=False)
+    assert other["timing"]["resumed_chunks"] == 0
+
+
+def test_chunks_are_seeded_by_claim_and_index():
+    family = get_family("conj.gradient-equilibria")
+    a, b = (search_chunk(family, 3, 4, adversarial=False) for _ in range(2))
+    assert a["seed"] == b["seed"] and a["best_random"] == b["best_random"] and a["shape"] == b["shape"]
+    assert search_chunk(family, 4, 4, adversarial=False)["seed"] != a["seed"]
+
+
+def test_unknown_claim_names_the_known_ones():
+    with pytest.raises(KeyError, match="conj.multihead-causal"):
+        get_family("conj.nope")
+    with pytest.raises(ValueError, match="instances=0 must be a positive integer"):
+        run_search("conj.value-full", 0, "unused")
+
+
+def test_a_shape_is_an_instance_size():
+    family = FAMILIES["conj.multihead-causal"]
+    assert family.parameters(Shape(2, 3, 2)) == 2 * 2 * 4 + 3 * 2 + 4
