@@ -41,6 +41,8 @@ MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 't
   'sim.dynamics.*' 'empirical.loop.*' 'empirical.adapters.*'
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'
+	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
+	rm -f mutants/mutmut-stats.json
 	start=$$(date +%s); nice -n 15 $(BIN)/mutmut run $(MUTANTS_SCOPE); status=$$?; \
 	  $(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
 	  --seconds $$(( $$(date +%s) - start )) && exit $$status

@@ -4,7 +4,8 @@
 ``python -m reports.mutation DIR OUT`` reads mutmut's results (``DIR/<package>/<module>.py.meta``) and the
 checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes
 ``OUT`` (build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected
-= killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit). A listed
+= killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no
+selected test reaches counts as undetected. A listed
 equivalent counts apart only while it survives: one that a test now kills, or that no longer exists, is
 reported as stale, never dropped silently.
 """
@@ -52,7 +53,7 @@ def summarise(exit_codes: Mapping[str, int | None], equivalents: Mapping[str, st
             outcome = "equivalent"
         entry = modules.setdefault(module_name(mutant), {**{o: 0 for o in OUTCOMES}, "survivors": []})
         entry[outcome] += 1
-        if outcome == "survived":
+        if outcome in ("survived", "no tests"):
             entry["survivors"].append(mutant)
     for entry in modules.values():
         entry["total"] = sum(entry[o] for o in OUTCOMES)
@@ -66,9 +67,10 @@ def summarise(exit_codes: Mapping[str, int | None], equivalents: Mapping[str, st
 
 
 def _score(counts: Mapping[str, int]) -> float | None:
-    """detected / non-equivalent mutants that were tested (None when there were none)."""
-    tested = counts["killed"] + counts["timeout"] + counts["survived"]
-    return (counts["killed"] + counts["timeout"]) / tested if tested else None
+    """detected / non-equivalent mutants, those no test reaches included (None when there were none)."""
+    detected = counts["killed"] + counts["timeout"]
+    considered = detected + counts["survived"] + counts["no tests"]
+    return detected / considered if considered else None
 
 
 def read_results(folder: Path) -> dict[str, int | None]:
@@ -109,7 +111,7 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     seconds = summary.get("seconds")
     text = ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
-            "(killed + timed out + survived); equivalent mutants (no test can tell them from the original) are "
+            "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
             "counted apart, each with its reason in tests/mutation/equivalent.toml. Numba kernels (@njit) are not "
             "mutated: mutmut leaves decorated functions alone.")
     if summary.get("scope", ["*"]) != ["*"]:
@@ -123,7 +125,7 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     tables = [Table("Mutants per module", ("module", "mutants", "killed", "timed out", "survived", "equivalent",
                                            "no test reaches it", "not run", "score"), tuple(rows))]
     if survivors:
-        tables.append(Table("Surviving mutants (`mutmut show NAME`)", ("mutant",), tuple(survivors)))
+        tables.append(Table("Surviving mutants and those no test reaches (`mutmut show NAME`)", ("mutant",), tuple(survivors)))
     return ReportSection(title, text, tables=tuple(tables), order=90)
 
 

@@ -95,3 +95,32 @@ def test_belongs_rejects_points_off_the_manifold(manifold):
 def test_is_tangent_rejects_the_normal_direction(manifold, rng):
     y = manifold.random_point(rng, (3,))
     assert not manifold.is_tangent(y, y, atol=1e-6)
+
+
+def test_random_tangent_vectors_are_tangent_and_follow_the_seed(manifold, rng):
+    y = manifold.random_point(rng, (5, 3))
+    first = manifold.random_tangent_vector(y.tolist(), np.random.default_rng(7))  # a nested list is accepted
+    assert first.shape == (5, 3) and manifold.is_tangent(first, y, atol=ATOL).all()
+    np.testing.assert_array_equal(manifold.random_tangent_vector(y, np.random.default_rng(7)), first)
+    np.testing.assert_allclose(np.linalg.norm(first, axis=-1) > 0.0, True)
+
+
+def test_tangent_projection_computes_in_float64_from_float32_input(manifold, rng):
+    y = manifold.random_point(rng, (6, 3))
+    x = rng.standard_normal((6, 3))
+    projected = manifold.tangent_projection(y.astype(np.float32), x.astype(np.float32))
+    assert projected.dtype == np.float64
+    np.testing.assert_allclose(projected, manifold.tangent_projection(y.astype(np.float32).astype(np.float64),
+                                                                      x.astype(np.float32).astype(np.float64)),
+                               rtol=0, atol=0)
+
+
+def test_is_tangent_accepts_an_inner_product_equal_to_atol():
+    # <y, X> = 0.5 exactly in float64: the test is |<y, X>| <= atol, inclusive
+    assert Ellipsoid().is_tangent([0.5, 1.0, 0.0], [1.0, 0.0, 0.0], atol=0.5)
+    assert not Ellipsoid().is_tangent([0.5, 1.0, 0.0], [1.0, 0.0, 0.0], atol=0.4999)
+
+
+def test_repr_names_the_manifold():
+    assert repr(Ellipsoid()) == "Ellipsoid(sphere)"
+    assert repr(Ellipsoid(W3)) == "Ellipsoid(W of shape (3, 3))"
