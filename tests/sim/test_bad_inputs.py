@@ -70,6 +70,7 @@ BAD_INPUTS = [
     pytest.param(lambda: FIELD.discrete_step(0.0, Y, np.nan), ValueError, "tau must be finite", id="tau-nan"),
     pytest.param(lambda: misalignment(np.zeros((3, 3))), ValueError, "y must have nonzero tokens", id="E-zero-token"),
     pytest.param(lambda: misalignment(np.full((3, 3), np.nan)), ValueError, "y must be finite", id="E-nan"),
+    pytest.param(lambda: misalignment(np.ones(3)), ValueError, "y must have at least 2 axes", id="E-one-token"),
     pytest.param(lambda: top_eigenvector(np.array([[1.0, 2.0], [0.0, 1.0]])), ValueError, "U must be symmetric",
                  id="U-not-symmetric"),
     pytest.param(lambda: top_eigenvector(np.eye(2)), ValueError, "largest eigenvalue must be simple",

@@ -193,6 +193,11 @@ def test_misalignment_is_zero_at_consensus_and_one_for_orthogonal_tokens():
     assert misalignment(np.stack([np.eye(3), np.eye(3)])).shape == (2,)
 
 
+def test_misalignment_takes_cosines_of_tokens_of_any_length():
+    y = np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.5, 0.5, 0.0]])  # cosines with y_1: 1, 0, 1/sqrt(2)
+    assert misalignment(y) == pytest.approx(1.0 - (1.0 + 0.0 + np.sqrt(0.5)) / 3.0, abs=ATOL)
+
+
 def test_hemisphere_lyapunov_is_the_worst_token():
     y = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0]])
     v = np.array([1.0, 0, 0])
@@ -300,6 +305,8 @@ def test_top_eigenvector_at_the_edges_of_its_tolerances():
     # asymmetry 1e-12 with max |U| = 2: within the tolerance 2e-12 (eigh reads the lower triangle)
     lam, v = top_eigenvector(np.array([[2.0, 1e-12], [0.0, 1.0]]))
     assert lam == 2.0 and v.tolist() == [1.0, 0.0]
+    lam, v = top_eigenvector(np.array([[1.0, 1e-12], [0.0, 0.5]]))  # asymmetry exactly the tolerance 1e-12
+    assert lam == 1.0 and v.tolist() == [1.0, 0.0]
     lam, v = top_eigenvector(np.diag([0.0, 1.5e-12]))  # a gap of 1.5e-12 > 1e-12 * max(1, |lambda_1|)
     assert lam == 1.5e-12 and v.tolist() == [0.0, 1.0]
     lam, v = top_eigenvector([[3.0]])  # one dimension: no second eigenvalue to compare
