@@ -32,6 +32,7 @@ BAD_INPUTS = [
                  id="W-not-square"),
     pytest.param(lambda: Ellipsoid(I3).project(np.ones(4)), ValueError, "point must have last axis d = 3",
                  id="project-dimension"),
+    pytest.param(lambda: Ellipsoid().project(2.0), ValueError, "point must have at least 1 axes", id="project-scalar"),
     pytest.param(lambda: Ellipsoid().projection_differential(np.zeros(3), np.ones(3)), ValueError,
                  "point must be nonzero", id="differential-zero"),
     pytest.param(lambda: Ellipsoid().projection_differential([np.nan, 1.0, 0.0], np.ones(3)), ValueError,

@@ -247,6 +247,8 @@ def test_matrices_at_t_are_the_heads_evaluated_at_t():
     np.testing.assert_array_equal(identities, [np.eye(3), np.eye(3)])  # U = None: identities, one per head
     with pytest.raises(ValueError, match=r"values\(t\) needs the dimension d"):
         AttentionField(P=(head(1),)).values(0.0)
+    single = AttentionField(P=(lambda t: np.eye(3, dtype=np.float32),), U=(lambda t: np.eye(3, dtype=np.int64),))
+    assert single.query_key(0.0).dtype == np.float64 and single.values(0.0).dtype == np.float64  # float64 numerics
 
 
 @pytest.mark.parametrize("which", ["P", "U"])
