@@ -87,6 +87,8 @@ BAD_INPUTS = [
                  id="controller-type"),
     pytest.param(lambda: AdaptiveStepSize(rtol=-1.0), ValueError, "rtol=-1.0 must be finite and not negative",
                  id="negative-rtol"),
+    pytest.param(lambda: AdaptiveStepSize(rtol=0.0, atol=0.0), ValueError, "rtol and atol must not both be zero",
+                 id="zero-tolerances"),
     pytest.param(lambda: _solve(saveat=SaveAt(ts=[0.5, 0.2])), ValueError, "SaveAt.ts must increase",
                  id="save-times-decreasing"),
     pytest.param(lambda: _solve(solver="rk4"), TypeError, "solver must be a Solver instance", id="solver-type"),

@@ -321,3 +321,10 @@ def test_top_eigenvector_sign_makes_its_first_nonzero_entry_positive():
         lam, v = top_eigenvector(2.0 * np.outer(sign * u, sign * u))
         assert lam == pytest.approx(2.0)
         np.testing.assert_allclose(v, u, atol=ATOL)
+
+
+@pytest.mark.parametrize("matrix", [np.ones((3, 4)), np.ones(3)], ids=["not-square", "not-a-matrix"])
+def test_a_head_of_unknown_dimension_must_return_a_square_matrix(matrix):
+    field = AttentionField(P=(lambda t: matrix,))  # no W, no constant matrix: d is not known in advance
+    with pytest.raises(ValueError, match=r"^P\[0\]\(t\) must return a \(d, d\) matrix; at t=0.5 "):
+        field.query_key(0.5)

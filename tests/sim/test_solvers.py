@@ -217,3 +217,8 @@ def test_error_norm_is_scipys_per_instance_then_the_worst_or_the_rms():
     rms = AdaptiveStepSize(rtol=1e-3, atol=1e-6, norm="rms")
     assert rms.error_norm(error, y, y_next) == pytest.approx(np.sqrt(np.mean(means)), rel=1e-12)
     assert controller.instance_errors(error[0], y[0], y_next[0]).shape == ()  # one instance: no leading axes
+
+
+def test_either_tolerance_alone_may_be_zero():
+    assert AdaptiveStepSize(rtol=0.0, atol=1e-9).rtol == 0.0  # a pure absolute tolerance
+    assert AdaptiveStepSize(rtol=1e-6, atol=0.0).atol == 0.0  # a pure relative tolerance
