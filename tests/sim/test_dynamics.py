@@ -193,6 +193,11 @@ def test_misalignment_is_zero_at_consensus_and_one_for_orthogonal_tokens():
     assert misalignment(np.stack([np.eye(3), np.eye(3)])).shape == (2,)
 
 
+def test_misalignment_takes_cosines_of_tokens_of_any_length():
+    y = np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.5, 0.5, 0.0]])  # cosines with y_1: 1, 0, 1/sqrt(2)
+    assert misalignment(y) == pytest.approx(1.0 - (1.0 + 0.0 + np.sqrt(0.5)) / 3.0, abs=ATOL)
+
+
 def test_hemisphere_lyapunov_is_the_worst_token():
     y = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0]])
     v = np.array([1.0, 0, 0])
@@ -229,3 +234,97 @@ def test_the_field_keeps_p_of_its_last_times_for_the_solvers_parts():
     field(times[1], parts[0])
     field(times[0], parts[0])
     assert calls == [*times, 5.0, times[0]]
+
+
+def test_matrices_at_t_are_the_heads_evaluated_at_t():
+    def head(k):
+        return lambda t: (1.0 + k * t) * np.eye(3)
+
+    field = AttentionField(P=(head(1), head(2)), U=(head(3), head(4)), W=np.eye(3))
+    np.testing.assert_array_equal(field.query_key(0.5), [1.5 * np.eye(3), 2.0 * np.eye(3)])
+    np.testing.assert_array_equal(field.values(0.5), [2.5 * np.eye(3), 3.0 * np.eye(3)])
+    identities = AttentionField(P=(np.eye(3), 2 * np.eye(3))).values(0.0)
+    np.testing.assert_array_equal(identities, [np.eye(3), np.eye(3)])  # U = None: identities, one per head
+    with pytest.raises(ValueError, match=r"values\(t\) needs the dimension d"):
+        AttentionField(P=(head(1),)).values(0.0)
+    single = AttentionField(P=(lambda t: np.eye(3, dtype=np.float32),), U=(lambda t: np.eye(3, dtype=np.int64),))
+    assert single.query_key(0.0).dtype == np.float64 and single.values(0.0).dtype == np.float64  # float64 numerics
+
+
+@pytest.mark.parametrize("which", ["P", "U"])
+def test_a_head_returning_the_wrong_shape_is_named_at_t(which):
+    good, bad = (lambda t: np.eye(3)), (lambda t: np.eye(4))
+    heads = {"P": (good, good), "U": (good, good), which: (good, bad)}
+    field = AttentionField(P=heads["P"], U=heads["U"], W=np.eye(3))
+    evaluate = field.query_key if which == "P" else field.values
+    with pytest.raises(ValueError, match=rf"^{which}\[1\]\(t\) must return a \(3, 3\) matrix; at t=0.25 "):
+        evaluate(0.25)
+
+
+def test_attention_is_taken_at_t():
+    field = full_attention_example()
+    y = Ellipsoid().random_point(np.random.default_rng(5), (2, 6, 3))
+    frozen = AttentionField(P=tuple(field.query_key(0.37)))
+    np.testing.assert_allclose(field.attention(0.37, y), frozen.attention(0.0, y), atol=ATOL)
+
+
+def test_lyapunov_functions_are_batched_over_instances():
+    y = np.array([[[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0], [0, 0, 1.0]],
+                  [[1.0, 0, 0], [0.6, 0.8, 0], [0.8, 0.6, 0], [1.0, 0, 0]]])  # (2 instances, 4 tokens, d = 3)
+    v = np.array([1.0, 0, 0])
+    np.testing.assert_allclose(token_lyapunov(y, v), [[0.0, 1.0, 0.4, 1.0], [0.0, 0.4, 0.2, 0.0]], atol=ATOL)
+    np.testing.assert_allclose(hemisphere_lyapunov(y, v), [1.0, 0.4], atol=ATOL)
+
+
+@pytest.mark.parametrize("v, message", [
+    pytest.param(np.array([np.nan, 0, 0]), "v must be finite", id="nan"),
+    pytest.param(1.0, "v must have at least 1 axes", id="scalar"),
+    pytest.param(np.ones(4), r"v must have shape \(3,\) like the tokens", id="tokens-not-d"),
+])
+def test_token_lyapunov_rejects_a_bad_v(v, message):
+    y = np.ones((2, 4, 3))  # 4 tokens of d = 3: v must match d, not the tokens
+    with pytest.raises(ValueError, match=message):
+        token_lyapunov(y, v)
+
+
+@pytest.mark.parametrize("U, message", [
+    pytest.param(np.array([[np.nan, 0], [0, 1.0]]), "U must be finite", id="nan"),
+    pytest.param(np.ones((2, 3)), r"U must be a square \(d, d\) matrix", id="not-square"),
+    # max |U| = 1: the tolerance is 1e-12 and the asymmetry 1.5e-12 exceeds it
+    pytest.param(np.array([[1.0, 1.5e-12], [0, 0.5]]), "U must be symmetric", id="asymmetry-above-tolerance"),
+    # the gap is exactly the tolerance 1e-12 * max(1, |lambda_1|): not simple
+    pytest.param(np.diag([0.0, 1e-12]), "largest eigenvalue must be simple", id="gap-at-tolerance"),
+    # the tolerance scales with |lambda_1| = 4: 3e-12 <= 4e-12
+    pytest.param(np.diag([4.0, 4.0 - 3e-12]), "largest eigenvalue must be simple", id="gap-relative"),
+    pytest.param(np.diag([-10.0, 0.0, 4.0 - 3e-12, 4.0]), "largest eigenvalue must be simple", id="gap-relative-4d"),
+])
+def test_top_eigenvector_rejects(U, message):
+    with pytest.raises(ValueError, match=message):
+        top_eigenvector(U)
+
+
+def test_top_eigenvector_at_the_edges_of_its_tolerances():
+    # asymmetry 1e-12 with max |U| = 2: within the tolerance 2e-12 (eigh reads the lower triangle)
+    lam, v = top_eigenvector(np.array([[2.0, 1e-12], [0.0, 1.0]]))
+    assert lam == 2.0 and v.tolist() == [1.0, 0.0]
+    lam, v = top_eigenvector(np.array([[1.0, 1e-12], [0.0, 0.5]]))  # asymmetry exactly the tolerance 1e-12
+    assert lam == 1.0 and v.tolist() == [1.0, 0.0]
+    lam, v = top_eigenvector(np.diag([0.0, 1.5e-12]))  # a gap of 1.5e-12 > 1e-12 * max(1, |lambda_1|)
+    assert lam == 1.5e-12 and v.tolist() == [0.0, 1.0]
+    lam, v = top_eigenvector([[3.0]])  # one dimension: no second eigenvalue to compare
+    assert lam == 3.0 and v.tolist() == [1.0]
+
+
+def test_top_eigenvector_sign_makes_its_first_nonzero_entry_positive():
+    u = np.array([0.0, 1.0, -1.0]) / np.sqrt(2.0)
+    for sign in (1.0, -1.0):
+        lam, v = top_eigenvector(2.0 * np.outer(sign * u, sign * u))
+        assert lam == pytest.approx(2.0)
+        np.testing.assert_allclose(v, u, atol=ATOL)
+
+
+@pytest.mark.parametrize("matrix", [np.ones((3, 4)), np.ones(3)], ids=["not-square", "not-a-matrix"])
+def test_a_head_of_unknown_dimension_must_return_a_square_matrix(matrix):
+    field = AttentionField(P=(lambda t: matrix,))  # no W, no constant matrix: d is not known in advance
+    with pytest.raises(ValueError, match=r"^P\[0\]\(t\) must return a \(d, d\) matrix; at t=0.5 "):
+        field.query_key(0.5)

@@ -101,6 +101,7 @@ def test_sphere_drift_is_the_largest_submersion_and_keeps_nan(rng):
     assert sphere_drift(points) == pytest.approx(np.max(np.abs(np.sum(points**2, axis=-1) - 1.0)), rel=1e-6)
     points[3, 1] = np.nan
     assert np.isnan(sphere_drift(points))
+    assert sphere_drift(np.empty((0, 4))) == 0.0  # no rows: nothing is off the sphere
 
 
 def test_sphere_methods_agree_on_arrays_the_kernels_do_not_take(rng):

@@ -95,3 +95,79 @@ def test_belongs_rejects_points_off_the_manifold(manifold):
 def test_is_tangent_rejects_the_normal_direction(manifold, rng):
     y = manifold.random_point(rng, (3,))
     assert not manifold.is_tangent(y, y, atol=1e-6)
+
+
+def test_random_tangent_vectors_are_tangent_and_follow_the_seed(manifold, rng):
+    y = manifold.random_point(rng, (5, 3))
+    first = manifold.random_tangent_vector(y.tolist(), np.random.default_rng(7))  # a nested list is accepted
+    assert first.shape == (5, 3) and manifold.is_tangent(first, y, atol=ATOL).all()
+    np.testing.assert_array_equal(manifold.random_tangent_vector(y, np.random.default_rng(7)), first)
+    np.testing.assert_allclose(np.linalg.norm(first, axis=-1) > 0.0, True)
+
+
+def test_tangent_projection_computes_in_float64_from_float32_input(manifold, rng):
+    y = manifold.random_point(rng, (6, 3))
+    x = rng.standard_normal((6, 3))
+    projected = manifold.tangent_projection(y.astype(np.float32), x.astype(np.float32))
+    assert projected.dtype == np.float64
+    np.testing.assert_allclose(projected, manifold.tangent_projection(y.astype(np.float32).astype(np.float64),
+                                                                      x.astype(np.float32).astype(np.float64)),
+                               rtol=0, atol=0)
+
+
+def test_is_tangent_accepts_an_inner_product_equal_to_atol():
+    # <y, X> = 0.5 exactly in float64: the test is |<y, X>| <= atol, inclusive
+    assert Ellipsoid().is_tangent([0.5, 1.0, 0.0], [1.0, 0.0, 0.0], atol=0.5)
+    assert not Ellipsoid().is_tangent([0.5, 1.0, 0.0], [1.0, 0.0, 0.0], atol=0.4999)
+
+
+def test_repr_names_the_manifold():
+    assert repr(Ellipsoid()) == "Ellipsoid(sphere)"
+    assert repr(Ellipsoid(W3)) == "Ellipsoid(W of shape (3, 3))"
+
+
+def test_inner_product_is_batched_and_computed_in_float64(manifold, rng):
+    a, b = rng.standard_normal((2, 5, 3))
+    W = np.eye(3) if manifold.is_sphere else W3
+    products = manifold.inner_product(None, a.astype(np.float32), b.astype(np.float32))
+    assert products.shape == (5,) and products.dtype == np.float64
+    expected = np.einsum("ni,ij,nj->n", a.astype(np.float32).astype(np.float64), W, b.astype(np.float32))
+    np.testing.assert_allclose(products, expected, rtol=1e-15, atol=1e-15)
+
+
+class _ScriptedGenerator:
+    """Stands in for np.random.Generator: returns the given draws in order (to reach the redraw branches)."""
+
+    def __init__(self, *draws):
+        self.draws = [np.array(d, dtype=np.float64) for d in draws]
+
+    def standard_normal(self, shape):
+        draw = self.draws.pop(0)
+        assert draw.shape == tuple(np.atleast_1d(shape)), (draw.shape, shape)
+        return draw
+
+
+def test_a_zero_gaussian_draw_is_redrawn():
+    points = Ellipsoid().random_point(_ScriptedGenerator([[0.0, 0.0], [3.0, 4.0]], [[0.0, 2.0]]), (2, 2))
+    np.testing.assert_array_equal(points, [[0.0, 1.0], [0.6, 0.8]])
+
+
+def test_a_draw_on_the_hemispheres_boundary_is_redrawn():
+    # v = e_1, one instance of 3 tokens in d = 2: the first token (0, 1) has v^T y = 0, not in the open
+    # hemisphere; it is redrawn as one d-vector, (-0.6, 0.8), then reflected across v's hyperplane to (0.6, 0.8);
+    # the second token (-1, 0) is reflected to (1, 0), the third is already inside
+    rng = _ScriptedGenerator([[[0.0, 1.0], [-1.0, 0.0], [0.8, 0.6]]], [[-0.6, 0.8]])
+    points = Ellipsoid().random_point_in_hemisphere([1.0, 0.0], rng, (1, 3, 2))
+    np.testing.assert_allclose(points, [[[0.6, 0.8], [1.0, 0.0], [0.8, 0.6]]], atol=ATOL)
+
+
+def test_random_points_in_a_hemisphere_take_any_batch_shape(manifold, rng):
+    points = manifold.random_point_in_hemisphere(np.array([0.0, 0.0, 1.0]), rng, (2, 4, 3))
+    assert points.shape == (2, 4, 3) and manifold.belongs(points, atol=ATOL).all()
+
+
+def test_membership_tests_default_to_a_tolerance_of_rounding_size():
+    off = np.array([1.0 + 1e-9, 0.0, 0.0])  # 2e-9 off the unit sphere: far above float64 rounding
+    assert Ellipsoid().belongs([1.0, 0.0, 0.0]) and not Ellipsoid().belongs(off)
+    assert Ellipsoid().is_tangent([0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
+    assert not Ellipsoid().is_tangent([1e-9, 1.0, 0.0], [1.0, 0.0, 0.0])

@@ -204,3 +204,21 @@ def test_rejected_steps_leave_the_state_to_retry_from(problem, workers):
                 workers=workers)
     assert sol.rejected_steps >= 1
     assert np.max(np.abs(sol.ys[-1] - reference)) <= 1e-7  # as test_adaptive_error_is_within_the_tolerance
+
+
+def test_error_norm_is_scipys_per_instance_then_the_worst_or_the_rms():
+    rng = np.random.default_rng(11)
+    error, y, y_next = rng.standard_normal((3, 2, 4, 3))  # 2 instances of 4 tokens in d = 3
+    controller = AdaptiveStepSize(rtol=1e-3, atol=1e-6)
+    scale = 1e-6 + 1e-3 * np.maximum(np.abs(y), np.abs(y_next))
+    means = np.mean((error / scale) ** 2, axis=(-2, -1))
+    np.testing.assert_allclose(controller.instance_errors(error, y, y_next), means, rtol=1e-12)
+    assert controller.error_norm(error, y, y_next) == pytest.approx(np.sqrt(np.max(means)), rel=1e-12)
+    rms = AdaptiveStepSize(rtol=1e-3, atol=1e-6, norm="rms")
+    assert rms.error_norm(error, y, y_next) == pytest.approx(np.sqrt(np.mean(means)), rel=1e-12)
+    assert controller.instance_errors(error[0], y[0], y_next[0]).shape == ()  # one instance: no leading axes
+
+
+def test_either_tolerance_alone_may_be_zero():
+    assert AdaptiveStepSize(rtol=0.0, atol=1e-9).rtol == 0.0  # a pure absolute tolerance
+    assert AdaptiveStepSize(rtol=1e-6, atol=0.0).atol == 0.0  # a pure relative tolerance

@@ -3,7 +3,7 @@
 import pytest
 import sympy as sp
 
-from theory.gram import Form, Vector, reduce, vector
+from theory.gram import SIMPLIFY_LIMIT, Form, Vector, reduce, sum_vectors, vector
 
 
 def test_form_is_bilinear():
@@ -52,3 +52,39 @@ def test_product_of_two_vectors_is_rejected():
 def test_vector_is_immutable_value():
     x = vector("x")
     assert isinstance(x + x, Vector) and x.coefficient("x") == 1
+
+
+def test_vector_arithmetic_combines_coefficients_by_name():
+    x, y = vector("x"), vector("y")
+    a = sp.Symbol("a")
+    v = sum_vectors([x, y * 2, x * a]) / 2 - (-y)
+    assert v.terms == {"x": (1 + a) / 2, "y": 2}
+    assert (3 * x).terms == {"x": 3}  # a scalar on the left
+    assert sum_vectors([]).terms == {}
+    with pytest.raises(TypeError):
+        x + 1
+
+
+def test_zero_test_and_simplify_use_the_relations():
+    W = Form("W")
+    y, z = vector("y"), vector("z")
+    v = y * (W(y, y) - 1) + z * 2
+    assert not v.is_zero() and not (y * (W(y, y) - 1)).is_zero()
+    assert (y * (W(y, y) - 1)).is_zero({W(y, y): 1})
+    assert v.simplify({W(y, y): 1}).terms == {"z": 2}  # the vanished coefficient is dropped, the others kept
+    assert v.simplify().terms == {"y": W(y, y) - 1, "z": 2}
+
+
+def test_vector_repr_reads_as_a_sum():
+    x, y = vector("x"), vector("y")
+    assert repr(Vector()) == "0"
+    assert repr(x * 2 - y * sp.Symbol("a")) == "(2)*x + (-a)*y"
+
+
+def test_reduce_simplifies_small_residuals_only():
+    a = sp.Symbol("a", positive=True)
+    assert reduce(sp.sin(a) ** 2 + sp.cos(a) ** 2 - 1) == 0  # expansion alone does not cancel it: simplify does
+    terms = SIMPLIFY_LIMIT // 4
+    big = sum(sp.sin(sp.Symbol(f"b{k}")) ** 2 + sp.cos(sp.Symbol(f"b{k}")) ** 2 for k in range(terms)) - terms
+    assert sp.count_ops(big) > SIMPLIFY_LIMIT
+    assert reduce(big) != 0  # too large for simplify: the expanded residual is returned, not a false zero

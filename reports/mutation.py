@@ -1,0 +1,195 @@
+"""Mutation testing of the core modules: the summary `make mutants` writes, and the report's section on it.
+
+`make mutants` runs mutmut (configuration: ``[tool.mutmut]`` in pyproject.toml) and, for the Numba kernels that
+mutmut cannot reach, cosmic-ray (tests/mutation/kernels.toml); then ``python -m reports.mutation DIR OUT
+--cosmic-ray SESSION`` reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the
+checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes
+``OUT`` (build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected
+= killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no
+selected test reaches counts as undetected. A listed
+equivalent counts apart only while it survives: one that a test now kills, or that no longer exists, is
+reported as stale, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from .records import ReportSection, Table
+
+SUMMARY = Path("build/mutants/summary.json")
+EQUIVALENTS = Path("tests/mutation/equivalent.toml")
+#: The outcomes a mutant can have in the summary (mutmut's statuses, "equivalent" for a listed survivor).
+OUTCOMES = ("killed", "timeout", "survived", "equivalent", "no tests", "excluded", "not checked", "other")
+#: mutmut's exit codes (mutmut/stats.py) -> outcome; anything else (segfault, suspicious, ...) is "other".
+_OUTCOME_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", None: "not checked",
+                         36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout"}
+
+
+def module_name(mutant: str) -> str:
+    """The module of a mutant: mutmut's "sim.manifold.xǁSphereǁproject__mutmut_3" or cosmic-ray's (as named by
+    ``read_cosmic_ray``) "sim.kernels.sphere_drift@128:7:core/NumberReplacer#0" -> "sim.manifold", "sim.kernels"."""
+    head = mutant.split("__mutmut_")[0] if "__mutmut_" in mutant else mutant.split("@")[0]
+    parts = head.split(".")
+    if len(parts) < 2 or head == mutant:
+        raise ValueError(f"mutant={mutant!r} must be a mutmut name 'package.module.function__mutmut_N' or a "
+                         "cosmic-ray one 'package.module.function@row:col:operator#occurrence'.")
+    return ".".join(parts[:-1])
+
+
+def mutmut_outcomes(exit_codes: Mapping[str, int | None], scope: tuple[str, ...] = ("*",)) -> dict[str, str]:
+    """mutant name -> outcome from mutmut's exit codes, for the mutants that match a glob of ``scope`` (the names
+    `mutmut run` was given)."""
+    return {name: _OUTCOME_BY_EXIT_CODE.get(code, "other") for name, code in exit_codes.items()
+            if any(fnmatch.fnmatchcase(name, glob) for glob in scope)}
+
+
+def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, scope: tuple[str, ...] = ("*",),
+              seconds: float | None = None) -> dict[str, Any]:
+    """The per-module counts of ``outcomes`` (mutant name -> one of OUTCOMES but "equivalent") with
+    ``equivalents`` (mutant name -> reason) applied; ``scope`` the globs mutmut ran, ``seconds`` the run's wall
+    time, if measured."""
+    unknown = set(outcomes.values()) - set(OUTCOMES) | ({"equivalent"} & set(outcomes.values()))
+    if unknown:
+        raise ValueError(f"outcomes must be among {OUTCOMES} (not 'equivalent': the list decides); got {unknown}.")
+    modules: dict[str, dict[str, Any]] = {}
+    for mutant, outcome in sorted(outcomes.items()):
+        if outcome == "survived" and mutant in equivalents:
+            outcome = "equivalent"
+        entry = modules.setdefault(module_name(mutant), {**{o: 0 for o in OUTCOMES}, "survivors": []})
+        entry[outcome] += 1
+        if outcome in ("survived", "no tests"):
+            entry["survivors"].append(mutant)
+    for entry in modules.values():
+        entry["total"] = sum(entry[o] for o in OUTCOMES)
+        entry["score"] = _score(entry)
+    totals = {o: sum(m[o] for m in modules.values()) for o in (*OUTCOMES, "total")}
+    totals["score"] = _score(totals)
+    stale = {name: reason for name, reason in sorted(equivalents.items()) if outcomes.get(name) != "survived"}
+    return {"modules": modules, "totals": totals, "equivalents": dict(sorted(equivalents.items())),
+            "stale_equivalents": stale, "scope": list(scope), "seconds": seconds}
+
+
+def _score(counts: Mapping[str, int]) -> float | None:
+    """detected / non-equivalent mutants, those no test reaches included (None when there were none)."""
+    detected = counts["killed"] + counts["timeout"]
+    considered = detected + counts["survived"] + counts["no tests"]
+    return detected / considered if considered else None
+
+
+def read_results(folder: Path) -> dict[str, int | None]:
+    """mutant name -> exit code from mutmut's ``*.py.meta`` files under ``folder`` (its ``mutants/``)."""
+    metas = sorted(Path(folder).rglob("*.py.meta"))
+    if not metas:
+        raise FileNotFoundError(f"folder={str(folder)!r} must hold mutmut's *.py.meta results (run `make mutants`).")
+    codes: dict[str, int | None] = {}
+    for meta in metas:
+        codes.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return codes
+
+
+def read_cosmic_ray(session: Path) -> dict[str, str]:
+    """mutant name -> outcome from a cosmic-ray session (its SQLite file); a mutant its operator filter skipped
+    is "excluded" (the reasons are in tests/mutation/kernels.toml), a timeout is "timeout"."""
+    import sqlite3
+
+    if not Path(session).exists():
+        raise FileNotFoundError(f"session={str(session)!r} must be a cosmic-ray session (run `make mutants`).")
+    query = ("SELECT s.module_path, s.definition_name, s.start_pos_row, s.start_pos_col, s.operator_name, s.occurrence, "
+             "r.worker_outcome, r.test_outcome, r.output FROM mutation_specs s LEFT JOIN work_results r USING (job_id)")
+    with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
+        rows = db.execute(query).fetchall()
+    outcomes = {}
+    for path, function, row, col, operator, occurrence, worker, test, output in rows:
+        module = str(Path(path).with_suffix("")).replace("/", ".")
+        worker, test = (None if v is None else v.lower() for v in (worker, test))  # cosmic-ray stores "KILLED"
+        if worker is None:
+            outcome = "not checked"
+        elif worker == "skipped":
+            outcome = "excluded"
+        elif test == "killed":
+            outcome = "timeout" if output == "timeout" else "killed"
+        elif test == "survived":
+            outcome = "survived"
+        else:
+            outcome = "other"
+        outcomes[f"{module}.{function or '<module>'}@{row}:{col}:{operator}#{occurrence}"] = outcome
+    return outcomes
+
+
+def read_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """The checked-in equivalent mutants: ``[equivalent]`` table of mutant name -> one-line reason."""
+    import tomllib  # Python >= 3.11, like mutmut's own configuration reading; only `make mutants` calls this
+
+    table = tomllib.loads(Path(path).read_text()).get("equivalent", {})
+    missing = [name for name, reason in table.items() if not str(reason).strip()]
+    if missing:
+        raise ValueError(f"every equivalent mutant in {path} must give its reason; these do not: {missing}.")
+    return dict(table)
+
+
+def section(summary_path: Path = SUMMARY) -> ReportSection:
+    """The report's section: per module killed / timed out / survived / equivalent / untested and the score;
+    when ``summary_path`` does not exist, how to produce it."""
+    title = "Mutation testing of the core modules"
+    if not Path(summary_path).exists():
+        return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
+                                    "mutmut over the core modules and writes it (about an hour on 2 cores).", order=90)
+    summary = json.loads(Path(summary_path).read_text())
+    rows = []
+    for name, m in [*sorted(summary["modules"].items()), ("all", summary["totals"])]:
+        score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
+        rows.append((name, m["total"], m["killed"], m["timeout"], m["survived"], m["equivalent"], m["no tests"],
+                     m["excluded"], m["not checked"] + m["other"], score))
+    seconds = summary.get("seconds")
+    text = ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
+            "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
+            "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
+            "counted apart, each with its reason in tests/mutation/equivalent.toml. mutmut leaves decorated "
+            "functions alone, so the Numba kernels (sim.kernels) are mutated by cosmic-ray, which changes the file "
+            "itself; their tests run with NUMBA_DISABLE_JIT=1 (the same loops in Python); operators excluded there "
+            "by construction (tests/mutation/kernels.toml) are counted as excluded.")
+    if summary.get("scope", ["*"]) != ["*"]:
+        text += " Mutants in scope (mutmut's names): " + ", ".join(f"`{g}`" for g in summary["scope"]) + "."
+    if seconds is not None:
+        text += f" Wall time of the run: {seconds / 60:.0f} min."
+    if summary["stale_equivalents"]:
+        text += (" Listed as equivalent but no longer surviving (stale entries to remove): "
+                 + ", ".join(summary["stale_equivalents"]) + ".")
+    survivors = [(s,) for m in summary["modules"].values() for s in m["survivors"]]
+    tables = [Table("Mutants per module", ("module", "mutants", "killed", "timed out", "survived", "equivalent",
+                                           "no test reaches it", "excluded", "not run", "score"), tuple(rows))]
+    if survivors:
+        tables.append(Table("Surviving mutants and those no test reaches (`mutmut show NAME`)", ("mutant",), tuple(survivors)))
+    return ReportSection(title, text, tables=tuple(tables), order=90)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.mutation",
+                                     description="Summarise a mutmut run into build/mutants/summary.json.")
+    parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
+    parser.add_argument("out", type=Path, help="the summary to write (build/mutants/summary.json)")
+    parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
+    parser.add_argument("--scope", nargs="+", default=["*"], help="the mutant-name globs `mutmut run` was given")
+    parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the Numba kernels")
+    parser.add_argument("--seconds", type=float, default=None, help="the run's measured wall time")
+    args = parser.parse_args(argv)
+    outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
+    if args.cosmic_ray is not None:
+        outcomes.update(read_cosmic_ray(args.cosmic_ray))
+    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), seconds=args.seconds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=1, ensure_ascii=False))
+    t = summary["totals"]
+    print(f"{t['total']} mutants: {t['killed']} killed, {t['timeout']} timed out, {t['survived']} survived, "
+          f"{t['equivalent']} equivalent, {t['no tests']} untested; score {t['score']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""The mutation summary counts every mutant once, keeps equivalents apart, and the report section shows it."""
+
+import json
+
+import pytest
+
+from reports.mutation import (EQUIVALENTS, SUMMARY, main, module_name, mutmut_outcomes, read_cosmic_ray,
+                              read_equivalents, section, summarise)
+
+# mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
+FAKE_RUN = {
+    "sim.manifold.xǁSphereǁproject__mutmut_1": 1,
+    "sim.manifold.xǁSphereǁproject__mutmut_2": 0,
+    "sim.manifold.xǁSphereǁproject__mutmut_3": 0,
+    "sim.manifold.x_check__mutmut_1": 36,
+    "reports.records.x_worst_verdict__mutmut_1": 1,
+    "reports.records.x_worst_verdict__mutmut_2": 33,
+    "reports.records.x__jsonable__mutmut_4": -11,
+}
+OUTCOMES = mutmut_outcomes(FAKE_RUN)
+EQUIVALENT = {"sim.manifold.xǁSphereǁproject__mutmut_3": "a copy instead of a view: same values"}
+
+
+def test_module_name_drops_the_function_and_the_mutant_number():
+    assert module_name("sim.manifold.xǁSphereǁproject__mutmut_3") == "sim.manifold"
+    assert module_name("empirical.consensus.x_misalignment__mutmut_12") == "empirical.consensus"
+    assert module_name("sim.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.kernels"
+    for bad in ("misalignment__mutmut_1", "sim.kernels.sphere_drift"):
+        with pytest.raises(ValueError, match="mutant="):
+            module_name(bad)
+
+
+def test_mutmut_exit_codes_become_outcomes_within_the_scope():
+    assert OUTCOMES["sim.manifold.x_check__mutmut_1"] == "timeout"
+    assert OUTCOMES["reports.records.x__jsonable__mutmut_4"] == "other"  # a segfault is neither killed nor survived
+    assert set(mutmut_outcomes(FAKE_RUN, ("reports.*",))) == {k for k in FAKE_RUN if k.startswith("reports.")}
+
+
+def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
+    summary = summarise(OUTCOMES, EQUIVALENT, seconds=60.0)
+    manifold = summary["modules"]["sim.manifold"]
+    assert (manifold["killed"], manifold["timeout"], manifold["survived"], manifold["equivalent"]) == (1, 1, 1, 1)
+    assert manifold["survivors"] == ["sim.manifold.xǁSphereǁproject__mutmut_2"]
+    assert manifold["score"] == pytest.approx(2 / 3)  # (killed + timed out) / non-equivalent tested mutants
+    records = summary["modules"]["reports.records"]
+    assert (records["killed"], records["no tests"], records["other"], records["total"]) == (1, 1, 1, 3)
+    assert records["score"] == 1 / 2  # a mutant no test reaches is not detected
+    assert records["survivors"] == ["reports.records.x_worst_verdict__mutmut_2"]
+    assert summary["totals"]["total"] == len(FAKE_RUN)
+    assert summary["totals"]["score"] == pytest.approx(3 / 5)
+    assert summary["stale_equivalents"] == {}
+
+
+def test_an_equivalent_that_no_longer_survives_is_reported_stale_not_hidden(tmp_path):
+    listed = {**EQUIVALENT, "sim.manifold.xǁSphereǁproject__mutmut_1": "once equivalent",
+              "sim.gone.x_f__mutmut_1": "mutant no longer exists"}
+    summary = summarise(OUTCOMES, listed)
+    assert set(summary["stale_equivalents"]) == {"sim.manifold.xǁSphereǁproject__mutmut_1", "sim.gone.x_f__mutmut_1"}
+    assert summary["modules"]["sim.manifold"]["killed"] == 1  # a killed mutant stays killed
+    assert "stale" in section_of(summary, tmp_path).text
+
+
+def test_summary_refuses_an_unknown_outcome_or_a_claimed_equivalent():
+    for bad in ("passed", "equivalent"):
+        with pytest.raises(ValueError, match="outcomes must be among"):
+            summarise({"sim.manifold.x_f__mutmut_1": bad}, {})
+
+
+def test_an_equivalent_without_a_reason_is_refused(tmp_path):
+    path = tmp_path / "equivalent.toml"
+    path.write_text('[equivalent]\n"sim.manifold.x_f__mutmut_1" = " "\n')
+    with pytest.raises(ValueError, match="reason"):
+        read_equivalents(path)
+
+
+def test_checked_in_equivalents_each_give_a_reason():
+    assert all(reason.strip() for reason in read_equivalents(EQUIVALENTS).values())
+
+
+def section_of(summary, folder):
+    path = folder / "summary.json"
+    path.write_text(json.dumps(summary))
+    return section(path)
+
+
+def test_section_tabulates_a_summary_per_module_with_its_survivors(tmp_path):
+    result = section_of(summarise(OUTCOMES, EQUIVALENT, seconds=120.0), tmp_path)
+    counts, survivors = result.tables
+    rows = {row[0]: row for row in counts.rows}
+    assert rows["sim.manifold"] == ("sim.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
+    assert rows["all"][-1] == "60.0%"
+    assert set(survivors.rows) == {("sim.manifold.xǁSphereǁproject__mutmut_2",),
+                                   ("reports.records.x_worst_verdict__mutmut_2",)}
+    assert "2 min" in result.text
+
+
+def test_section_without_a_summary_says_how_to_make_one(tmp_path):
+    result = section(tmp_path / "summary.json")
+    assert "make mutants" in result.text and result.tables == ()
+
+
+def _cosmic_ray_session(path):
+    """A cosmic-ray session (its tables, as cosmic-ray 8 writes them) with one mutant of each outcome."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE mutation_specs (module_path, operator_name, operator_args, occurrence, start_pos_row, "
+                   "start_pos_col, end_pos_row, end_pos_col, definition_name, job_id PRIMARY KEY)")
+        db.execute("CREATE TABLE work_results (worker_outcome, output, test_outcome, diff, job_id PRIMARY KEY)")
+        results = {"a": ("NORMAL", "F", "KILLED"), "b": ("NORMAL", "timeout", "KILLED"), "c": ("NORMAL", ".", "SURVIVED"),
+                   "d": ("SKIPPED", None, None), "e": ("EXCEPTION", "boom", "INCOMPETENT")}
+        for row, job in enumerate("abcdef"):
+            db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
+                       "?, ?)", (row + 1, row + 1, "sphere_drift" if job != "f" else None, job))
+            if job in results:
+                db.execute("INSERT INTO work_results VALUES (?, ?, ?, '', ?)", (*results[job], job))
+
+
+def test_cosmic_ray_results_become_outcomes(tmp_path):
+    _cosmic_ray_session(tmp_path / "kernels.sqlite")
+    outcomes = read_cosmic_ray(tmp_path / "kernels.sqlite")
+    expected = {f"sim.kernels.sphere_drift@{row}:4:core/NumberReplacer#0": outcome for row, outcome in
+                enumerate(("killed", "timeout", "survived", "excluded", "other"), start=1)}
+    expected["sim.kernels.<module>@6:4:core/NumberReplacer#0"] = "not checked"  # a decorator's argument: no function
+    assert outcomes == expected
+    with pytest.raises(FileNotFoundError, match="make mutants"):
+        read_cosmic_ray(tmp_path / "missing.sqlite")
+
+
+def test_command_writes_the_summary_from_mutmut_results(tmp_path):
+    results = tmp_path / "mutants" / "sim"
+    results.mkdir(parents=True)
+    (results / "manifold.py.meta").write_text(json.dumps({"exit_code_by_key": FAKE_RUN}))
+    equivalents = tmp_path / "equivalent.toml"
+    equivalents.write_text('[equivalent]\n"sim.manifold.xǁSphereǁproject__mutmut_3" = "same values"\n')
+    out = tmp_path / "build" / "summary.json"
+    _cosmic_ray_session(tmp_path / "kernels.sqlite")
+    assert main([str(tmp_path / "mutants"), str(out), "--equivalents", str(equivalents), "--scope", "sim.*",
+                 "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--seconds", "90"]) == 0
+    written = json.loads(out.read_text())
+    assert (written["totals"]["equivalent"], written["totals"]["total"], written["seconds"]) == (1, 10, 90.0)
+    assert written["modules"]["sim.kernels"]["excluded"] == 1
+    with pytest.raises(FileNotFoundError, match="make mutants"):
+        main([str(tmp_path / "empty"), str(out)])
+
+
+@pytest.mark.full
+def test_mutation_section(report_section, request):
+    """The report's mutation-testing section, from the last `make mutants` (or how to run it)."""
+    report_section(section(request.config.rootpath / SUMMARY))
