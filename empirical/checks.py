@@ -83,36 +83,50 @@ def _table(runs: Sequence[tuple[dict, dict]]) -> Table:
                   "E at pass ends", "rate per pass (last)", "decreasing"), tuple(rows))
 
 
-def plot_runs(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> Path:
-    """Mean E over the prompts (band: smallest to largest prompt) against the layer index, linear and log scale."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plot_mean_band(axis, results: dict, label: str) -> None:
+    """Mean E over the prompts against the layer index, with a band from the smallest to the largest prompt."""
     import numpy as np
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    per_prompt = np.array(results["E"])
+    mean, low, high = per_prompt.mean(0), per_prompt.min(0), per_prompt.max(0)
+    layers = np.arange(len(mean))
+    (line,) = axis.plot(layers, mean, label=label, linewidth=1.2)
+    axis.fill_between(layers, np.clip(low, 1e-9, None), high, color=line.get_color(), alpha=0.15)
+
+
+def _save(figure, path: Path, title: str) -> Path:
+    figure.suptitle(title + " (band: smallest to largest prompt)", fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    _pyplot().close(figure)
+    return path
+
+
+def plot_runs(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> Path:
+    """Mean E over the prompts (band: smallest to largest prompt) against the layer index, linear and log scale."""
+    figure, axes = _pyplot().subplots(1, 2, figsize=(11, 3.8))
     for manifest, results in runs:
         s = manifest["settings"]
-        per_prompt = np.array(results["E"])
-        mean, low, high = per_prompt.mean(0), per_prompt.min(0), per_prompt.max(0)
-        layers = np.arange(len(mean))
         label = f"{s['model']}, {s['weights']}, {'FFN' if s['ffn'] else 'no FFN'}"
         for axis in axes:
-            (line,) = axis.plot(layers, mean, label=label, linewidth=1.2)
-            axis.fill_between(layers, np.clip(low, 1e-9, None), high, color=line.get_color(), alpha=0.15)
+            _plot_mean_band(axis, results, label)
     axes[0].set_ylabel("mean E over prompts")
     axes[1].set_yscale("log")
     for axis in axes:
         axis.set_xlabel("layer (passes x blocks)")
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    figure.suptitle(title + " (band: smallest to largest prompt)", fontsize=10)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, path, title)
 
 
 def _seeds(runs) -> dict[str, int]:
@@ -128,37 +142,20 @@ def _seeds(runs) -> dict[str, int]:
 def plot_families(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> Path:
     """One panel per model, side by side: mean E over the prompts (band: smallest to largest prompt) against
     the layer index, log scale, a line per weights / FFN variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
     models = list(dict.fromkeys(m["settings"]["model"] for m, _ in runs))
-    figure, axes = plt.subplots(1, len(models), figsize=(5.2 * len(models), 3.8), squeeze=False)
+    figure, axes = _pyplot().subplots(1, len(models), figsize=(5.2 * len(models), 3.8), squeeze=False)
     for axis, model in zip(axes[0], models):
         for manifest, results in runs:
             s = manifest["settings"]
-            if s["model"] != model:
-                continue
-            per_prompt = np.array(results["E"])
-            mean, low, high = per_prompt.mean(0), per_prompt.min(0), per_prompt.max(0)
-            layers = np.arange(len(mean))
-            (line,) = axis.plot(layers, mean, linewidth=1.2,
-                                label=f"{s['weights']}, {'FFN' if s['ffn'] else 'no FFN'}")
-            axis.fill_between(layers, np.clip(low, 1e-9, None), high, color=line.get_color(), alpha=0.15)
+            if s["model"] == model:
+                _plot_mean_band(axis, results, f"{s['weights']}, {'FFN' if s['ffn'] else 'no FFN'}")
         axis.set_yscale("log")
         axis.set_title(f"{model} ({manifest_of(runs, model)['model']['layers']} blocks per pass)", fontsize=9)
         axis.set_xlabel("layer (passes x blocks)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     axes[0][0].set_ylabel("mean E over prompts")
-    figure.suptitle(title + " (band: smallest to largest prompt)", fontsize=10)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, path, title)
 
 
 def manifest_of(runs: Sequence[tuple[dict, dict]], model: str) -> dict:
