@@ -29,8 +29,12 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet $(GEMMA3)
 	touch $(STAMP)
 
+# --maxfail=5: a broken model stops the run after its first few failures, in well under a minute, instead of
+# running every slowed-down property test to its time limit (measured: with the field's tangent projection halved,
+# the plain run was still going after 12 minutes; with --maxfail=5 it stops after 38 s, naming the tests). Run
+# `.venv/bin/python -m pytest` for the list of every failure.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --maxfail=5
 
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
