@@ -10,15 +10,15 @@ the last finished pass (and extends a finished run if ``--passes`` grew).
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
+
+from reports.files import atomic_write, write_json
 
 from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
@@ -80,24 +80,6 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
-
-
-def _atomic_write(path: Path, write: Callable[[Any], None], binary: bool = False) -> None:
-    """Write to a temporary file in the same folder, then rename over ``path`` (never a half-written file)."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb" if binary else "w") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: Path, data: Any) -> None:
-    _atomic_write(path, lambda stream: json.dump(data, stream, indent=1))
 
 
 def environment() -> dict[str, Any]:
@@ -207,7 +189,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
             x = result.hidden
             columns.append(result.E.T)
             E = torch.cat(columns, dim=1)
-            _atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E,
+            atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E,
                                                                  "settings_identity": settings.identity()}, s),
                           binary=True)
             manifest["seconds"] += time.perf_counter() - started

@@ -10,11 +10,11 @@ arguments reuses them. At the end ``out/summary.json`` and ``out/witnesses/<clai
 from __future__ import annotations
 
 import json
-import os
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from reports.files import write_json
 from reports.records import CheckResult
 from reports.registry import get_claim
 
@@ -27,12 +27,6 @@ CHUNK_SIZE = 64
 SEARCH_VERSION = 2
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
-
-
-def _atomic_write(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def _chunk(claim: str, index: int, size: int, adversarial: bool) -> dict:
@@ -104,7 +98,7 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
 
         def keep(result: dict) -> None:
             result.update(adversarial=adversarial, version=SEARCH_VERSION)
-            _atomic_write(checkpoints / f"chunk-{result['index']:05d}.json", result)
+            write_json(checkpoints / f"chunk-{result['index']:05d}.json", result)
             results[result["index"]] = result
             bar.update(1)
 
@@ -124,11 +118,11 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
         if summary["witnesses"]:
             witness_dir.mkdir(parents=True, exist_ok=True)
         for name, record in summary.pop("witness_records").items():
-            _atomic_write(witness_dir / f"{name}.json", record)
+            write_json(witness_dir / f"{name}.json", record)
         summary["timing"] = {"seconds": time.perf_counter() - started, "resumed_chunks": len(sizes) - len(missing),
                              "chunk_seconds": sum(r["seconds"] for r in results.values()),
                              "workers": workers, "scheduler": scheduler}
-        _atomic_write(out / "summary.json", summary)
+        write_json(out / "summary.json", summary)
     return summary
 
 
