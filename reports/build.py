@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import tempfile
@@ -10,11 +9,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
 from .manifest import run_manifest
-from .records import NO_CHECK, CheckResult, worst_verdict
+from .records import CheckResult, worst_verdict
 from .registry import CLAIMS, CLAIMS_BY_ID
+from .render import mathjax_bundle, render_html
 
 if TYPE_CHECKING:
     from .pytest_plugin import TestEvidence
@@ -118,15 +116,6 @@ def _records_of(ev: "TestEvidence") -> list[CheckResult]:
             for c in ev.claims]
 
 
-def _embed_png(path: str) -> str | None:
-    """A data: URI for a PNG, so the report works offline from a single file."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    return "data:image/png;base64," + base64.b64encode(data).decode()
-
-
 def _load_extra_sections() -> list["ReportSection"]:
     """Sections written by commands run before pytest (benchmarks), as JSON files in a folder."""
     from .records import Figure, ReportSection, Table
@@ -189,19 +178,9 @@ def write_report(out: Path, *, evidence: list["TestEvidence"], sections: list["R
     }
     (out / "verdicts.json").write_text(json.dumps(verdicts, indent=2))
 
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["png"] = _embed_png
-    env.filters["number"] = _format_number
-    html = env.get_template("report.html").render(
-        entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
-        css=(Path(__file__).parent / "templates" / "report.css").read_text(),
-    )
+    html = render_html(entries=entries, sections=sections, manifest=manifest, counts=counts,
+                       mathjax=mathjax_bundle())
     path = out / "index.html"
     path.write_text(html)
     return path
 
-
-def _format_number(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)

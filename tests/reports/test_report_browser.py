@@ -1,4 +1,6 @@
-"""The generated report in a real browser (Debian's headless Chromium): figures load, one row per claim.
+"""The generated report in a real browser (Debian's headless Chromium): figures load, one row per claim, the
+formulas are typeset by the MathJax bundled into the file (no request leaves it), the summary is on the first
+screen, and audit cells and verdicts carry their colours beside their words.
 
 In CI (CONSENSUS_REQUIRE_BROWSER=1, set by .ci/run) a missing browser fails the test; elsewhere it is
 skipped with the reason shown.
@@ -10,13 +12,16 @@ import shutil
 
 import pytest
 
+from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX
+from reports.pytest_plugin import FULL_ENV
 from reports.registry import CLAIMS
 
 pytest_plugins = ["pytester"]
 
 SUITE = '''
 import pytest
-from reports.records import CheckResult, Figure
+from reports.formulas import AUDIT_FRAGMENTS
+from reports.records import CheckResult, Figure, ReportSection, Table
 
 def _png(tmp_path, name):
     import matplotlib
@@ -31,7 +36,27 @@ def _png(tmp_path, name):
 def test_with_figures(record, tmp_path):
     record(CheckResult("sim.fig2", "figure", "verified", figures=(Figure(_png(tmp_path, "a.png"), "paths", "Fig. 2"),)))
     record(CheckResult("sim.fig3", "figure", "verified", figures=(Figure(_png(tmp_path, "b.png"), "V", "Fig. 3"),)))
+
+def test_findings(record):
+    record(CheckResult("full.wendel", "exact", "discrepancy", detail="the printed sum stops at n-1",
+                       printed="P = 2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu)",
+                       corrected="P = 2^{-(l-1)} sum_{mu=0}^{n} C(l-1, mu)"))
+    record(CheckResult("conj.value-full", "search", "refuted", detail="a stored witness replays"))
+
+@pytest.mark.claim("emp.rate", method="empirical")
+@pytest.mark.full
+def test_expensive():
+    raise AssertionError("skipped without --full")
+
+def test_audit_section(report_section):
+    report_section(ReportSection(
+        "Theory meets practice", "Every audit formula: " + "; ".join(a for a, _ in AUDIT_FRAGMENTS) + ".",
+        tables=(Table("Hypothesis -> holds / nearly / fails", ("hypothesis", "model (trained)", "threshold"),
+                      (("P_eta bounded", "holds", 0.5), ("U_eta symmetric", "nearly", 0.1),
+                       ("U_eta = I", "fails", 1e-6), ("h = 1", "not-run", "-"))),)))
 '''
+
+GRADES = {"holds": "g-holds", "nearly": "g-nearly", "fails": "g-fails", "not-run": "g-not-run"}
 
 
 def _chromium() -> str | None:
@@ -58,13 +83,39 @@ def browser():
             browser.close()
 
 
-def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(pytester, browser):
+@pytest.fixture
+def report(pytester, monkeypatch):
+    """The report of SUITE (its expensive test skipped, as under `make test`): the index.html path."""
+    monkeypatch.delenv(FULL_ENV, raising=False)
     pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=1)
-    index = pytester.path / "out" / "index.html"
-    page = browser.new_page()
+    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=3, skipped=1)
+    return pytester.path / "out" / "index.html"
+
+
+def _open(browser, index, requests=None):
+    """The page at a laptop's first screen (1280 x 800), after its figure and formula self-checks ran."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    if requests is not None:
+        page.on("request", lambda request: requests.append(request.url))
     page.goto(index.as_uri())
     page.wait_for_function("document.body.dataset.figures !== undefined")
+    page.wait_for_function("document.body.dataset.mathTypeset !== undefined", timeout=60_000)
+    return page
+
+
+def _math(page) -> tuple[int, int, int]:
+    data = page.evaluate("({...document.body.dataset})")
+    return int(data["mathFormulas"]), int(data["mathTypeset"]), int(data["mathErrors"])
+
+
+def _on_first_screen(page, selector: str) -> bool:
+    """Whether the element's top edge is inside the viewport before any scrolling."""
+    return page.evaluate("s => { const r = document.querySelector(s).getBoundingClientRect();"
+                         " return window.scrollY === 0 && r.top >= 0 && r.top < window.innerHeight; }", selector)
+
+
+def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(report, browser):
+    page = _open(browser, report)
     figures = int(page.evaluate("document.body.dataset.figures"))
     broken = int(page.evaluate("document.body.dataset.brokenFigures"))
     rows = page.eval_on_selector_all("#claims tbody tr", "rows => rows.map(r => r.dataset.claim)")
@@ -74,18 +125,94 @@ def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(pyteste
     assert rows == [c.id for c in CLAIMS if not c.id.startswith("conj.")]
     assert conjectures == [c.id for c in CLAIMS if c.id.startswith("conj.")] != []
     assert "all loaded" in page.inner_text("#figure-status")
-    data = json.loads((pytester.path / "out" / "verdicts.json").read_text())
+    data = json.loads((report.parent / "verdicts.json").read_text())
     assert len(data["claims"]) == len(CLAIMS)
 
 
-def test_broken_figure_is_detected_by_the_page_check(pytester, browser):
+def test_broken_figure_is_detected_by_the_page_check(report, browser):
     # Negative control for the check above: a corrupted image must be counted as broken.
+    html = report.read_text().replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1)
+    report.write_text(html)
+    page = _open(browser, report)
+    assert int(page.evaluate("document.body.dataset.brokenFigures")) == 1
+
+
+def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(report, browser):
+    requests = []
+    page = _open(browser, report, requests)
+    formulas, typeset, errors = _math(page)
+    # eq. 6, each claim's formula twice (claims table, evidence) and every audit fragment at least once
+    assert formulas >= 1 + 2 * len(CLAIM_TEX) + len(AUDIT_FRAGMENTS)
+    assert (typeset, errors) == (formulas, 0)
+    svg = page.eval_on_selector_all(".math", "fs => fs.filter(f => f.querySelector('mjx-container svg path, "
+                                             "mjx-container svg use')).length")
+    assert svg == formulas
+    text = page.inner_text("body")
+    assert "\\(" not in text and "\\[" not in text
+    audit_prose = page.inner_text("section.extra p.prose")
+    assert not [ascii_form for ascii_form, _ in AUDIT_FRAGMENTS if ascii_form in audit_prose]
+    assert "typeset by MathJax 3." in page.inner_text("#math-status")
+    assert requests == [report.as_uri()]  # one file: nothing else is fetched, MathJax included
+    # verdicts.json keeps the ASCII statements
+    data = json.loads((report.parent / "verdicts.json").read_text())
+    assert all("\\" not in claim["statement"] for claim in data["claims"])
+
+
+def test_report_built_without_the_mathjax_bundle_fails_the_render_check(pytester, browser, monkeypatch):
+    # Negative control: the package's bundle not found, so the formulas stay TeX source and the check says so.
+    monkeypatch.setattr("reports.render.MATHJAX_BUNDLE", ("static", "mathjax", "es5", "no-such-bundle.js"))
+    monkeypatch.delenv(FULL_ENV, raising=False)
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out")
-    index = pytester.path / "out" / "index.html"
-    html = index.read_text().replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1)
-    index.write_text(html)
-    page = browser.new_page()
-    page.goto(index.as_uri())
-    page.wait_for_function("document.body.dataset.figures !== undefined")
-    assert int(page.evaluate("document.body.dataset.brokenFigures")) == 1
+    page = _open(browser, pytester.path / "out" / "index.html")
+    formulas, typeset, _ = _math(page)
+    assert formulas > 0 and typeset == 0
+    assert "\\(" in page.inner_text("body")
+    assert "FORMULAS NOT TYPESET" in page.inner_text("#math-status")
+
+
+def test_tex_error_is_detected_by_the_render_check(report, browser):
+    # Negative control: a formula with a mistyped macro (\dott for \dot) must be counted as a TeX error.
+    report.write_text(report.read_text().replace("\\dot y_1 = 0", "\\dott y_1 = 0", 1))
+    page = _open(browser, report)
+    assert _math(page)[2] == 1
+    assert "FORMULAS NOT TYPESET" in page.inner_text("#math-status")
+
+
+def test_summary_of_findings_is_on_the_first_screen(report, browser):
+    page = _open(browser, report)
+    assert _on_first_screen(page, "#first-look")
+    for part in ("#first-discrepancies", "#first-problems", "#first-not-run"):
+        assert _on_first_screen(page, f"{part} h3"), part
+    assert "full.wendel" in page.inner_text("#first-discrepancies")
+    assert "conj.value-full" in page.inner_text("#first-problems")
+    not_run = page.inner_text("#first-not-run")
+    assert "emp.rate" in not_run and "python -m pytest --full test_suite.py::test_expensive" in not_run
+    # the first-screen check itself fails on a page whose summary is moved below the claims (negative control)
+    page.evaluate("document.body.appendChild(document.getElementById('first-look'))")
+    assert not _on_first_screen(page, "#first-look")
+
+
+def test_audit_cells_and_verdicts_carry_their_colour_and_word(report, browser):
+    page = _open(browser, report)
+    cells = page.eval_on_selector_all(
+        "section.extra table.data tbody td",
+        "tds => tds.map(td => [td.innerText.trim(), td.className, getComputedStyle(td).backgroundColor])")
+    graded = {text: (cls, colour) for text, cls, colour in cells if "grade" in cls}
+    assert {text: cls.split()[-1] for text, (cls, _) in graded.items()} == GRADES  # the word stays the text
+    colours = {colour for _, colour in graded.values()}
+    assert len(colours) == 4 and "rgba(0, 0, 0, 0)" not in colours
+    # a cell that is no grade (a hypothesis, a number, "-") gets no grade colour
+    assert all("grade" not in cls for text, cls, _ in cells if text not in GRADES)
+    legend = page.inner_text("#legend")
+    assert all(word in legend for word in (*GRADES, "verified", "discrepancy", "refuted", "failed", "supported"))
+    verdict = page.eval_on_selector("#claims tr[data-claim='full.wendel'] .verdict",
+                                    "v => [v.innerText, v.className, getComputedStyle(v).backgroundColor]")
+    assert verdict[0].endswith("discrepancy") and "v-discrepancy" in verdict[1] and verdict[2] != "rgba(0, 0, 0, 0)"
+
+
+def test_prose_is_set_in_a_proportional_font_and_code_in_monospace(report, browser):
+    page = _open(browser, report)
+    prose = page.eval_on_selector("section.extra p.prose", "p => getComputedStyle(p).fontFamily")
+    command = page.eval_on_selector("#first-not-run code.command", "c => getComputedStyle(c).fontFamily")
+    assert "mono" not in prose.lower() and "mono" in command.lower()
