@@ -9,6 +9,9 @@ skipped with the reason shown.
 import json
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +59,7 @@ def test_audit_section(report_section):
                        ("U_eta = I", "fails", 1e-6), ("h = 1", "not-run", "-"))),)))
 '''
 
+ROOT = Path(__file__).resolve().parents[2]
 GRADES = {"holds": "g-holds", "nearly": "g-nearly", "fails": "g-fails", "not-run": "g-not-run"}
 
 
@@ -63,7 +67,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
     executable = _chromium()
     if executable is None:
@@ -83,13 +87,34 @@ def browser():
             browser.close()
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """SUITE run once by pytest with the report plugin, its expensive test skipped as under `make test` (a
+    subprocess importing this tree's packages): the report's folder, with index.html and verdicts.json."""
+    folder = tmp_path_factory.mktemp("suite")
+    (folder / "test_suite.py").write_text(SUITE)
+    (folder / "pytest.ini").write_text("[pytest]\nmarkers =\n    claim: a registry claim\n    full: expensive\n")
+    env = {key: value for key, value in os.environ.items() if key != FULL_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "reports.pytest_plugin", "--report-dir", "out", "-q",
+                          "-p", "no:cacheprovider", "test_suite.py"], cwd=folder, env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and "3 passed, 1 skipped" in run.stdout, run.stdout + run.stderr
+    return folder / "out"
+
+
 @pytest.fixture
-def report(pytester, monkeypatch):
-    """The report of SUITE (its expensive test skipped, as under `make test`): the index.html path."""
-    monkeypatch.delenv(FULL_ENV, raising=False)
-    pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=3, skipped=1)
-    return pytester.path / "out" / "index.html"
+def report(built, tmp_path):
+    """A copy of the built report for a test that breaks it on purpose: its index.html."""
+    return shutil.copytree(built, tmp_path / "out") / "index.html"
+
+
+@pytest.fixture(scope="module")
+def opened(browser, built):
+    """The built report open in Chromium (shared by the tests that only read it) and the URLs it requested."""
+    requests = []
+    page = _open(browser, built / "index.html", requests)
+    yield page, requests
+    page.close()
 
 
 def _open(browser, index, requests=None):
@@ -114,8 +139,8 @@ def _on_first_screen(page, selector: str) -> bool:
                          " return window.scrollY === 0 && r.top >= 0 && r.top < window.innerHeight; }", selector)
 
 
-def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(report, browser):
-    page = _open(browser, report)
+def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(opened, built):
+    page, _ = opened
     figures = int(page.evaluate("document.body.dataset.figures"))
     broken = int(page.evaluate("document.body.dataset.brokenFigures"))
     rows = page.eval_on_selector_all("#claims tbody tr", "rows => rows.map(r => r.dataset.claim)")
@@ -125,7 +150,7 @@ def test_report_opens_in_chromium_with_all_figures_and_one_row_per_claim(report,
     assert rows == [c.id for c in CLAIMS if not c.id.startswith("conj.")]
     assert conjectures == [c.id for c in CLAIMS if c.id.startswith("conj.")] != []
     assert "all loaded" in page.inner_text("#figure-status")
-    data = json.loads((report.parent / "verdicts.json").read_text())
+    data = json.loads((built / "verdicts.json").read_text())
     assert len(data["claims"]) == len(CLAIMS)
 
 
@@ -137,9 +162,8 @@ def test_broken_figure_is_detected_by_the_page_check(report, browser):
     assert int(page.evaluate("document.body.dataset.brokenFigures")) == 1
 
 
-def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(report, browser):
-    requests = []
-    page = _open(browser, report, requests)
+def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(opened, built):
+    page, requests = opened
     formulas, typeset, errors = _math(page)
     # eq. 6, each claim's formula twice (claims table, evidence) and every audit fragment at least once
     assert formulas >= 1 + 2 * len(CLAIM_TEX) + len(AUDIT_FRAGMENTS)
@@ -152,9 +176,9 @@ def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(report, brow
     audit_prose = page.inner_text("section.extra p.prose")
     assert not [ascii_form for ascii_form, _ in AUDIT_FRAGMENTS if ascii_form in audit_prose]
     assert "typeset by MathJax 3." in page.inner_text("#math-status")
-    assert requests == [report.as_uri()]  # one file: nothing else is fetched, MathJax included
+    assert requests == [(built / "index.html").as_uri()]  # one file: nothing else is fetched, MathJax included
     # verdicts.json keeps the ASCII statements
-    data = json.loads((report.parent / "verdicts.json").read_text())
+    data = json.loads((built / "verdicts.json").read_text())
     assert all("\\" not in claim["statement"] for claim in data["claims"])
 
 
@@ -179,8 +203,8 @@ def test_tex_error_is_detected_by_the_render_check(report, browser):
     assert "FORMULAS NOT TYPESET" in page.inner_text("#math-status")
 
 
-def test_summary_of_findings_is_on_the_first_screen(report, browser):
-    page = _open(browser, report)
+def test_summary_of_findings_is_on_the_first_screen(opened):
+    page, _ = opened
     assert _on_first_screen(page, "#first-look")
     for part in ("#first-discrepancies", "#first-problems", "#first-not-run"):
         assert _on_first_screen(page, f"{part} h3"), part
@@ -188,13 +212,19 @@ def test_summary_of_findings_is_on_the_first_screen(report, browser):
     assert "conj.value-full" in page.inner_text("#first-problems")
     not_run = page.inner_text("#first-not-run")
     assert "emp.rate" in not_run and "python -m pytest --full test_suite.py::test_expensive" in not_run
-    # the first-screen check itself fails on a page whose summary is moved below the claims (negative control)
-    page.evaluate("document.body.appendChild(document.getElementById('first-look'))")
-    assert not _on_first_screen(page, "#first-look")
+    # the first-screen check itself fails on a page whose summary is moved below the claims (negative control;
+    # put back after, the page is shared)
+    page.evaluate("window.firstLookBefore = document.getElementById('first-look').nextElementSibling;"
+                  "document.body.appendChild(document.getElementById('first-look'))")
+    try:
+        assert not _on_first_screen(page, "#first-look")
+    finally:
+        page.evaluate("document.body.insertBefore(document.getElementById('first-look'), window.firstLookBefore)")
+    assert _on_first_screen(page, "#first-look")
 
 
-def test_audit_cells_and_verdicts_carry_their_colour_and_word(report, browser):
-    page = _open(browser, report)
+def test_audit_cells_and_verdicts_carry_their_colour_and_word(opened):
+    page, _ = opened
     cells = page.eval_on_selector_all(
         "section.extra table.data tbody td",
         "tds => tds.map(td => [td.innerText.trim(), td.className, getComputedStyle(td).backgroundColor])")
@@ -211,8 +241,8 @@ def test_audit_cells_and_verdicts_carry_their_colour_and_word(report, browser):
     assert verdict[0].endswith("discrepancy") and "v-discrepancy" in verdict[1] and verdict[2] != "rgba(0, 0, 0, 0)"
 
 
-def test_prose_is_set_in_a_proportional_font_and_code_in_monospace(report, browser):
-    page = _open(browser, report)
+def test_prose_is_set_in_a_proportional_font_and_code_in_monospace(opened):
+    page, _ = opened
     prose = page.eval_on_selector("section.extra p.prose", "p => getComputedStyle(p).fontFamily")
     command = page.eval_on_selector("#first-not-run code.command", "c => getComputedStyle(c).fontFamily")
     assert "mono" not in prose.lower() and "mono" in command.lower()
