@@ -23,13 +23,14 @@ MODEL_EQUATION = (
 
 #: Claim id -> the LaTeX of the formula its statement (reports/registry.py) states, "as printed" where it says so.
 CLAIM_TEX: dict[str, str] = {
-    "model.projection": (r"\pi_W(x) = x\,\|x\|_W^{-1},\quad T_x\pi_W\cdot X = \|x\|_W^{-1}"
-                         r"\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\quad T_y\pi_W\cdot X = (I - y y^\top W)X"),
+    "model.projection": (r"\begin{aligned}&\pi_W(x) = x\,\|x\|_W^{-1},\\&"
+                         r" T_x\pi_W\cdot X = \|x\|_W^{-1}\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\\&"
+                         r" T_y\pi_W\cdot X = (I - y y^\top W)X\ \ (y \in E_W)\end{aligned}"),
     "model.continuum": (r"\dot y_i = T_{y_i}\pi_W\Bigl(\sum_\eta\sum_j \alpha_{ij}^\eta U_\eta y_j\Bigr),\qquad"
                         r"\frac{d}{d\tau}\pi_W(y + \tau f)\Big|_{\tau=0} = P_y f"),
-    "model.layernorm": (r"N(x) = \frac{x - \mu(x)\mathbf{1}}{\sigma(x)}\,\gamma + \beta,\qquad "
+    "model.layernorm": (r"\begin{aligned}&N(x) = \frac{x - \mu(x)\mathbf{1}}{\sigma(x)}\,\gamma + \beta,\\&"
                         r"\gamma = \gamma_0\mathbf{1} \;\Rightarrow\; \|N(x) - \beta\| = (n+1)\,\gamma_0^2"
-                        r"\ \ \text{(as printed)}"),
+                        r"\ \ \text{(as printed)}\end{aligned}"),
     "grad.projection": (r"g_y(X, Y) = \sum_i Z_i(y)\,X_i^\top W Y_i,\qquad "
                         r"\operatorname{proj}^{g}_{T_y (E_W)^l} = T\pi_W \ \ (W = P)"),
     "grad.field": r"\Phi(y) = \tfrac12 \sum_{i,j} e^{y_i^\top P y_j},\qquad \dot y = \operatorname{grad}_g \Phi(y)",
@@ -38,14 +39,15 @@ CLAIM_TEX: dict[str, str] = {
     "full.bounds": r"\|P_\eta(t)\| \le p\ \ \forall t \;\Rightarrow\; 0 < a \le \alpha_{ij}^\eta(t, y) \le b",
     "full.invariance": r"H^+(v) = \{y \in E_W : v^\top y > 0\},\qquad H^+(v)^l\ \text{forward invariant}",
     "full.equilibria": r"(y, \dots, y),\ y \in E_W:\ \dot y_i = 0\ \ \forall i",
-    "full.lyapunov": (r"V(y) = \max_i\,(1 - v^\top y_i),\qquad D^+V \le 0\ \text{on}\ H^+(v)^l,"
-                      r"\quad D^+V = 0 \iff y\ \text{consensus}"),
+    "full.lyapunov": (r"\begin{aligned}&V(y) = \max_i\,(1 - v^\top y_i),\\& D^+V \le 0\ \text{on}\ H^+(v)^l,"
+                      r"\quad D^+V = 0 \iff y\ \text{consensus}\end{aligned}"),
     "full.convergence": r"y(0) \in H^+(v)^l \;\Rightarrow\; y(t) \to \text{consensus}",
     "full.autonomous": r"\dot P_\eta = 0 \;\Rightarrow\; \text{consensus set asymptotically stable}",
     "full.wendel": (r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n-1} \binom{l-1}{\mu}\ \ \text{(as printed)},"
                     r"\qquad P_{l,n} = 1 \ \text{if}\ n \ge l"),
     "causal.first-token": r"\dot y_1 = 0",
-    "causal.scalar": r"b = y_1^\top y_2:\ \ \text{equilibria}\ b = \pm 1,\ \ \text{domain of attraction of}\ b = 1:\ (-1, 1]",
+    "causal.scalar": (r"\begin{aligned}&b = y_1^\top y_2:\ \ \text{equilibria}\ b = \pm 1,\\&"
+                      r"\text{domain of attraction of}\ b = 1:\ (-1, 1]\end{aligned}"),
     "causal.identity": r"\{y : y_j \ne -y_1,\ j \ge 2\} \subset \text{domain of attraction of}\ (y_1, \dots, y_1)",
     "causal.identity-iss": r"e_j = y_j - y_1,\qquad b = y_1^\top y_i",
     "causal.first-token-symmetric": (r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"
@@ -60,8 +62,8 @@ CLAIM_TEX: dict[str, str] = {
     "emp.no-ffn": r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0",
     "emp.audit-hemisphere": r"\exists v:\ v^\top y_i > 0\ \ \forall i\quad (l \le n + 1,\ \text{every layer})",
     "emp.theory-scope": r"U_\eta = I\quad \text{or}\quad \bigl(h = 1,\ U = U^\top,\ \lambda_{\max}(U)\ \text{simple}, > 0\bigr)",
-    "conj.multihead-causal": (r"\Bigl(\sum_\eta U_\eta\Bigr) v = \lambda v:\ \ D^l(v) \subset"
-                              r"\ \text{domain of attraction of}\ (v, \dots, v),\quad h \ge 2"),
+    "conj.multihead-causal": (r"\begin{aligned}&h \ge 2,\quad \Bigl(\sum_\eta U_\eta\Bigr) v = \lambda v:\\&"
+                              r"D^l(v) \subset \text{domain of attraction of}\ (v, \dots, v)\end{aligned}"),
     "conj.value-causal": r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0",
     "conj.value-full": r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0",
     "conj.gradient-equilibria": r"h = 1,\ U = I,\ W = P = P^\top \succ 0,\ P \ne I",
