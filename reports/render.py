@@ -8,8 +8,8 @@ one file works offline; every TeX extension is in it, so nothing is fetched at r
 from __future__ import annotations
 
 import base64
-import importlib.metadata
 import importlib.resources
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,27 +21,37 @@ from . import formulas
 from .records import NO_CHECK
 
 MATHJAX_PACKAGE = "django-static-mathjax"
-#: The bundle inside the package's ``mathjax`` module: TeX input, SVG output, all extensions (2.3 MB).
-MATHJAX_BUNDLE = ("static", "mathjax", "es5", "tex-svg-full.js")
+#: MathJax's own folder inside the package's ``mathjax`` module (its package.json gives the MathJax version).
+MATHJAX_ROOT = ("static", "mathjax")
+#: The bundle in that folder: TeX input, SVG output, all extensions (2.3 MB).
+MATHJAX_BUNDLE = ("es5", "tex-svg-full.js")
 #: Audit grades (empirical/audit.py) and verdict words that a table cell may hold: cell text -> CSS class.
 CELL_GRADES = {"holds": "g-holds", "nearly": "g-nearly", "fails": "g-fails", "not-run": "g-not-run",
                "not audited": "g-not-run", "verified": "v-verified", "discrepancy": "v-discrepancy",
                "refuted": "v-refuted", "failed": "v-failed", "supported": "v-supported"}
 
 
-def mathjax_bundle() -> tuple[str, str] | None:
-    """``(version, script)`` of the installed MathJax bundle, or None (with a warning) when it is missing."""
+def mathjax_bundle() -> tuple[str, str, str] | None:
+    """``(MathJax version, script, licence text)`` of the installed bundle, or None (with a warning) when it is
+    missing. The report carries the licence (Apache-2.0 asks that recipients get a copy)."""
     try:
-        script = importlib.resources.files("mathjax").joinpath(*MATHJAX_BUNDLE).read_text(encoding="utf-8")
-        version = importlib.metadata.version(MATHJAX_PACKAGE)
-    except (ModuleNotFoundError, FileNotFoundError, importlib.metadata.PackageNotFoundError) as error:
+        root = importlib.resources.files("mathjax")
+        for part in MATHJAX_ROOT:  # one part at a time: Python 3.10's Traversable.joinpath takes one
+            root = root.joinpath(part)
+        bundle = root
+        for part in MATHJAX_BUNDLE:
+            bundle = bundle.joinpath(part)
+        script = bundle.read_text(encoding="utf-8")
+        version = json.loads(root.joinpath("package.json").read_text(encoding="utf-8"))["version"]
+        licence = root.joinpath("LICENSE").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, KeyError, ValueError) as error:
         print(f"warning: the report's formulas stay TeX source: {error} (pip install {MATHJAX_PACKAGE}; "
               "pyproject.toml lists it)", file=sys.stderr)
         return None
     if "</script" in script.lower():
         raise ValueError(f"{'/'.join(MATHJAX_BUNDLE)} of {MATHJAX_PACKAGE} {version} contains '</script': it cannot "
                          "be inlined into the report's <script> element.")
-    return version, script
+    return version, script, licence
 
 
 def overview(entries: list[dict]) -> dict[str, list]:
@@ -74,8 +84,8 @@ def _run_commands(entry: dict) -> list[str]:
 
 
 def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: dict[str, int],
-                mathjax: tuple[str, str] | None) -> str:
-    """The report page; ``mathjax`` is :func:`mathjax_bundle`'s ``(version, script)``, or None to leave the
+                mathjax: tuple[str, str, str] | None) -> str:
+    """The report page; ``mathjax`` is :func:`mathjax_bundle`'s ``(version, script, licence)``, or None to leave the
     formulas as TeX source (the page then says so)."""
     env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html"]))
     env.filters.update(png=_embed_png, number=_format_number, cell=_cell, fragments=formulas.typeset_fragments,
@@ -86,6 +96,7 @@ def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: 
         first=overview(entries), claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
         css=Markup((Path(__file__).parent / "templates" / "report.css").read_text()),
         mathjax_version=mathjax[0] if mathjax else None, mathjax_script=Markup(mathjax[1]) if mathjax else None,
+        mathjax_licence=mathjax[2] if mathjax else None,
     )
 
 

@@ -76,11 +76,12 @@ def test_first_look_lists_discrepancies_problems_not_run_with_commands_and_gaps(
 
 
 def test_missing_mathjax_bundle_leaves_tex_source_with_a_warning(monkeypatch, capsys):
-    monkeypatch.setattr(render, "MATHJAX_BUNDLE", ("static", "mathjax", "es5", "no-such-bundle.js"))
+    monkeypatch.setattr(render, "MATHJAX_BUNDLE", ("es5", "no-such-bundle.js"))
     assert render.mathjax_bundle() is None
     assert "formulas stay TeX source" in capsys.readouterr().err
 
 
-def test_installed_mathjax_bundle_is_mathjax_3_and_can_be_inlined():
-    version, script = render.mathjax_bundle()
+def test_installed_mathjax_bundle_is_mathjax_3_with_its_licence_and_can_be_inlined():
+    version, script, licence = render.mathjax_bundle()
     assert version.startswith("3.") and "MathJax" in script[:100_000] and "</script" not in script.lower()
+    assert "Apache License" in licence and "Version 2.0" in licence

@@ -176,6 +176,7 @@ def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(opened, buil
     audit_prose = page.inner_text("section.extra p.prose")
     assert not [ascii_form for ascii_form, _ in AUDIT_FRAGMENTS if ascii_form in audit_prose]
     assert "typeset by MathJax 3." in page.inner_text("#math-status")
+    assert "Apache License" in page.text_content("#third-party")  # the bundle's licence travels with it
     assert requests == [(built / "index.html").as_uri()]  # one file: nothing else is fetched, MathJax included
     # verdicts.json keeps the ASCII statements
     data = json.loads((built / "verdicts.json").read_text())
@@ -184,7 +185,7 @@ def test_formulas_are_typeset_as_svg_by_the_bundled_mathjax_offline(opened, buil
 
 def test_report_built_without_the_mathjax_bundle_fails_the_render_check(pytester, browser, monkeypatch):
     # Negative control: the package's bundle not found, so the formulas stay TeX source and the check says so.
-    monkeypatch.setattr("reports.render.MATHJAX_BUNDLE", ("static", "mathjax", "es5", "no-such-bundle.js"))
+    monkeypatch.setattr("reports.render.MATHJAX_BUNDLE", ("es5", "no-such-bundle.js"))
     monkeypatch.delenv(FULL_ENV, raising=False)
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out")
