@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.set_defaults(handler=_suite)
     commands.add_parser("bench", add_help=False,
                         help="the section-7 benchmark (python -m empirical bench --help for its options)")
-    from .audit_report import add_audit_parser  # `audit`: the hypothesis audit (empirical/audit.py)
+    from .audit.report import add_audit_parser  # `audit`: the hypothesis audit (empirical/audit/)
     add_audit_parser(commands)
     return parser
 

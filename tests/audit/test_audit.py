@@ -9,8 +9,8 @@ import torch
 from empirical.__main__ import main
 from empirical.adapters import adapter_for
 from empirical.audit import AuditSettings, audit_adapter, audit_model, comparison, hypothesis_rows
-from empirical.audit_report import audit_records, audit_section
-from empirical.heads import head_factors
+from empirical.audit.report import audit_records, audit_section
+from empirical.audit.heads import head_factors
 from empirical.models import load_model
 from empirical.prompts import authors_prompts
 from reports.records import CheckResult, ReportSection
@@ -140,7 +140,7 @@ def _fake_run(folder, rates, ffn, seed):
 
 
 def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
-    from empirical.audit_report import comparison_table, rate_table, run_rates
+    from empirical.audit.report import comparison_table, rate_table, run_rates
     from empirical.run import load_results
 
     fast = _fake_run(tmp_path / "ffn", [0.2, 0.21, 0.19, 0.2], True, 0)
@@ -160,7 +160,7 @@ def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
 
 
 def test_a_cached_audit_reads_back_equal_and_is_reused(tmp_path, monkeypatch):
-    from empirical import audit as audit_module
+    from empirical.audit import store as audit_module
 
     first = audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=6, passes=1), tmp_path)
     def recompute(*args, **kwargs):

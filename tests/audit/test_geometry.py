@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.geometry import (
+from empirical.audit.geometry import (
     SURFACE_TOL,
     check_layernorm_remark,
     gain_geometry,

@@ -19,9 +19,10 @@ import torch
 
 from reports.records import CheckResult, ReportSection, Table
 
-from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, cached_audit, comparison, rate_summary,
-                    rates_from_results, write_audit)
-from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
+from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
+from .grading import SURFACE_TOL_FLOAT32
+from .measure import AuditSettings, audit_model, comparison, rate_summary
+from .store import cached_audit, rates_from_results, write_audit
 
 PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder "
                      "named by CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build "
