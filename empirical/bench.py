@@ -29,11 +29,9 @@ E and the comparison with the authors' E to well under 1%.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -308,50 +306,3 @@ def section(result: dict[str, Any]) -> dict[str, Any]:
                        {"title": "Targets", "columns": ["ratio", "median of paired rounds", "best / best",
                                                         "from E timed alone", "target"], "rows": targets}],
             "figures": []}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .models import ModelNotAvailable
-
-    parser = argparse.ArgumentParser(prog="python -m empirical bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or gemma3-270m (embedded), or any "
-                        "model with trained weights (see python -m empirical run --help)")
-    parser.add_argument("--prompts", type=int, default=16)
-    parser.add_argument("--length", type=int, default=200)
-    parser.add_argument("--passes", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--out", type=Path, help="benchmark JSON")
-    parser.add_argument("--section", type=Path, help="report section JSON")
-    arguments = parser.parse_args(argv)
-    for name in ("prompts", "length", "passes", "rounds"):
-        if getattr(arguments, name) < 1:
-            print(f"error: --{name} {getattr(arguments, name)} must be a positive integer.", file=sys.stderr)
-            return 2
-    try:
-        result = bench(arguments.model, arguments.prompts, arguments.length, arguments.passes, arguments.rounds,
-                       arguments.device)
-    except (ValueError, ModelNotAvailable) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    text = json.dumps(result, indent=1)
-    if arguments.out:
-        arguments.out.parent.mkdir(parents=True, exist_ok=True)
-        arguments.out.write_text(text)
-    else:
-        print(text)
-    if arguments.section:
-        arguments.section.parent.mkdir(parents=True, exist_ok=True)
-        arguments.section.write_text(json.dumps(section(result), indent=1))
-    r = result["ratios"]
-    print(f"measured/bare {r['measured_over_bare_time']:.3f}, bare/plain {r['bare_over_plain_time']:.3f}, "
-          f"measured/authors {r['measured_over_authors_time']:.3f}, peak tensor memory measured/plain "
-          f"{r['measured_over_plain_peak_memory']:.3f}; from E timed alone: measured/bare "
-          f"{r['isolated_measured_over_bare_time']:.4f}, measured/authors "
-          f"{r['isolated_measured_over_authors_time']:.4f}",
-          file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
