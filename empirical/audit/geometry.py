@@ -16,12 +16,8 @@ the paper's ellipsoid ``E_W`` (eq. 2), although the map is ``diag(g) . pi_{I/d}`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from reports.records import CheckResult
 
 #: Gain geometry verdicts. A gain whose largest and smallest |entries| differ by at most this factor
 #: minus one counts as a sphere ("holds"); the float32 storage of a constant gain is exact, so any
@@ -134,102 +130,3 @@ def _pair(inputs: np.ndarray, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarr
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(z))):
         raise ValueError("inputs and outputs must be finite (no NaN or inf).")
     return x, z
-
-
-#: Tolerance of the LayerNorm/RMSNorm surface checks in float64 torch: the eps-corrected prediction
-#: holds to rounding (relative 1e-15 per entry, summed over d <= 4096 entries).
-SURFACE_TOL = 1e-10
-
-
-def check_layernorm_remark(*, dim: int = 8, samples: int = 200, gamma0: float = 0.7, seed: int = 0) -> CheckResult:
-    """Remark 2.3 (ICML 2.2) against ``torch.nn.LayerNorm`` (float64, its default eps) and ``torch.nn.RMSNorm``.
-
-    Printed: with ``gamma = gamma0 1`` the tokens lie on the n-sphere of center ``beta`` and radius
-    ``(n+1) gamma0^2``. Measured: the distance to ``beta``, the hyperplane ``1^T (z - beta) = 0`` and,
-    for a random gain, the ellipsoid ``|(z - beta) / gamma|^2 = n+1`` (the conjecture), plus RMSNorm's
-    ellipsoid ``E_W``, ``W = diag(1 / (d g^2))``.
-    """
-    import torch
-
-    from reports.records import CheckResult, Table
-
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(samples, dim, generator=generator, dtype=torch.float64) * 3.0 + 1.5
-    beta = torch.randn(dim, generator=generator, dtype=torch.float64)
-    gamma = torch.rand(dim, generator=generator, dtype=torch.float64) * 2.0 + 0.2
-    layer = torch.nn.LayerNorm(dim, dtype=torch.float64)
-    eps = float(layer.eps)
-    with torch.no_grad():
-        layer.weight.fill_(gamma0)
-        layer.bias.copy_(beta)
-        z_const = layer(x).numpy()
-        layer.weight.copy_(gamma)
-        z_gain = layer(x).numpy()
-        rms = torch.nn.RMSNorm(dim, eps=eps, dtype=torch.float64)
-        rms.weight.copy_(gamma)
-        z_rms = rms(x).numpy()
-    xs, b, g = x.numpy(), beta.numpy(), gamma.numpy()
-    distance = np.linalg.norm(z_const - b, axis=1)
-    printed_radius = dim * gamma0**2
-    corrected_radius = np.sqrt(dim) * abs(gamma0)
-    variance = np.var(xs, axis=1)
-    eps_radius = corrected_radius * np.sqrt(variance / (variance + eps))
-    const = layernorm_residuals(xs, z_const, np.full(dim, gamma0), b, eps)
-    general = layernorm_residuals(xs, z_gain, g, b, eps)
-    rmsres = rmsnorm_residuals(xs, z_rms, g, eps)
-    numbers = {
-        "dim": dim, "samples": samples, "gamma0": gamma0, "eps": eps,
-        "printed_radius": printed_radius, "corrected_radius": float(corrected_radius),
-        "measured_radius_min": float(distance.min()), "measured_radius_max": float(distance.max()),
-        "radius_residual_eps_corrected": float(np.max(np.abs(distance - eps_radius))),
-        "hyperplane_residual_constant_gain": const.hyperplane,
-        "hyperplane_residual_random_gain": general.hyperplane,
-        "ellipsoid_residual_random_gain_eps_corrected": general.radial_eps,
-        "ellipsoid_residual_random_gain_without_eps": general.radial,
-        "rmsnorm_ellipsoid_residual_eps_corrected": rmsres.radial_eps,
-    }
-    corrected_holds = (numbers["radius_residual_eps_corrected"] <= SURFACE_TOL and const.hyperplane <= SURFACE_TOL
-                       and general.hyperplane <= SURFACE_TOL and general.radial_eps <= SURFACE_TOL
-                       and rmsres.radial_eps <= SURFACE_TOL)
-    printed_holds = bool(np.all(np.abs(distance - printed_radius) <= 1e-6 * printed_radius))
-    table = Table(
-        "LayerNorm / RMSNorm output geometry (torch, float64)",
-        ("quantity", "printed / predicted", "measured"),
-        (
-            ("|z - beta|, gamma = gamma0 1", f"(n+1) gamma0^2 = {printed_radius:.4f} (printed)",
-             f"{distance.min():.6f} .. {distance.max():.6f}"),
-            ("|z - beta|, gamma = gamma0 1", f"sqrt(n+1) |gamma0| = {corrected_radius:.6f} (eps -> 0)",
-             f"max dev. from eps-corrected: {numbers['radius_residual_eps_corrected']:.1e}"),
-            ("mean((z - beta)/gamma), random gamma", "0 (hyperplane)", f"{general.hyperplane:.1e}"),
-            ("|(z - beta)/gamma|^2/(n+1) - var/(var+eps)", "0 (ellipsoid)", f"{general.radial_eps:.1e}"),
-            ("RMSNorm z^T W z - ms/(ms+eps), W = diag(1/(d g^2))", "0 (ellipsoid E_W)", f"{rmsres.radial_eps:.1e}"),
-        ),
-    )
-    if printed_holds or not corrected_holds:
-        verdict = "verified" if printed_holds else "failed"
-        return CheckResult("model.layernorm", "numeric", verdict,
-                           detail="torch.nn.LayerNorm outputs compared with the printed radius (n+1) gamma0^2.",
-                           numbers=numbers, tolerance=SURFACE_TOL, tolerance_reason=_SURFACE_REASON,
-                           tables=(table,), seeds={"torch": seed})
-    return CheckResult(
-        "model.layernorm", "numeric", "discrepancy",
-        detail=(f"torch.nn.LayerNorm (float64, eps={eps:g}) with gamma = {gamma0} 1 in d = n+1 = {dim}: the outputs are "
-                f"at distance {distance.min():.4f}..{distance.max():.4f} from beta, not the printed radius "
-                f"(n+1) gamma0^2 = {printed_radius:.4f}; the paper's own computation gives |N(x) - beta|^2 = (n+1) gamma0^2, "
-                "i.e. that is the squared radius. The outputs also satisfy 1^T (z - beta) = 0, so they lie on an "
-                "(n-1)-sphere (the sphere cut by a hyperplane through beta). For an arbitrary gain with no zero entry "
-                "(the conjecture) they lie on the ellipsoid |(z - beta)/gamma|^2 = n+1, a hypersurface diffeomorphic to "
-                "the n-sphere, cut by that hyperplane: an (n-1)-dimensional ellipsoid. RMSNorm's outputs lie on the "
-                "paper's E_W with W = diag(1/(d g^2)). All to rounding once eps is accounted for."),
-        numbers=numbers, tolerance=SURFACE_TOL, tolerance_reason=_SURFACE_REASON,
-        printed="if gamma = gamma0 1, the tokens lie on the n-sphere of center beta and radius (n+1) gamma0^2",
-        corrected=("if gamma = gamma0 1 (gamma0 != 0), the tokens lie on the sphere of center beta and radius "
-                   "sqrt(n+1) |gamma0| (times sqrt(var/(var+eps)) with torch's eps), inside the hyperplane "
-                   "1^T (z - beta) = 0 (an (n-1)-sphere); for any gain with non-zero entries, on the ellipsoid "
-                   "|(z - beta)/gamma|^2 = n+1 (diffeomorphic to S^n, so the conjecture holds) cut by that hyperplane"),
-        tables=(table,), seeds={"torch": seed},
-    )
-
-
-_SURFACE_REASON = ("float64 evaluation of torch.nn.LayerNorm/RMSNorm: the eps-corrected surface equations hold to "
-                   "rounding, ~1e-15 relative per entry, far below 1e-10")
