@@ -38,8 +38,7 @@ class AuditSettings:
             raise ValueError(f"prompts={self.prompts} must be at least 2 (rate intervals are over prompts).")
 
 
-
-
+# -- rates ---------------------------------------------------------------------------------------------
 def rate_summary(values: np.ndarray) -> dict[str, Any]:
     """Exponential fit of E per layer, with its CI over prompts and the model-free blocks-to-half."""
     fit = fit_exponential(values)
@@ -149,5 +148,3 @@ def ensure_memory(model: str, dtype: torch.dtype) -> None:
     if available is not None and needed > available:
         raise MemoryError(f"model {model!r} needs about {needed / 2**30:.1f} GiB in {dtype} but only "
                           f"{available / 2**30:.1f} GiB are available: free memory, or use --dtype bfloat16.")
-
-

@@ -93,5 +93,3 @@ def _norm_entry(where: str, module: torch.nn.Module) -> dict[str, Any]:
         w = rmsnorm_ellipsoid(gain)
         entry.update({"W_min": float(w.min()), "W_max": float(w.max())})
     return entry
-
-
