@@ -140,8 +140,9 @@ def ensure_memory(model: str, dtype: torch.dtype) -> None:
 
     from ..models import load_config
 
+    config = load_config(model)  # outside the meta device: it may build a checkpoint first (Gemma 3's dequantised copy)
     with torch.device("meta"):
-        skeleton = AutoModelForCausalLM.from_config(load_config(model))
+        skeleton = AutoModelForCausalLM.from_config(config)
     needed = sum(p.numel() for p in skeleton.parameters()) * torch.finfo(dtype).bits // 8
     needed = int(needed * (1 + MEMORY_OVERHEAD))
     available = available_memory()

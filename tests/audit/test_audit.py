@@ -128,6 +128,26 @@ def test_redrawn_weights_and_random_comparison_of_random_weights_are_rejected():
         audit_model("tiny-gpt2", "random", SETTINGS, compare_random=True)
 
 
+
+def test_the_memory_check_reads_the_configuration_outside_the_meta_device(monkeypatch):
+    """Gemma 3's configuration comes from a dequantised copy built on first use (from_pretrained, which refuses the
+    meta device); ensure_memory once read it inside its meta-device block, so an audit of gemma3-270m on a fresh
+    clone stopped with a RuntimeError."""
+    import empirical.models
+    from empirical.audit.measure import ensure_memory
+    from empirical.models import builtin_config
+
+    def load_config(name):
+        if torch.empty(0).device.type == "meta":
+            raise RuntimeError("load_config ran on the meta device")
+        return builtin_config("tiny-gpt2")
+
+    monkeypatch.setattr(empirical.models, "load_config", load_config)
+    ensure_memory("tiny-gpt2", torch.float32)  # returns: a tiny model fits
+    monkeypatch.setattr("empirical.audit.measure.available_memory", lambda: 1)
+    with pytest.raises(MemoryError, match="needs about"):
+        ensure_memory("tiny-gpt2", torch.float32)
+
 def _fake_run(folder, rates, ffn, seed):
     """A run folder as `python -m empirical run` writes it, with E decaying at known per-prompt rates."""
     rng = np.random.default_rng(seed)
