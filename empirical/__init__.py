@@ -3,7 +3,8 @@
 The paper's section 6.2 (ICML 5.2) as a tool: model adapters (:mod:`empirical.adapters`), model
 loading and seeded weight draws (:mod:`empirical.models`), the misalignment E of eq. 9
 (:mod:`empirical.consensus`), the looped forward (:mod:`empirical.loop`) and the authors' prompts
-(:mod:`empirical.prompts`). The command line is ``python -m empirical``.
+(:mod:`empirical.prompts`); the hypothesis audit is the subpackage :mod:`empirical.audit`. The command line is
+``python -m empirical`` (:mod:`empirical.cli`).
 """
 
 from .adapters import (ADAPTERS, DECODER_LAYOUTS, BlockInputs, DecoderLayerAdapter, DecoderLayout, GPT2Adapter, GPTJAdapter,

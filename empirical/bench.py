@@ -29,11 +29,9 @@ E and the comparison with the authors' E to well under 1%.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -193,6 +191,44 @@ def _dispatch_overhead_us(device: torch.device, repeats: int = 2000) -> float:
     return (time.perf_counter() - started) / repeats * 1e6
 
 
+def _ratios(runs: dict[str, list[float]], summary: dict[str, dict[str, Any]], isolated: dict[str, float],
+            block_seconds: float) -> dict[str, float]:
+    """The benchmark's ratios: paired (median over rounds), best over best, and from the E computations timed alone."""
+    def paired(numerator: str, denominator: str) -> float:
+        """Median over the rounds of the ratio of two variants' times within the round."""
+        return statistics.median(n / d for n, d in zip(runs[numerator], runs[denominator]))
+
+    plain, bare, measured, authors = (summary[v] for v in ("plain", "bare", "measured", "authors"))
+    return {
+        "measured_over_bare_time": paired("measured", "bare"),
+        "bare_over_plain_time": paired("bare", "plain"),
+        "measured_over_authors_time": paired("measured", "authors"),
+        "best_measured_over_bare_time": measured["seconds_best"] / bare["seconds_best"],
+        "best_bare_over_plain_time": bare["seconds_best"] / plain["seconds_best"],
+        "best_measured_over_authors_time": measured["seconds_best"] / authors["seconds_best"],
+        "measured_over_plain_peak_memory": measured["peak_tensor_bytes"] / max(plain["peak_tensor_bytes"], 1),
+        # from the E computations timed alone, beside the bare loop's best time per block
+        "isolated_measured_over_bare_time": 1 + isolated["ours"] / block_seconds,
+        "isolated_measured_over_authors_time": (block_seconds + isolated["ours"])
+        / (block_seconds + isolated["authors"]),
+    }
+
+
+def _gpu_estimate_inputs(device: torch.device, prompts: int, width: int, inner: int,
+                         bare: dict[str, Any]) -> dict[str, float]:
+    """What a GPU would change, from measured numbers: the authors' E costs ~5 small operations per prompt
+    per block, ours 6 per block whatever the number of prompts (norm, product, two element-wise, mean,
+    1 - mean; one more to float32 for half-precision states); each costs at least one dispatch."""
+    overhead_us = _dispatch_overhead_us(device)
+    flops_per_token_block = 2 * (4 * width * width + 3 * width * inner) if inner else 2 * 12 * width * width
+    return {
+        "measured_dispatch_overhead_us": overhead_us,
+        "authors_E_ops_per_block": 5 * prompts, "our_E_ops_per_block": 6,
+        "flops_per_token_block_approx": flops_per_token_block,
+        "cpu_flops_per_second_measured": flops_per_token_block * bare["token_blocks_per_second"],
+    }
+
+
 def bench(model: str, prompts: int, length: int, passes: int, rounds: int, device: str) -> dict[str, Any]:
     """Run every variant ``rounds`` times, alternating; return the benchmark JSON."""
     from .adapters import adapter_for
@@ -220,37 +256,9 @@ def bench(model: str, prompts: int, length: int, passes: int, rounds: int, devic
         summary[variant] = {"seconds_best": min(seconds), "seconds_median": statistics.median(seconds),
                             "seconds_all": seconds, "token_blocks_per_second": token_blocks / min(seconds),
                             "peak_tensor_bytes": peaks[variant]}
-
-    def paired(numerator: str, denominator: str) -> float:
-        """Median over the rounds of the ratio of two variants' times within the round."""
-        return statistics.median(n / d for n, d in zip(runs[numerator], runs[denominator]))
-
-    plain, bare, measured, authors = (summary[v] for v in ("plain", "bare", "measured", "authors"))
-    block_seconds = bare["seconds_best"] / (passes * layers)
-    ratios = {
-        "measured_over_bare_time": paired("measured", "bare"),
-        "bare_over_plain_time": paired("bare", "plain"),
-        "measured_over_authors_time": paired("measured", "authors"),
-        "best_measured_over_bare_time": measured["seconds_best"] / bare["seconds_best"],
-        "best_bare_over_plain_time": bare["seconds_best"] / plain["seconds_best"],
-        "best_measured_over_authors_time": measured["seconds_best"] / authors["seconds_best"],
-        "measured_over_plain_peak_memory": measured["peak_tensor_bytes"] / max(plain["peak_tensor_bytes"], 1),
-        # from the E computations timed alone, beside the bare loop's best time per block
-        "isolated_measured_over_bare_time": 1 + isolated["ours"] / block_seconds,
-        "isolated_measured_over_authors_time": (block_seconds + isolated["ours"])
-        / (block_seconds + isolated["authors"]),
-    }
-    # What a GPU would change, from measured numbers: the authors' E costs ~5 small operations per prompt
-    # per block, ours 6 per block whatever the number of prompts (norm, product, two element-wise, mean,
-    # 1 - mean; one more to float32 for half-precision states); each costs at least one dispatch.
-    overhead_us = _dispatch_overhead_us(torch_device)
-    flops_per_token_block = 2 * (4 * width * width + 3 * width * inner) if inner else 2 * 12 * width * width
-    gpu = {
-        "measured_dispatch_overhead_us": overhead_us,
-        "authors_E_ops_per_block": 5 * prompts, "our_E_ops_per_block": 6,
-        "flops_per_token_block_approx": flops_per_token_block,
-        "cpu_flops_per_second_measured": flops_per_token_block * bare["token_blocks_per_second"],
-    }
+    block_seconds = summary["bare"]["seconds_best"] / (passes * layers)
+    ratios = _ratios(runs, summary, isolated, block_seconds)
+    gpu = _gpu_estimate_inputs(torch_device, prompts, width, inner, summary["bare"])
     return {"model": info, "prompts": prompts, "length": length, "passes": passes, "rounds": rounds,
             "device": str(torch_device), "threads": torch.get_num_threads(), "token_blocks": token_blocks,
             "variants": summary, "ratios": ratios, "gpu_estimate_inputs": gpu,
@@ -308,50 +316,3 @@ def section(result: dict[str, Any]) -> dict[str, Any]:
                        {"title": "Targets", "columns": ["ratio", "median of paired rounds", "best / best",
                                                         "from E timed alone", "target"], "rows": targets}],
             "figures": []}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .models import ModelNotAvailable
-
-    parser = argparse.ArgumentParser(prog="python -m empirical bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or gemma3-270m (embedded), or any "
-                        "model with trained weights (see python -m empirical run --help)")
-    parser.add_argument("--prompts", type=int, default=16)
-    parser.add_argument("--length", type=int, default=200)
-    parser.add_argument("--passes", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--out", type=Path, help="benchmark JSON")
-    parser.add_argument("--section", type=Path, help="report section JSON")
-    arguments = parser.parse_args(argv)
-    for name in ("prompts", "length", "passes", "rounds"):
-        if getattr(arguments, name) < 1:
-            print(f"error: --{name} {getattr(arguments, name)} must be a positive integer.", file=sys.stderr)
-            return 2
-    try:
-        result = bench(arguments.model, arguments.prompts, arguments.length, arguments.passes, arguments.rounds,
-                       arguments.device)
-    except (ValueError, ModelNotAvailable) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    text = json.dumps(result, indent=1)
-    if arguments.out:
-        arguments.out.parent.mkdir(parents=True, exist_ok=True)
-        arguments.out.write_text(text)
-    else:
-        print(text)
-    if arguments.section:
-        arguments.section.parent.mkdir(parents=True, exist_ok=True)
-        arguments.section.write_text(json.dumps(section(result), indent=1))
-    r = result["ratios"]
-    print(f"measured/bare {r['measured_over_bare_time']:.3f}, bare/plain {r['bare_over_plain_time']:.3f}, "
-          f"measured/authors {r['measured_over_authors_time']:.3f}, peak tensor memory measured/plain "
-          f"{r['measured_over_plain_peak_memory']:.3f}; from E timed alone: measured/bare "
-          f"{r['isolated_measured_over_bare_time']:.4f}, measured/authors "
-          f"{r['isolated_measured_over_authors_time']:.4f}",
-          file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 
 from sim.distributed import connect
 
+from .run import RunSettings
 from .suite import Variant, run_variant
 
 
@@ -27,8 +28,8 @@ def _task(variant: Variant, root: str, device: str, dtype: str, seed: int,
 
 
 def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = None, workers: int | None = None,
-              device: str = "auto", dtype: str = "auto", seed: int = 0, progress: bool = True,
-              weights_dirs: Mapping[str, Path] | None = None) -> list[dict]:
+              device: str = RunSettings.device, dtype: str = RunSettings.dtype, seed: int = RunSettings.seed,
+              progress: bool = True, weights_dirs: Mapping[str, Path] | None = None) -> list[dict]:
     """Run ``chosen`` variants as Dask tasks (``scheduler``: a running cluster; ``workers``: a LocalCluster of that
     many processes; ``weights_dirs``: folders of trained weights, seen by every worker, as for ``run_variant``);
     return their summaries in the order given. Raises ConnectionError for a scheduler that does

@@ -227,31 +227,7 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
     if attn_implementation is not None:
         options["attn_implementation"] = attn_implementation
     if weights == "trained":
-        if name in TINY_MODELS:
-            raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
-                                    "use --weights random or redrawn.")
-        with _offline():
-            if name == GEMMA3:
-                model = AutoModelForCausalLM.from_pretrained(gemma3_dequantised(), local_files_only=True,
-                                                             **dtype_option, device_map=device_map, **options)
-            elif (gguf := _gguf_file(name)) is not None:
-                with _reading_gguf(gguf):
-                    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **dtype_option,
-                                                                 device_map=device_map, **options)
-            else:
-                hub_id = PAPER_MODEL_ALIASES.get(name, name)
-                try:
-                    model = AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **dtype_option,
-                                                                 device_map=device_map, **options)
-                except (OSError, ValueError) as error:
-                    if Path(hub_id).is_dir():
-                        raise ModelNotAvailable(
-                            f"folder {hub_id!r} holds no loadable weights ({error}); it needs model.safetensors "
-                            "(or pytorch_model.bin, or a sharded *.index.json) beside its config.json, as "
-                            "model.save_pretrained(DIR) writes them.") from error
-                    raise ModelNotAvailable(
-                        f"trained weights of {name!r} are not available offline (not a local directory, not in the "
-                        f"Hugging Face cache). " + _how_to_get(hub_id)) from error
+        model = _load_trained(name, {**dtype_option, "device_map": device_map, **options})
     else:
         config = load_config(name)
         with torch.random.fork_rng(devices=[]):
@@ -266,6 +242,34 @@ def load_model(name: str, weights: str = "trained", *, seed: int = 0, dtype: tor
     model.eval()
     model.requires_grad_(False)
     return model
+
+
+def _load_trained(name: str, options: dict[str, Any]) -> nn.Module:
+    """The pretrained weights of ``name`` (Gemma 3 from its dequantised cache, a GGUF file, a local folder or the
+    Hugging Face cache; offline), loaded with the ``from_pretrained`` ``options``."""
+    from transformers import AutoModelForCausalLM
+
+    if name in TINY_MODELS:
+        raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
+                                "use --weights random or redrawn.")
+    with _offline():
+        if name == GEMMA3:
+            return AutoModelForCausalLM.from_pretrained(gemma3_dequantised(), local_files_only=True, **options)
+        if (gguf := _gguf_file(name)) is not None:
+            with _reading_gguf(gguf):
+                return AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **options)
+        hub_id = PAPER_MODEL_ALIASES.get(name, name)
+        try:
+            return AutoModelForCausalLM.from_pretrained(hub_id, local_files_only=True, **options)
+        except (OSError, ValueError) as error:
+            if Path(hub_id).is_dir():
+                raise ModelNotAvailable(
+                    f"folder {hub_id!r} holds no loadable weights ({error}); it needs model.safetensors "
+                    "(or pytorch_model.bin, or a sharded *.index.json) beside its config.json, as "
+                    "model.save_pretrained(DIR) writes them.") from error
+            raise ModelNotAvailable(
+                f"trained weights of {name!r} are not available offline (not a local directory, not in the "
+                f"Hugging Face cache). " + _how_to_get(hub_id)) from error
 
 
 def _transformers_major() -> int:

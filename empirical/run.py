@@ -131,92 +131,138 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
     out = Path(out)
-    manifest_path, results_path, checkpoint_path = out / "manifest.json", out / "results.json", out / "checkpoint.pt"
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
-    previous = read_json(manifest_path, "settings_identity") if manifest_path.exists() else None
-    if previous is not None and previous["settings_identity"] != settings.identity():
-        raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
-                         f"use another --out folder, or repeat that run's settings to resume it.")
-
-    if previous is not None and "weights_source" in previous and previous["weights_source"] != source:
-        raise ValueError(f"{out} holds a run of other trained weights ({previous.get('weights_source')}, now "
-                         f"{source}); use another --out folder.")
+    previous = _previous_manifest(out, settings, source)
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
     out.mkdir(parents=True, exist_ok=True)
-    draws: list[dict[str, Any]] = []
-    if settings.weights != "trained":
-        draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
-
-    excluded = adapter.zero_embedding_ids()
-    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
-    input_ids = torch.tensor(ids, device=_input_device(model, device))
-    x, e0 = embed(adapter, input_ids)
-    columns = [e0[:, None]]
-    done = 0
-    if previous is not None and checkpoint_path.exists():
-        done, E, hidden = read_checkpoint(checkpoint_path, settings, tuple(x.shape), adapter.num_layers)
-        columns = [E]
-        x = hidden.to(device=x.device, dtype=x.dtype)
-        draws = previous.get("draws", draws)
-
+    checkpoint = Checkpoint(out, settings)
+    state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     manifest = {
         "settings": asdict(settings), "settings_identity": settings.identity(),
         "device": str(device), "dtype": str(dtype).replace("torch.", ""), "device_map": device_map,
         "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
-        "prompt_ids_first": ids[0][:10], "prompt_ids_excluded": excluded, "draws": draws, "status": "running",
+        "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
+        "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
     }
-    write_json(manifest_path, manifest)
-    inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
-    bar = _progress_bar(settings, adapter.num_layers, done, progress)
+    write_json(out / "manifest.json", manifest)
     try:
-        for k in range(done, settings.passes):
+        _run_passes(settings, model, adapter, state, _Writer(out, checkpoint, manifest), progress, after_pass)
+    except NonFiniteActivations as error:
+        manifest["status"] = f"stopped: {error}"
+        write_json(out / "manifest.json", manifest)
+        raise
+    results = _results(state.E, adapter.num_layers, max(settings.passes, state.resumed_from))
+    write_json(out / "results.json", results)
+    manifest["status"] = "complete"
+    manifest["passes_done"] = results["passes"]
+    write_json(out / "manifest.json", manifest)
+    return results
+
+
+def _previous_manifest(out: Path, settings: RunSettings, source: dict | None) -> dict[str, Any] | None:
+    """The manifest of an earlier run in ``out`` (``None`` if there is none), which must have the same settings
+    and trained weights; else a ``ValueError`` saying what to do."""
+    manifest_path = out / "manifest.json"
+    previous = read_json(manifest_path, "settings_identity") if manifest_path.exists() else None
+    if previous is not None and previous["settings_identity"] != settings.identity():
+        raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
+                         f"use another --out folder, or repeat that run's settings to resume it.")
+    if previous is not None and "weights_source" in previous and previous["weights_source"] != source:
+        raise ValueError(f"{out} holds a run of other trained weights ({previous.get('weights_source')}, now "
+                         f"{source}); use another --out folder.")
+    return previous
+
+
+@dataclass
+class _Progress:
+    """Where a run stands: ``x`` the hidden state after ``done`` passes, E so far as ``columns`` (the embeddings'
+    E, then one ``(prompts, layers)`` block per pass), the draws' verifications, and the prompts."""
+
+    x: torch.Tensor
+    columns: list[torch.Tensor]
+    done: int
+    draws: list[dict[str, Any]]
+    ids: list[list[int]]
+    excluded: list[int]
+    resumed_from: int = 0
+
+    @property
+    def E(self) -> torch.Tensor:
+        """E so far, ``(prompts, done * layers + 1)``."""
+        return torch.cat(self.columns, dim=1)
+
+
+def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoint: Checkpoint | None,
+           previous: dict[str, Any] | None) -> _Progress:
+    """The embedded prompts (pass 0), or the state a ``checkpoint`` of this run holds (resumed)."""
+    draws: list[dict[str, Any]] = []
+    if settings.weights != "trained":
+        draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
+    excluded = adapter.zero_embedding_ids()
+    ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
+    x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)))
+    if checkpoint is None or not checkpoint.exists():
+        return _Progress(x, [e0[:, None]], 0, draws, ids, excluded)
+    done, E, hidden = checkpoint.load(tuple(x.shape), adapter.num_layers)
+    return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, previous.get("draws", draws), ids, excluded,
+                     resumed_from=done)
+
+
+@dataclass
+class _Writer:
+    """The run folder's files, rewritten after every pass: checkpoint, manifest and results."""
+
+    out: Path
+    checkpoint: Checkpoint
+    manifest: dict[str, Any]
+
+    def after_pass(self, state: _Progress, seconds: float, layers: int) -> dict[str, Any]:
+        """Save pass ``state.done`` (which took ``seconds``); return the results so far."""
+        E = state.E
+        self.checkpoint.save(state.done, state.x, E)
+        self.manifest["seconds"] += seconds
+        self.manifest["draws"] = state.draws
+        self.manifest["passes_done"] = state.done
+        write_json(self.out / "manifest.json", self.manifest)
+        results = _results(E, layers, state.done)
+        write_json(self.out / "results.json", results)
+        return results
+
+
+def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer: _Writer, progress: bool,
+                after_pass: Callable[[int], None] | None) -> None:
+    """The passes from ``state.done`` to ``settings.passes``, each saved by ``writer`` before ``after_pass`` runs."""
+    inputs = adapter.block_inputs(settings.length, state.x.device, state.x.dtype)
+    bar = _progress_bar(settings, adapter.num_layers, state.done, progress)
+    try:
+        for k in range(state.done, settings.passes):
             started = time.perf_counter()
             if settings.weights == "redrawn" and k > 0:
                 before = fingerprint(model)
                 redraw(model, settings.seed + k)
-                draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
-            result = run_pass(adapter, x, inputs, ffn=settings.ffn, pass_index=k)
-            x = result.hidden
-            columns.append(result.E.T)
-            E = torch.cat(columns, dim=1)
-            atomic_write(checkpoint_path, lambda s: torch.save({"passes": k + 1, "hidden": x.cpu(), "E": E,
-                                                                 "settings_identity": settings.identity()}, s),
-                          binary=True)
-            manifest["seconds"] += time.perf_counter() - started
-            manifest["draws"] = draws
-            manifest["passes_done"] = k + 1
-            write_json(manifest_path, manifest)
-            results = _results(E, adapter.num_layers, k + 1)
-            write_json(results_path, results)
+                state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
+            result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k)
+            state.x, state.done = result.hidden, k + 1
+            state.columns.append(result.E.T)
+            results = writer.after_pass(state, time.perf_counter() - started, adapter.num_layers)
             if bar is not None:
                 bar.update(adapter.num_layers)
                 bar.set_postfix(E_mean=f"{results['E_mean'][-1]:.4f}")
             if after_pass is not None:
                 after_pass(k + 1)
-    except NonFiniteActivations as error:
-        manifest["status"] = f"stopped: {error}"
-        write_json(manifest_path, manifest)
-        raise
     finally:
         if bar is not None:
             bar.close()
-    E = torch.cat(columns, dim=1)
-    results = _results(E, adapter.num_layers, settings.passes if done < settings.passes else done)
-    write_json(results_path, results)
-    manifest["status"] = "complete"
-    manifest["passes_done"] = results["passes"]
-    write_json(manifest_path, manifest)
-    return results
 
 
 def _input_device(model, device: torch.device) -> torch.device:
@@ -260,32 +306,48 @@ def read_json(path: Path, key: str) -> dict[str, Any]:
     return data
 
 
-def read_checkpoint(path: Path, settings: RunSettings, hidden_shape: tuple[int, ...],
-                    layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
-    """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)`` of a run's checkpoint, checked
-    against ``settings``: a checkpoint that cannot be read or belongs to another run is refused, never resumed."""
-    def refuse(why: str) -> ValueError:
-        return ValueError(f"{path} cannot resume this run: {why}. Delete it to restart the run from pass 0, or use "
-                          "another --out folder.")
+class Checkpoint:
+    """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass and E so far
+    (``{"passes", "hidden", "E", "settings_identity"}``), written atomically after every pass. A checkpoint that
+    cannot be read or belongs to another run is refused with a way out, never resumed."""
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-        raise refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
-    if not isinstance(state, dict) or not {"passes", "hidden", "E"} <= state.keys():
-        raise refuse("it must hold 'passes', 'hidden' and 'E'")
-    if state.get("settings_identity", settings.identity()) != settings.identity():
-        raise refuse(f"it was written by a run with other settings ({state['settings_identity']})")
-    done, E, hidden = state["passes"], state["E"], state["hidden"]
-    if not isinstance(done, int) or done < 1:
-        raise refuse(f"passes={done!r} must be a positive integer")
-    if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != hidden_shape:
-        raise refuse(f"its hidden state must have shape {hidden_shape}, got "
-                     f"{tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__}")
-    expected = (settings.prompts, done * layers + 1)
-    if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
-        raise refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
-                     f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
-    if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
-        raise refuse("it holds non-finite values")
-    return done, E, hidden
+    def __init__(self, folder: Path, settings: RunSettings) -> None:
+        self.path = Path(folder) / "checkpoint.pt"
+        self.settings = settings
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor) -> None:
+        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E ``(prompts, passes * layers + 1)``."""
+        state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
+        atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True)
+
+    def load(self, hidden_shape: tuple[int, ...], layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
+        """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)``, checked against the run's
+        settings; a ``ValueError`` naming the checkpoint and what to do if it cannot resume this run."""
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+            raise self._refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
+        if not isinstance(state, dict) or not {"passes", "hidden", "E"} <= state.keys():
+            raise self._refuse("it must hold 'passes', 'hidden' and 'E'")
+        if state.get("settings_identity", self.settings.identity()) != self.settings.identity():
+            raise self._refuse(f"it was written by a run with other settings ({state['settings_identity']})")
+        done, E, hidden = state["passes"], state["E"], state["hidden"]
+        if not isinstance(done, int) or done < 1:
+            raise self._refuse(f"passes={done!r} must be a positive integer")
+        if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != hidden_shape:
+            raise self._refuse(f"its hidden state must have shape {hidden_shape}, got "
+                               f"{tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__}")
+        expected = (self.settings.prompts, done * layers + 1)
+        if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
+            raise self._refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
+                               f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
+        if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
+            raise self._refuse("it holds non-finite values")
+        return done, E, hidden
+
+    def _refuse(self, why: str) -> ValueError:
+        return ValueError(f"{self.path} cannot resume this run: {why}. Delete it to restart the run from pass 0, or "
+                          "use another --out folder.")

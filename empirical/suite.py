@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .embedded import GEMMA3
+from .models import SMOLLM2
 from .run import RunSettings, load_results, run_experiment
 from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, SHORT_NAMES, get_command, locate
 
-SMOLLM2 = "smollm2-135m"
-GEMMA3 = "gemma3-270m"
 #: The trained models of other families that stand in for figures 7-8 (the claim emp.in-kind-trained).
 IN_KIND_MODELS = (SMOLLM2, GEMMA3)
 
@@ -41,7 +41,8 @@ class Variant:
     passes: int
     figure: str
 
-    def settings(self, device: str = "auto", dtype: str = "auto", seed: int = 0) -> RunSettings:
+    def settings(self, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+                 seed: int = RunSettings.seed) -> RunSettings:
         return RunSettings(model=self.model, weights=self.weights, ffn=self.ffn, prompts=self.prompts,
                            length=self.length, passes=self.passes, seed=seed, device=device, dtype=dtype)
 
@@ -173,8 +174,8 @@ def finished(folder: Path, settings: RunSettings) -> bool:
             and results["passes"] >= settings.passes)
 
 
-def run_variant(variant: Variant, root: Path, *, device: str = "auto", dtype: str = "auto", seed: int = 0,
-                progress: bool = True, weights_dirs: Mapping[str, Path] | None = None
+def run_variant(variant: Variant, root: Path, *, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+                seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None
                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
     A finished run is reused only if its trained weights came from where they come from now."""

@@ -8,6 +8,8 @@ rms(x) = sqrt(mean(x^2)) (both without the eps regulariser, whose effect is stat
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import sympy as sp
 
@@ -22,6 +24,10 @@ CORRECTED_RADIUS = ("|N(x) - beta|^2 = (n+1) gamma0^2, so the radius is sqrt(n+1
                     "squared radius). Moreover 1^T (N(x) - beta) = 0: the set of outputs is exactly the (n-1)-sphere of "
                     "center beta and radius sqrt(n+1)|gamma0| in the hyperplane through beta orthogonal to 1 (every "
                     "point of it is attained). With torch's eps > 0, |N(x) - beta|^2 = (n+1) gamma0^2 var/(var + eps).")
+
+#: Tolerance of the torch check: float64 sums of 768 O(1) terms round to ~1e-14 relative.
+TORCH_TOL = 1e-12
+TORCH_TOL_REASON = "float64 sums of 768 O(1) terms: rounding ~1e-14 relative"
 
 
 def _layernorm_gram(d: sp.Symbol):
@@ -139,10 +145,15 @@ def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
                "|N(x)|_W^2 = ms/(ms + eps) < 1, ms = mean(x^2).")
 
 
-def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, eps_correction: bool = True) -> CheckResult:
-    """model.layernorm against torch.nn.LayerNorm and torch.nn.RMSNorm (float64, eps as in torch): the
-    invariants above, with the eps correction var/(var + eps) (resp. ms/(ms + eps)); ``eps_correction=False``
-    drops it (a negative control: torch's eps is then visible)."""
+def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, eps_correction: bool = True,
+                         radius=None) -> CheckResult:
+    """model.layernorm against torch.nn.LayerNorm and torch.nn.RMSNorm (float64, eps as in torch), the claim's one
+    check against torch: the invariants above, with the eps correction var/(var + eps) (resp. ms/(ms + eps)), and
+    the printed radius: with gamma = gamma0 1, is |N(x) - beta| = (n+1) gamma0^2 (times sqrt(var/(var + eps)))?
+    ``verified`` if the printed radius and the invariants hold, ``discrepancy`` if only the invariants (the corrected
+    statement) hold, ``refuted`` if an invariant fails. ``radius(d, gamma0)`` replaces the printed radius (a control:
+    sqrt(d) |gamma0| is verified); ``eps_correction=False`` drops the eps correction (a negative control: torch's eps
+    is then visible)."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -176,12 +187,20 @@ def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, 
     }
     printed = d * gamma0 ** 2
     measured = float((z_const ** 2).sum(1).sqrt().mean())
-    return numeric_result(
-        "model.layernorm", residuals, tolerance=1e-12,
-        tolerance_reason="float64 sums of 768 O(1) terms: rounding ~1e-14 relative",
+    tested = printed if radius is None else float(radius(d, gamma0))
+    # the radius tested, scaled as the squared radius is by eps: R sqrt(var/(var + eps)) (R itself without the correction)
+    deviation = float(((z_const ** 2).sum(1).sqrt() - tested * (expected / d).sqrt()).abs().max() / tested)
+    result = numeric_result(
+        "model.layernorm", residuals, tolerance=TORCH_TOL, tolerance_reason=TORCH_TOL_REASON,
         detail=f"torch.nn.LayerNorm / RMSNorm in float64, d = n+1 = {d}, {samples} inputs of scales 0.1-10, eps = {eps}. "
                f"gamma0 = {gamma0}: mean measured radius |N(x) - beta| = {measured:.4f}, sqrt(n+1)|gamma0| = "
                f"{np.sqrt(d) * gamma0:.4f}, printed (n+1) gamma0^2 = {printed:.1f}.",
         seeds={"torch_normalisations": seed},
         numbers={"measured_radius": measured, "sqrt(n+1)|gamma0|": float(np.sqrt(d) * gamma0),
-                 "printed_radius": printed})
+                 "printed_radius": printed, "radius_tested": tested,
+                 "max | |N(x)-beta| - R sqrt(var/(var+eps)) | / R, R the radius tested": deviation})
+    if result.verdict != "verified" or deviation <= TORCH_TOL:
+        return result
+    return replace(result, verdict="discrepancy", printed=PRINTED_RADIUS, corrected=CORRECTED_RADIUS,
+                   detail=result.detail + f" The radius tested, {tested:.4g}, is off the measured radius by "
+                   f"{deviation:.3g} of itself; the corrected statement's invariants all hold to {TORCH_TOL:g}.")

@@ -9,8 +9,8 @@ import torch
 from empirical.__main__ import main
 from empirical.adapters import adapter_for
 from empirical.audit import AuditSettings, audit_adapter, audit_model, comparison, hypothesis_rows
-from empirical.audit_report import audit_records, audit_section
-from empirical.heads import head_factors
+from empirical.audit.report import audit_records, audit_section
+from empirical.audit.heads import head_factors
 from empirical.models import load_model
 from empirical.prompts import authors_prompts
 from reports.records import CheckResult, ReportSection
@@ -128,6 +128,26 @@ def test_redrawn_weights_and_random_comparison_of_random_weights_are_rejected():
         audit_model("tiny-gpt2", "random", SETTINGS, compare_random=True)
 
 
+
+def test_the_memory_check_reads_the_configuration_outside_the_meta_device(monkeypatch):
+    """Gemma 3's configuration comes from a dequantised copy built on first use (from_pretrained, which refuses the
+    meta device); ensure_memory once read it inside its meta-device block, so an audit of gemma3-270m on a fresh
+    clone stopped with a RuntimeError."""
+    import empirical.models
+    from empirical.audit.measure import ensure_memory
+    from empirical.models import builtin_config
+
+    def load_config(name):
+        if torch.empty(0).device.type == "meta":
+            raise RuntimeError("load_config ran on the meta device")
+        return builtin_config("tiny-gpt2")
+
+    monkeypatch.setattr(empirical.models, "load_config", load_config)
+    ensure_memory("tiny-gpt2", torch.float32)  # returns: a tiny model fits
+    monkeypatch.setattr("empirical.audit.measure.available_memory", lambda: 1)
+    with pytest.raises(MemoryError, match="needs about"):
+        ensure_memory("tiny-gpt2", torch.float32)
+
 def _fake_run(folder, rates, ffn, seed):
     """A run folder as `python -m empirical run` writes it, with E decaying at known per-prompt rates."""
     rng = np.random.default_rng(seed)
@@ -140,7 +160,7 @@ def _fake_run(folder, rates, ffn, seed):
 
 
 def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
-    from empirical.audit_report import comparison_table, rate_table, run_rates
+    from empirical.audit.report import comparison_table, rate_table, run_rates
     from empirical.run import load_results
 
     fast = _fake_run(tmp_path / "ffn", [0.2, 0.21, 0.19, 0.2], True, 0)
@@ -160,7 +180,7 @@ def test_run_outputs_get_rate_fits_and_paired_ffn_comparisons(tmp_path):
 
 
 def test_a_cached_audit_reads_back_equal_and_is_reused(tmp_path, monkeypatch):
-    from empirical import audit as audit_module
+    from empirical.audit import store as audit_module
 
     first = audit_module.cached_audit("tiny-gpt2", "random", AuditSettings(prompts=2, length=6, passes=1), tmp_path)
     def recompute(*args, **kwargs):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from empirical.audit import AuditSettings, cached_audit
-from empirical.audit_report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
+from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)
 from empirical.sources import PAPER_MODELS
 from empirical.suite import report_runs

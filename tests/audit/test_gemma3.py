@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from empirical.adapters import adapter_for
-from empirical.audit import (AuditSettings, _qk_spread, _update_against_output, audit_adapter, audit_model,
-                             hypothesis_rows)
-from empirical.audit_report import audit_section, trained_families_table
-from empirical.heads import attention_window, head_factors, norm_gain, qk_norms
+from empirical.audit import AuditSettings, audit_adapter, audit_model, hypothesis_rows
+from empirical.audit.states import _qk_spread, _update_against_output
+from empirical.audit.report import audit_section, trained_families_table
+from empirical.audit.heads import attention_window, head_factors, norm_gain, qk_norms
 from empirical.models import load_model
 from empirical.prompts import authors_prompts
 
@@ -212,7 +212,8 @@ def test_the_trained_families_stand_side_by_side(gemma_audit, gpt2_audit):
 def test_the_conclusion_row_reaches_each_verdict(shape, verdict):
     """E decaying exponentially holds; a collapse in two blocks to a slowly rising floor (trained Gemma 3 without
     FFN) is no single exponential (negative fitted rate) but fell tenfold: nearly; E that stays put fails."""
-    from empirical.audit import decay_verdict, rate_summary
+    from empirical.audit import rate_summary
+    from empirical.audit.grading import decay_verdict
 
     rng = np.random.default_rng(0)  # seed 0: multiplicative noise of 2% per value
     k = np.arange(55)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from empirical.adapters import adapter_for
-from empirical.heads import head_factors, layer_value_matrix, norm_gain
+from empirical.audit.heads import head_factors, layer_value_matrix, norm_gain
 from empirical.models import load_model
 
 

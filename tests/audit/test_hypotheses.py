@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from empirical.hypotheses import (
+from empirical.audit.hypotheses import (
     asymmetry,
     low_rank_asymmetry,
     low_rank_norms,
@@ -208,7 +208,7 @@ def test_fewer_points_than_dimensions_are_decided_in_their_span():
 
 
 def test_antisymmetric_over_symmetric_ratio_follows_from_the_asymmetry():
-    from empirical.audit_report import _antisymmetric_over_symmetric
+    from empirical.audit.report import _antisymmetric_over_symmetric
 
     rng = np.random.default_rng(9)
     a = rng.normal(size=(6, 6))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from empirical.rates import blocks_to_fraction, compare_rates, fit_exponential
+from empirical.audit.rates import blocks_to_fraction, compare_rates, fit_exponential
 
 
 def _decays(rates, blocks=60, noise=0.05, seed=0):

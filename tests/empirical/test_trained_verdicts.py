@@ -14,7 +14,7 @@ import pytest
 
 from empirical.__main__ import main
 from empirical.audit import AuditSettings
-from empirical.audit_report import audit_section, ffn_record, rate_record, run_rates, scope_record, trained_paper_audits
+from empirical.audit.report import audit_section, ffn_record, rate_record, run_rates, scope_record, trained_paper_audits
 from empirical.checks import check_in_kind, check_trained
 from empirical.run import RunSettings, load_results, run_experiment
 from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderError, locate, parse_weights_dirs,

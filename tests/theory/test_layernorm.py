@@ -1,7 +1,8 @@
 """model.layernorm: Remark 2.3 as printed, the conjecture for arbitrary gamma, and RMSNorm."""
 
-import sympy as sp
+import numpy as np
 import pytest
+import sympy as sp
 
 from theory import layernorm
 
@@ -36,10 +37,18 @@ def test_rmsnorm_is_the_projection_onto_an_ellipsoid(record):
 
 
 @pytest.mark.claim("model.layernorm", method="numeric")
-def test_torch_layernorm_and_rmsnorm_obey_the_invariants(record):
+def test_torch_layernorm_is_off_the_printed_radius_and_obeys_the_corrected_invariants(record):
     result = record(layernorm.torch_normalisations())
-    assert result.verdict == "verified"
+    assert result.verdict == "discrepancy"
     assert result.numbers["measured_radius"] == pytest.approx(result.numbers["sqrt(n+1)|gamma0|"], rel=1e-5)
+    assert result.numbers["measured_radius"] < result.numbers["printed_radius"] / 10
+    assert "sqrt(n+1) |gamma0|" in result.corrected
+
+
+@pytest.mark.claim("model.layernorm", method="numeric", control=True)
+def test_torch_check_accepts_the_true_radius_and_rejects_another():
+    assert layernorm.torch_normalisations(radius=lambda d, g: np.sqrt(d) * abs(g)).verdict == "verified"
+    assert layernorm.torch_normalisations(radius=lambda d, g: 1.01 * np.sqrt(d) * abs(g)).verdict == "discrepancy"
 
 
 @pytest.mark.claim("model.layernorm", method="symbolic", control=True)

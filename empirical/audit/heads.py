@@ -16,7 +16,7 @@ query, key and value projections and ``W_O,eta`` the ``d x d_head`` columns of t
   ``sum_j alpha_ij U_eta y_j``.
 
 Both are returned as factors ``(left [d, r], right [r, d])`` so that spectra and norms are computed
-from r x r products (see :mod:`empirical.hypotheses`).
+from r x r products (see :mod:`empirical.audit.hypotheses`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .adapters import LoopAdapter
+from ..adapters import LoopAdapter
 
 
 @dataclass(frozen=True)

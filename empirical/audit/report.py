@@ -1,27 +1,24 @@
-"""The audit in the report: tables, the "Theory meets practice" section, claim records, and the CLI.
+"""The audit in the report: tables, the "Theory meets practice" section and claim records.
 
 ``python -m empirical audit --model M [--weights trained|random] --out DIR`` writes ``DIR/audit.json``
 (every number) and ``DIR/audit.section.json`` (the report section, in the format
-``python -m reports build`` reads from its sections folder).
+``python -m reports build`` reads from its sections folder); its command line is in :mod:`empirical.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from reports.records import CheckResult, ReportSection, Table
 
-from .audit import (SURFACE_TOL_FLOAT32, AuditSettings, audit_model, cached_audit, comparison, rate_summary,
-                    rates_from_results, write_audit)
-from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
+from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
+from .grading import SURFACE_TOL_FLOAT32
+from .measure import AuditSettings, comparison, rate_summary
+from .store import cached_audit
 
 PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder "
                      "named by CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build "
@@ -519,49 +516,3 @@ def audit_records(results: list[dict[str, Any]]) -> list[CheckResult]:
     """Every claim record the audits support."""
     return [hemisphere_record(results), rate_record(results), ffn_record(results), scope_record(results),
             *layernorm_records(results)]
-
-
-# -- the command line ---------------------------------------------------------------------------------------
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-def add_audit_parser(commands: argparse._SubParsersAction) -> None:
-    """Register ``audit`` on ``python -m empirical``'s subcommands."""
-    parser = commands.add_parser("audit", help="theory meets practice: which theorem hypotheses hold, and rates of E")
-    parser.add_argument("--model", required=True, help="a built-in id (smollm2-135m, gemma3-270m, gpt2-xl, EleutherAI/gpt-neo-2.7B, "
-                                                       "tiny-*), a local path or a cached Hugging Face id")
-    parser.add_argument("--weights", choices=("trained", "random"), default="trained")
-    parser.add_argument("--out", type=Path, required=True, help="folder for audit.json and audit.section.json")
-    parser.add_argument("--prompts", type=int, default=8)
-    parser.add_argument("--length", type=int, default=64)
-    parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
-    parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
-    parser.add_argument("--no-random-comparison", action="store_true",
-                        help="with trained weights, skip auditing the same architecture with random weights")
-    parser.add_argument("--results", type=Path, nargs="*", default=[],
-                        help="folders written by `python -m empirical run` whose E to fit as well")
-    parser.set_defaults(handler=run_audit_command)
-
-
-def run_audit_command(args: argparse.Namespace) -> int:
-    settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
-    result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
-                         compare_random=False if args.no_random_comparison else None,
-                         progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
-    extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
-    for item in extra:
-        settings = item["manifest"].get("settings", {})
-        if settings:
-            item.update(group=f"{settings.get('model')} ({settings.get('weights')})", ffn=settings.get("ffn"))
-    result["results_rates"] = extra
-    path = write_audit(result, args.out)
-    section = audit_section([result], extra)
-    (args.out / "audit.section.json").write_text(json.dumps(section.to_json(), indent=1))
-    for table in section.tables[:1]:
-        print(table.title)
-        print(" | ".join(table.columns))
-        for row in table.rows:
-            print(" | ".join(str(cell) for cell in row))
-    print(f"audit: {path}")
-    return 0

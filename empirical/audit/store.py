@@ -1,0 +1,110 @@
+"""An audit on disk: ``audit.json`` written atomically, read back as numpy arrays, and reused when the same audit
+(same model, settings and audit code) was written before; rate fits of ``python -m empirical run`` outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .measure import AuditSettings, audit_model, rate_summary
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    return value
+
+
+def rates_from_results(directory: Path) -> dict[str, Any]:
+    """Rate fit of a ``python -m empirical run`` output (``DIR/results.json`` with ``"E"``: prompts x blocks)."""
+    path = Path(directory) / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: pass a directory written by `python -m empirical run --out DIR`.")
+    data = json.loads(path.read_text())
+    values = np.asarray(data["E"], dtype=np.float64)
+    manifest_path = Path(directory) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    return {"source": str(directory), "manifest": manifest, "rate": rate_summary(values)}
+
+
+#: The per-variant arrays of :func:`audit_states` (restored as numpy arrays by :func:`read_audit`).
+STATE_ARRAYS = ("E", "inside_residual", "margin_residual", "inside_normalised", "margin_normalised",
+                "first_token_drift_block", "first_token_drift_pass", "surface_radial", "surface_hyperplane",
+                "qk_scale_spread", "update_distance", "update_within_rounding")
+BOOLEAN_ARRAYS = ("inside_residual", "inside_normalised", "update_within_rounding")
+#: Modules whose source defines an audit's numbers (relative to the ``empirical`` package): a cached audit is
+#: reused only if none changed.
+AUDIT_SOURCES = ("audit/measure.py", "audit/weights.py", "audit/states.py", "audit/grading.py", "audit/checklist.py",
+                 "audit/heads.py", "audit/hypotheses.py", "audit/geometry.py", "audit/rates.py", "adapters.py",
+                 "models.py", "embedded.py")
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
+def read_audit(path: Path) -> dict[str, Any]:
+    """An ``audit.json`` back as :func:`audit_model` returned it (numpy arrays, non-finite floats)."""
+    result = _restore(json.loads(Path(path).read_text()))
+    for run in result["runs"].values():
+        for variant in run["variants"].values():
+            for key in STATE_ARRAYS:
+                variant[key] = np.asarray(variant[key], dtype=bool if key in BOOLEAN_ARRAYS else np.float64)
+            variant["rate"]["per_prompt"] = np.asarray(variant["rate"]["per_prompt"], dtype=np.float64)
+    return result
+
+
+def audit_fingerprint(model: str, weights: str, settings: AuditSettings, dtype: torch.dtype) -> str:
+    """A hash of what defines an audit: model, weights, settings, dtype and the audit's source code."""
+    import hashlib
+
+    digest = hashlib.sha256(json.dumps([model, weights, settings.__dict__, str(dtype)]).encode())
+    for name in AUDIT_SOURCES:
+        digest.update((Path(__file__).parent.parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cached_audit(model: str, weights: str, settings: AuditSettings, folder: Path, *,
+                 dtype: torch.dtype = torch.float32, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """:func:`audit_model`, reused from ``folder/<fingerprint>/audit.json`` when the same audit (same
+    settings and audit code) was written there before."""
+    target = Path(folder) / f"{model.replace('/', '_')}-{weights}-{audit_fingerprint(model, weights, settings, dtype)}"
+    if (target / "audit.json").is_file():
+        return read_audit(target / "audit.json")
+    result = audit_model(model, weights, settings, dtype=dtype, progress=progress)
+    write_audit(result, target)
+    return read_audit(target / "audit.json")
+
+
+def write_audit(result: dict[str, Any], out: Path) -> Path:
+    """Write ``out/audit.json`` atomically and return its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "audit.json"
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(_jsonable(result), indent=1))
+    temporary.replace(path)
+    return path

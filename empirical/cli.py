@@ -1,0 +1,266 @@
+"""``python -m empirical {prompts,run,suite,bench,audit}``: the paper's experiments from the command line (SPEC section 6).
+
+Every default is stated once, where the experiment defines it: a run's in :class:`empirical.run.RunSettings`, an
+audit's in :class:`empirical.audit.AuditSettings`, the benchmark's in :data:`BENCH_DEFAULTS`; the choices of
+device, dtype and weights come from :mod:`empirical.run` and :mod:`empirical.models`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+from .audit.measure import AuditSettings
+from .loop import NonFiniteActivations
+from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
+from .prompts import GPT2_VOCAB_SIZE
+from .run import DEVICES, DTYPES, RunSettings
+
+#: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
+BENCH_DEFAULTS = {"model": SMOLLM2, "prompts": 16, "length": 200, "passes": 2, "rounds": 5}
+#: The audit's dtypes (weights stored in float32; bfloat16 halves the memory of the largest models).
+AUDIT_DTYPES = ("float32", "bfloat16")
+SUITE_OUT = Path("build/runs")
+
+
+def _defaults(settings) -> dict:
+    """The default of every field of a settings dataclass that has one."""
+    return {f.name: f.default for f in fields(settings) if f.default is not MISSING}
+
+
+RUN, AUDIT = _defaults(RunSettings), _defaults(AuditSettings)
+
+
+def _error(error: Exception) -> int:
+    print(f"error: {error}", file=sys.stderr)
+    return 2
+
+
+def _prompts(args) -> int:
+    from .prompts import authors_prompts
+
+    print(json.dumps(authors_prompts(args.n, args.length, args.vocab_size, args.seed)))
+    return 0
+
+
+def _run(args) -> int:
+    from .run import run_experiment
+
+    try:
+        settings = RunSettings(model=args.model, weights=args.weights, ffn=not args.no_ffn, prompts=args.prompts,
+                               length=args.length, passes=args.passes, seed=args.seed, prompt_seed=args.prompt_seed,
+                               device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation)
+        results = run_experiment(settings, args.out, progress=not args.quiet)
+    except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+        return _error(error)
+    mean = results["E_mean"]
+    layers = results["layers"]
+    print(f"E_mean after the embeddings {mean[0]:.4f}; after each pass: "
+          + " ".join(f"{mean[k * layers]:.4f}" for k in range(1, results["passes"] + 1)))
+    print(f"wrote {args.out / 'results.json'} and {args.out / 'manifest.json'}")
+    return 0
+
+
+def _suite_distributed(args, chosen, folders, status: int) -> int:
+    from .distributed import run_suite
+
+    try:
+        for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers,
+                                 device=args.device, dtype=args.dtype, progress=not args.quiet,
+                                 weights_dirs=folders):
+            print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
+                  f"({summary['passes']} passes x {summary['layers']} blocks)")
+    except ConnectionError as error:
+        return _error(error)
+    return status
+
+
+def _suite(args) -> int:
+    from .sources import parse_weights_dirs
+    from .suite import run_variant, split_by_weights, variants
+
+    try:
+        folders = parse_weights_dirs(args.weights_dir)
+        chosen, missing = split_by_weights(variants(args.profile, args.only), folders)
+    except ValueError as error:
+        return _error(error)
+    status = 2 if args.only and missing else 0  # asked for by name: absent weights are an error
+    for key, reason in missing.items():
+        print(f"{key}: {'error' if args.only else 'skipped'}: {reason}", file=sys.stderr)
+    if args.scheduler or args.workers:
+        return _suite_distributed(args, chosen, folders, status)
+    for variant in chosen:
+        try:
+            _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
+                                     weights_dirs=folders)
+            print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
+                  f"({results['passes']} passes x {results['layers']} blocks)")
+        except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+            print(f"{variant.key}: error: {error}", file=sys.stderr)
+            status = 2
+    return status
+
+
+def _bench(args) -> int:
+    from .bench import bench, section
+
+    for name in ("prompts", "length", "passes", "rounds"):
+        if getattr(args, name) < 1:
+            return _error(ValueError(f"--{name} {getattr(args, name)} must be a positive integer."))
+    try:
+        result = bench(args.model, args.prompts, args.length, args.passes, args.rounds, args.device)
+    except (ValueError, ModelNotAvailable) as error:
+        return _error(error)
+    text = json.dumps(result, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    else:
+        print(text)
+    if args.section:
+        args.section.parent.mkdir(parents=True, exist_ok=True)
+        args.section.write_text(json.dumps(section(result), indent=1))
+    r = result["ratios"]
+    print(f"measured/bare {r['measured_over_bare_time']:.3f}, bare/plain {r['bare_over_plain_time']:.3f}, "
+          f"measured/authors {r['measured_over_authors_time']:.3f}, peak tensor memory measured/plain "
+          f"{r['measured_over_plain_peak_memory']:.3f}; from E timed alone: measured/bare "
+          f"{r['isolated_measured_over_bare_time']:.4f}, measured/authors "
+          f"{r['isolated_measured_over_authors_time']:.4f}",
+          file=sys.stderr)
+    return 0
+
+
+def _audit(args) -> int:
+    from .audit.measure import audit_model
+    from .audit.report import audit_section
+    from .audit.store import rates_from_results, write_audit
+
+    settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
+    result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
+                         compare_random=False if args.no_random_comparison else None,
+                         progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
+    extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
+    for item in extra:
+        settings = item["manifest"].get("settings", {})
+        if settings:
+            item.update(group=f"{settings.get('model')} ({settings.get('weights')})", ffn=settings.get("ffn"))
+    result["results_rates"] = extra
+    path = write_audit(result, args.out)
+    section = audit_section([result], extra)
+    (args.out / "audit.section.json").write_text(json.dumps(section.to_json(), indent=1))
+    for table in section.tables[:1]:
+        print(table.title)
+        print(" | ".join(table.columns))
+        for row in table.rows:
+            print(" | ".join(str(cell) for cell in row))
+    print(f"audit: {path}")
+    return 0
+
+
+def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None:
+    parser.add_argument("--device", choices=DEVICES, default=RUN["device"])
+    if dtype:
+        parser.add_argument("--dtype", choices=("auto", *DTYPES), default=RUN["dtype"])
+
+
+def _add_prompts(commands) -> None:
+    prompts = commands.add_parser("prompts", help="print the authors' random prompts as JSON")
+    prompts.add_argument("--n", type=int, default=RUN["prompts"])
+    prompts.add_argument("--length", type=int, default=RUN["length"])
+    prompts.add_argument("--vocab-size", type=int, default=GPT2_VOCAB_SIZE)
+    prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"])
+    prompts.set_defaults(handler=_prompts)
+
+
+def _add_run(commands) -> None:
+    run = commands.add_parser("run", help="loop a model for many passes, measuring E after every block")
+    run.add_argument("--model", default=SMOLLM2,
+                     help="smollm2-135m or gemma3-270m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, a tiny test model (tiny-llama, "
+                          "tiny-gemma3, ...), a folder written by save_pretrained, a .gguf file, or a Hugging Face "
+                          "id in the local cache; families: see README")
+    run.add_argument("--weights", choices=WEIGHTS, default=RUN["weights"])
+    run.add_argument("--no-ffn", action="store_true", help="remove the feed-forward sub-layers (x + attn(norm_1(x)))")
+    run.add_argument("--prompts", type=int, default=RUN["prompts"],
+                     help=f"number of prompts N (default {RUN['prompts']}, as the paper)")
+    run.add_argument("--length", type=int, default=RUN["length"],
+                     help=f"tokens per prompt L (default {RUN['length']}, as the paper)")
+    run.add_argument("--passes", type=int, default=RUN["passes"], help="passes K through all blocks")
+    run.add_argument("--seed", type=int, default=RUN["seed"],
+                     help="weight-draw seed (random: the draw; redrawn: seed + pass)")
+    run.add_argument("--prompt-seed", type=int, default=RUN["prompt_seed"],
+                     help=f"the prompts' seed ({RUN['prompt_seed']}, as the authors)")
+    _device_options(run)
+    run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
+                     help="attention kernel (default: the model's own default)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--out", type=Path, required=True, help="output folder (rerun the same command to resume)")
+    run.set_defaults(handler=_run)
+
+
+def _add_suite(commands) -> None:
+    suite = commands.add_parser("suite", help="run every variant of figures 7-10 in a budget profile (resumable)")
+    suite.add_argument("--profile", choices=("cpu", "gpu"), default="cpu",
+                       help="cpu: the report's budget on this machine; gpu: the paper's full protocol")
+    suite.add_argument("--only", nargs="*", help="variant keys to run (default: all of the profile)")
+    _device_options(suite)
+    suite.add_argument("--weights-dir", action="append", default=[], metavar="MODEL=DIR",
+                       help="a folder with the trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (save_pretrained "
+                            "output or a hub snapshot; repeatable). Without it: CONSENSUS_WEIGHTS_GPT2_XL / "
+                            "CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the Hugging Face cache (offline)")
+    suite.add_argument("--quiet", action="store_true", help="no progress bar")
+    suite.add_argument("--out", type=Path, default=SUITE_OUT, help="one folder per variant under this")
+    cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
+    cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786); --out must be shared storage")
+    cluster.add_argument("--workers", type=int, help="a local Dask cluster of this many processes")
+    suite.set_defaults(handler=_suite)
+
+
+def _add_bench(commands) -> None:
+    from .bench import __doc__ as bench_doc
+
+    bench = commands.add_parser("bench", help="the section-7 benchmark: the cost of measuring E after every block",
+                                description=bench_doc.splitlines()[0])
+    bench.add_argument("--model", default=BENCH_DEFAULTS["model"],
+                       help="smollm2-135m or gemma3-270m (embedded), or any model with trained weights (see "
+                            "python -m empirical run --help)")
+    for name in ("prompts", "length", "passes", "rounds"):
+        bench.add_argument(f"--{name}", type=int, default=BENCH_DEFAULTS[name])
+    _device_options(bench, dtype=False)
+    bench.add_argument("--out", type=Path, help="benchmark JSON")
+    bench.add_argument("--section", type=Path, help="report section JSON")
+    bench.set_defaults(handler=_bench)
+
+
+def _add_audit(commands) -> None:
+    audit = commands.add_parser("audit", help="theory meets practice: which theorem hypotheses hold, and rates of E")
+    audit.add_argument("--model", required=True, help="a built-in id (smollm2-135m, gemma3-270m, gpt2-xl, "
+                                                      "EleutherAI/gpt-neo-2.7B, tiny-*), a local path or a cached "
+                                                      "Hugging Face id")
+    audit.add_argument("--weights", choices=("trained", "random"), default="trained")
+    audit.add_argument("--out", type=Path, required=True, help="folder for audit.json and audit.section.json")
+    audit.add_argument("--prompts", type=int, default=AUDIT["prompts"])
+    audit.add_argument("--length", type=int, default=AUDIT["length"])
+    audit.add_argument("--passes", type=int, default=AUDIT["passes"])
+    audit.add_argument("--seed", type=int, default=AUDIT["seed"], help="seed of the random weights")
+    audit.add_argument("--dtype", choices=AUDIT_DTYPES, default=AUDIT_DTYPES[0])
+    audit.add_argument("--no-random-comparison", action="store_true",
+                       help="with trained weights, skip auditing the same architecture with random weights")
+    audit.add_argument("--results", type=Path, nargs="*", default=[],
+                       help="folders written by `python -m empirical run` whose E to fit as well")
+    audit.set_defaults(handler=_audit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m empirical", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_prompts, _add_run, _add_suite, _add_bench, _add_audit):
+        add(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    return args.handler(args)
