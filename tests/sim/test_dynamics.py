@@ -214,7 +214,7 @@ def test_top_eigenvector_of_the_printed_U():
 def test_the_field_keeps_p_of_its_last_times_for_the_solvers_parts():
     """A solver steps its parts one after the other at the same stage times: P(t) of the last ``P_TIMES`` times is
     kept (evaluated once for all parts), the oldest given up for a new time."""
-    from sim.dynamics import P_TIMES
+    from sim.workspace import P_TIMES
 
     calls = []
 
