@@ -44,10 +44,11 @@ report: $(STAMP)
 # the summary goes to build/mutants/summary.json, which the report's mutation section shows. Niced: the machine
 # is shared. mutmut keeps its copies in mutants/; cosmic-ray mutates sim/kernels.py in place, one mutant at a
 # time, and restores it (do not edit the tree while it runs).
-# The scope: whole modules, and of sim/solvers.py the Runge-Kutta stages and the error norm.
+# The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
 MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
-  'sim.solvers.xǁEulerǁ*' 'sim.solvers.xǁRK4ǁ*' 'sim.solvers.xǁDiscreteModelǁ*' 'sim.solvers.xǁDopri5ǁ*' \
-  'sim.solvers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.x__evaluate_into*' 'sim.solvers.x__flat*' \
+  'sim.solvers.euler.*' 'sim.solvers.rk4.*' 'sim.solvers.discrete.*' 'sim.solvers.dopri5.*' \
+  'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
+  'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \
   'sim.dynamics.*' 'empirical.loop.*' 'empirical.adapters.*'
 KERNELS_SESSION := build/mutants/kernels.sqlite
 mutants: $(STAMP)

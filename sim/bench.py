@@ -275,8 +275,16 @@ def run_benchmark(*, quick: bool = False) -> dict[str, Any]:
     blas = _blas_info()
     size = 1000 if quick else 2000
     workers = os.cpu_count() or 1  # ours steps groups of instances in one thread per core (solve(workers=...))
+    a = _problem_a(quick, workers)
+    b = _problem_b(quick, workers, size)
+    return {"benchmark": "sim solvers vs scipy.integrate.solve_ivp (SPEC section 7)", "quick": quick,
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "blas": blas, "matmul_size": size},
+            "seeds": SEEDS, "a": a, "b": b, "summary": _summary(a, b, workers, quick),
+            "seconds": time.time() - started}
 
-    # (a) the figure-2 system, many instances
+
+def _problem_a(quick: bool, workers: int) -> dict[str, Any]:
+    """(a) the figure-2 system, many instances: ours against solve_ivp at equal accuracy, then a larger batch."""
     field_a = full_attention_example()
     instances_a, larger_a = (40, 200) if quick else (200, 1000)
     y0_large = Ellipsoid().random_point_in_hemisphere(FIG3_V, np.random.default_rng(SEEDS["a.initial"]),
@@ -298,8 +306,11 @@ def run_benchmark(*, quick: bool = False) -> dict[str, Any]:
                          "worst_error": float(np.max(_errors(sol.ys[-1], reference_large))),
                          "max_drift": sol.max_drift,
                          "speedup_per_instance": a["scipy"]["seconds_per_instance"] / (seconds / larger_a)}
+    return a
 
-    # (b) the figure-4 problem
+
+def _problem_b(quick: bool, workers: int, size: int) -> dict[str, Any]:
+    """(b) the figure-4 problem: the field's throughput, ours against solve_ivp, and the wall time over the bound."""
     example = causal_random_example(SEEDS["b.matrices"], dim=100 if quick else 500)
     field_b = example.field
     trajectories = 6 if quick else 100
@@ -320,7 +331,13 @@ def run_benchmark(*, quick: bool = False) -> dict[str, Any]:
         "evaluations_scipy_max": b["scipy"]["nfev_max"],
         "speedup_overall": b["scipy"]["seconds"] / b["scipy"]["instances_run"] * trajectories / ours["seconds"],
     })
-    summary = {
+    return b
+
+
+def _summary(a: dict[str, Any], b: dict[str, Any], workers: int, quick: bool) -> dict[str, Any]:
+    """The benchmark's headline numbers and their targets."""
+    rhs, ours = b["rhs"], b["ours"]
+    return {
         "a_speedup_per_instance": a["speedup_per_instance"], "a_target": ">= 20",
         "a_speedup_per_instance_larger_batch": a["larger_batch"]["speedup_per_instance"],
         "a_equal_accuracy": a["equal_accuracy"], "a_drift": a["ours"]["max_drift"],
@@ -333,9 +350,6 @@ def run_benchmark(*, quick: bool = False) -> dict[str, Any]:
         "b_speedup_overall": b["speedup_overall"], "b_equal_accuracy": b["equal_accuracy"],
         "b_drift": ours["max_drift"], "drift_target": "<= 1e-12", "quick": quick,
     }
-    return {"benchmark": "sim solvers vs scipy.integrate.solve_ivp (SPEC section 7)", "quick": quick,
-            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "blas": blas, "matmul_size": size},
-            "seeds": SEEDS, "a": a, "b": b, "summary": summary, "seconds": time.time() - started}
 
 
 def _blas_info() -> list[dict[str, Any]]:
@@ -358,26 +372,46 @@ def _libraries(measured: dict[str, Any]) -> str:
 def report_section(results: dict[str, Any]) -> dict[str, Any]:
     """The report section (``python -m reports build`` shows it) for a benchmark result."""
     a, b, s = results["a"], results["b"], results["summary"]
-    verdict = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-    rows = [
+    rows = [*_rows_a(a, s), *_rows_b(b, s)]
+    return {"title": "Solver benchmark (sim): batched structure-preserving solvers vs solve_ivp",
+            "text": _section_text(results),
+            "tables": [{"title": "Targets of SPEC section 7", "columns": ["measure", "value", "target", "status"],
+                        "rows": [list(r) for r in rows]}],
+            "figures": [], "order": 80}
+
+
+def _status(ok: bool) -> str:
+    """A target's status in the section's table."""
+    return "met" if ok else "NOT met"
+
+
+def _rows_a(a: dict[str, Any], s: dict[str, Any]) -> list[tuple]:
+    """The table's rows of problem (a): measure, value, target, status."""
+    return [
         (f"(a) speed-up per instance vs solve_ivp (workers = {a['workers']})", _fmt(s["a_speedup_per_instance"]),
          ">= 20",
-         verdict(s["a_speedup_per_instance"] >= 20 and a["equal_accuracy"])),
+         _status(s["a_speedup_per_instance"] >= 20 and a["equal_accuracy"])),
         (f"(a) the same with {a['larger_batch']['instances']} instances at once (workers = "
          f"{a['larger_batch']['workers']})",
          _fmt(a["larger_batch"]["speedup_per_instance"]), ">= 20",
-         verdict(a["larger_batch"]["speedup_per_instance"] >= 20
+         _status(a["larger_batch"]["speedup_per_instance"] >= 20
                  and a["larger_batch"]["worst_error"] <= a["scipy"]["worst_error"])),
         ("(a) worst error: ours / solve_ivp", f"{a['ours']['worst_error']:.2e} / {a['scipy']['worst_error']:.2e}",
-         "ours <= solve_ivp", verdict(a["equal_accuracy"])),
+         "ours <= solve_ivp", _status(a["equal_accuracy"])),
         ("(a) drift off S^2: ours / solve_ivp", f"{a['ours']['max_drift']:.1e} / {a['scipy']['max_drift']:.1e}",
-         "ours <= 1e-12", verdict(a["ours"]["max_drift"] <= 1e-12)),
+         "ours <= 1e-12", _status(a["ours"]["max_drift"] <= 1e-12)),
+    ]
+
+
+def _rows_b(b: dict[str, Any], s: dict[str, Any]) -> list[tuple]:
+    """The table's rows of problem (b): measure, value, target, status."""
+    return [
         ("(b) RHS GFLOP/s (whole batch, one call) / matmul GFLOP/s",
          f"{_fmt(s['b_rhs_gflops'])} / {_fmt(s['matmul_gflops'])} = {s['b_rhs_fraction_of_matmul']:.0%}", ">= 60%",
-         verdict(s["b_rhs_fraction_of_matmul"] >= 0.6)),
+         _status(s["b_rhs_fraction_of_matmul"] >= 0.6)),
         (f"(b) RHS GFLOP/s split over {b['rhs']['split_workers']} threads (one BLAS thread each, as the solver runs "
          "it) / matmul GFLOP/s", f"{_fmt(b['rhs']['split_gflops'])} / {_fmt(s['matmul_gflops'])} = "
-         f"{s['b_rhs_split_fraction_of_matmul']:.0%}", ">= 60%", verdict(s["b_rhs_split_fraction_of_matmul"] >= 0.6)),
+         f"{s['b_rhs_split_fraction_of_matmul']:.0%}", ">= 60%", _status(s["b_rhs_split_fraction_of_matmul"] >= 0.6)),
         ("(b) RHS GFLOP/s, one trajectory at a time", _fmt(s["b_one_trajectory_rhs_gflops"]), "(for comparison)", ""),
         ("(b) GFLOP/s of the RHS's dominant product alone ({} x {} by {} x {})".format(
             *b["rhs"]["dominant_product_shape"][:2], *b["rhs"]["dominant_product_shape"][1:]),
@@ -386,21 +420,26 @@ def report_section(results: dict[str, Any]) -> dict[str, Any]:
             (f"(b) wall time / (evaluations x FLOPs / matmul), solve(..., {name}); matmul held over as long as the "
              f"solve, right after it (median of {b['wall']['rounds']} rounds: "
              f"{', '.join(_fmt(entry['wall_over_bound']) for entry in run['rounds'])})",
-             _fmt(run["wall_over_bound"]), "<= 1.5", verdict(run["wall_over_bound"] <= 1.5)),
+             _fmt(run["wall_over_bound"]), "<= 1.5", _status(run["wall_over_bound"] <= 1.5)),
             (f"(b) the same, fastest solve over the best single matmul ({_fmt(b['wall']['matmul_best_gflops'])} "
              "GFLOP/s: a quiet moment of the shared machine)", _fmt(run["wall_over_best_single_bound"]),
              "(for comparison)", ""))],
         ("(b) evaluations: ours (batched) / solve_ivp (mean, max per trajectory)",
          f"{b['evaluations_ours']} / {b['evaluations_scipy_mean']:.0f}, {b['evaluations_scipy_max']}",
-         "ours <= solve_ivp", verdict(b["evaluations_ours"] <= b["evaluations_scipy_mean"])),
-        ("(b) overall speed-up vs solve_ivp", _fmt(s["b_speedup_overall"]), "> 1", verdict(s["b_speedup_overall"] > 1)),
+         "ours <= solve_ivp", _status(b["evaluations_ours"] <= b["evaluations_scipy_mean"])),
+        ("(b) overall speed-up vs solve_ivp", _fmt(s["b_speedup_overall"]), "> 1", _status(s["b_speedup_overall"] > 1)),
         ("(b) worst error: ours / solve_ivp", f"{b['ours']['worst_error']:.2e} / {b['scipy']['worst_error']:.2e}",
-         "ours <= solve_ivp", verdict(b["equal_accuracy"])),
+         "ours <= solve_ivp", _status(b["equal_accuracy"])),
         (f"(b) drift off S^{b['shape'][1] - 1}: ours / solve_ivp",
          f"{b['ours']['max_drift']:.1e} / {b['scipy']['max_drift']:.1e}",
-         "ours <= 1e-12", verdict(b["ours"]["max_drift"] <= 1e-12)),
+         "ours <= 1e-12", _status(b["ours"]["max_drift"] <= 1e-12)),
     ]
-    text = (f"{results['benchmark']}. Problem (a): {a['instances']} instances of the figure-2 system to "
+
+
+def _section_text(results: dict[str, Any]) -> str:
+    """The section's prose: what was run, how it was timed, on which BLAS."""
+    a, b = results["a"], results["b"]
+    return (f"{results['benchmark']}. Problem (a): {a['instances']} instances of the figure-2 system to "
             f"t = {a['t1']:g}, "
             f"solve_ivp RK45 at rtol = atol = {a['tolerance']:g} one instance at a time against our batched Dopri5 "
             f"(rtol {a['ours']['rtol']:g}, the loosest of the ladder as accurate as solve_ivp's worst instance; our "
@@ -416,10 +455,6 @@ def report_section(results: dict[str, Any]) -> dict[str, Any]:
             f"took, and the bound uses the throughput held over that window. BLAS {results['machine']['blas']}. "
             f"Total benchmark time {results['seconds']:.0f} s."
             + (" QUICK RUN (reduced sizes): not the benchmark's figures." if results["quick"] else ""))
-    return {"title": "Solver benchmark (sim): batched structure-preserving solvers vs solve_ivp", "text": text,
-            "tables": [{"title": "Targets of SPEC section 7", "columns": ["measure", "value", "target", "status"],
-                        "rows": [list(r) for r in rows]}],
-            "figures": [], "order": 80}
 
 
 def write_outputs(results: dict[str, Any], *, out: Path | None = None, section: Path | None = None) -> None:

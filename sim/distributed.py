@@ -65,17 +65,7 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
                progress: bool = True) -> dict:
     """Search ``instances`` random instances (plus the adversarial stage of every chunk) of ``claim``'s family;
     write ``out/summary.json`` and the witnesses; return the summary."""
-    family = claim if isinstance(claim, Family) else get_family(claim)
-    if isinstance(claim, Family) and (workers is not None or scheduler is not None):
-        raise ValueError("a Family object runs in this process only; name a registry claim to use Dask.")
-    if int(instances) != instances or instances < 1:
-        raise ValueError(f"instances={instances!r} must be a positive integer.")
-    if int(chunk_size) != chunk_size or chunk_size < 1:
-        raise ValueError(f"chunk_size={chunk_size!r} must be a positive integer.")
-    if workers is not None and scheduler is not None:
-        raise ValueError("give either workers (a LocalCluster) or scheduler (a running cluster), not both.")
-    if workers is not None and (int(workers) != workers or workers < 1):
-        raise ValueError(f"workers={workers!r} must be a positive integer.")
+    family = _check_search(claim, instances, chunk_size, workers, scheduler)
     started = time.perf_counter()
     stack, client = connect(workers=workers, scheduler=scheduler)  # before anything is written
     out = Path(out)
@@ -83,14 +73,7 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
     with stack:
         checkpoints = out / "chunks"
         checkpoints.mkdir(parents=True, exist_ok=True)
-        results: dict[int, dict] = {}
-        for index, size in enumerate(sizes):
-            path = checkpoints / f"chunk-{index:05d}.json"
-            if path.exists():
-                saved = json.loads(path.read_text())
-                if (saved.get("claim"), saved.get("size"), saved.get("adversarial"), saved.get("version")) == \
-                        (family.claim, size, adversarial, SEARCH_VERSION):
-                    results[index] = saved
+        results = _resumed_chunks(checkpoints, family, sizes, adversarial)
         missing = [i for i in range(len(sizes)) if i not in results]
         from tqdm import tqdm
 
@@ -114,16 +97,51 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
         bar.close()
         summary = summarise(family, [results[i] for i in range(len(sizes))], instances=int(instances),
                             chunk_size=int(chunk_size), adversarial=adversarial)
-        witness_dir = out / "witnesses" / family.claim
-        if summary["witnesses"]:
-            witness_dir.mkdir(parents=True, exist_ok=True)
-        for name, record in summary.pop("witness_records").items():
-            write_json(witness_dir / f"{name}.json", record)
+        _write_witnesses(out / "witnesses" / family.claim, summary)
         summary["timing"] = {"seconds": time.perf_counter() - started, "resumed_chunks": len(sizes) - len(missing),
                              "chunk_seconds": sum(r["seconds"] for r in results.values()),
                              "workers": workers, "scheduler": scheduler}
         write_json(out / "summary.json", summary)
     return summary
+
+
+def _check_search(claim: str | Family, instances: int, chunk_size: int, workers: int | None,
+                  scheduler: str | None) -> Family:
+    """Raise for inconsistent arguments of ``run_search``; return the claim's family."""
+    family = claim if isinstance(claim, Family) else get_family(claim)
+    if isinstance(claim, Family) and (workers is not None or scheduler is not None):
+        raise ValueError("a Family object runs in this process only; name a registry claim to use Dask.")
+    if int(instances) != instances or instances < 1:
+        raise ValueError(f"instances={instances!r} must be a positive integer.")
+    if int(chunk_size) != chunk_size or chunk_size < 1:
+        raise ValueError(f"chunk_size={chunk_size!r} must be a positive integer.")
+    if workers is not None and scheduler is not None:
+        raise ValueError("give either workers (a LocalCluster) or scheduler (a running cluster), not both.")
+    if workers is not None and (int(workers) != workers or workers < 1):
+        raise ValueError(f"workers={workers!r} must be a positive integer.")
+    return family
+
+
+def _resumed_chunks(checkpoints: Path, family: Family, sizes: list[int], adversarial: bool) -> dict[int, dict]:
+    """The chunks already searched (their checkpoint written by a run of the same claim, size, stage and version),
+    by index."""
+    results: dict[int, dict] = {}
+    for index, size in enumerate(sizes):
+        path = checkpoints / f"chunk-{index:05d}.json"
+        if path.exists():
+            saved = json.loads(path.read_text())
+            if (saved.get("claim"), saved.get("size"), saved.get("adversarial"), saved.get("version")) == \
+                    (family.claim, size, adversarial, SEARCH_VERSION):
+                results[index] = saved
+    return results
+
+
+def _write_witnesses(witness_dir: Path, summary: dict) -> None:
+    """Write each witness record of ``summary`` (removed from it) to ``witness_dir/NAME.json``."""
+    if summary["witnesses"]:
+        witness_dir.mkdir(parents=True, exist_ok=True)
+    for name, record in summary.pop("witness_records").items():
+        write_json(witness_dir / f"{name}.json", record)
 
 
 def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size: int, adversarial: bool) -> dict:

@@ -11,8 +11,6 @@ attention keeps j <= i only. Every function is batched: ``y : shape=[..., l, d]`
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
@@ -22,15 +20,13 @@ from .batching import groups_of_at_most
 from .kernels import normalised_rows, shift_rows_, summed_normalised_rows
 from .manifold import ZERO_NORM, Ellipsoid, as_finite_array
 from .products import check_out, matmul
+from .workspace import FieldWorkspace
 
 #: ``AttentionField`` evaluates groups of instances of at most about this much state at a time (Fig. 4: 20 of its
 #: trajectories; a solver's part of 25 in two groups of 12 and 13): a group's temporaries, about 3 times its state,
 #: then stay in the cache between the products; measured on Fig. 4's solve, 2-4% faster than the whole batch at
 #: once (chunks of 10 and 25 trajectories alike).
 GROUP_BYTES = 4 << 20
-
-#: How many times' P(t) a thread keeps (Dopri5's stages fall on 6 distinct times a step; one more for the next).
-P_TIMES = 7
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -81,6 +77,11 @@ class AttentionField:
 
     Calling the field, ``field(t, y)`` with ``y : shape=[..., l, d]``, returns dy/dt of the same shape.
     The formula is evaluated as printed at any y (on E_W it is tangent to E_W).
+
+    The field holds the mathematics, frozen; its evaluations keep their arrays in ``workspace``
+    (``sim.workspace.FieldWorkspace``: per-thread buffers, P(t) of the last times). Eq. 6's pieces are
+    methods, the softmax (``_softmax``) and the tangent projection (``_project_``), so that a negative
+    control replaces one piece of this one implementation.
     """
 
     P: Sequence[Matrix]
@@ -90,7 +91,7 @@ class AttentionField:
     manifold: Ellipsoid = field(init=False, repr=False, compare=False)
     dim: int | None = field(init=False, repr=False, compare=False)
     _P_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
-    _scratch: threading.local = field(init=False, repr=False, compare=False)
+    workspace: FieldWorkspace = field(init=False, repr=False, compare=False)
     _U_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
     _identity_values: bool = field(init=False, repr=False, compare=False)
 
@@ -123,7 +124,7 @@ class AttentionField:
         set_(self, "manifold", manifold)
         set_(self, "dim", dim)
         set_(self, "_identity_values", identity)
-        set_(self, "_scratch", threading.local())
+        set_(self, "workspace", FieldWorkspace())
         constant_P = not any(callable(p) for p in checked_P)
         set_(self, "_P_stack", np.concatenate(checked_P, axis=1) if constant_P else None)
         constant_U = values is not None and not any(callable(u) for u in values)
@@ -159,36 +160,17 @@ class AttentionField:
             return np.broadcast_to(np.eye(self.dim), (self.heads, self.dim, self.dim))
         return np.stack([self._evaluate("U", eta, u, t, self.dim) for eta, u in enumerate(self.U)])
 
-    def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        """This thread's array ``name`` of ``shape`` for an intermediate result of an evaluation, reused by the next
-        one (a leading part of a longer one: the last group of ``__call__`` may be shorter): Fig. 4's 25 MB of
-        temporaries per evaluation, allocated anew, cost a page fault per 4 KiB (about a tenth of a solve's time
-        went to the kernel)."""
-        buffers = self._scratch.__dict__
-        array = buffers.get(name)
-        if array is None or array.shape[1:] != shape[1:] or len(array) < shape[0]:
-            array = buffers[name] = np.empty(shape)
-        return array[: shape[0]]
-
     def _P_columns(self, t: float, dim: int) -> np.ndarray:
-        """[P_1(t) | ... | P_h(t)], shape=[d, h d] (shared between calls: not to be written).
-
-        With callables this thread keeps the matrices of its last ``P_TIMES`` times: a solver steps its parts one
-        after the other at the same stage times (and RK4's middle stages, or an accepted step's last stage and the
-        next one's first, share a time), and P(t) of a large d costs about 4% of an evaluation.
-        """
+        """[P_1(t) | ... | P_h(t)], shape=[d, h d] (shared between calls: not to be written); with callables, kept
+        by the workspace for the last few times (``FieldWorkspace.at_time``)."""
         if self._P_stack is not None:
             return self._P_stack
-        kept = self._scratch.__dict__.setdefault("P_by_time", OrderedDict())  # time -> matrix, oldest first
-        if t in kept:
-            return kept[t]
-        shape = (dim, self.heads * dim)
-        reused = kept.popitem(last=False)[1] if len(kept) >= P_TIMES else None
-        columns = reused if reused is not None and reused.shape == shape else np.empty(shape)
-        for eta, p in enumerate(self.P):
-            columns[:, eta * dim:(eta + 1) * dim] = self._evaluate("P", eta, p, t, dim)
-        kept[t] = columns  # (only once whole: an exception above leaves no half-written matrix behind)
-        return columns
+
+        def fill(columns: np.ndarray) -> None:
+            for eta, p in enumerate(self.P):
+                columns[:, eta * dim:(eta + 1) * dim] = self._evaluate("P", eta, p, t, dim)
+
+        return self.workspace.at_time(t, (dim, self.heads * dim), fill)
 
     def _check_state(self, y) -> np.ndarray:
         y = np.asarray(y, dtype=np.float64)
@@ -209,32 +191,32 @@ class AttentionField:
         # (y @ [P_1 | ... | P_h]) has row i = (y_i^T P_1, ..., y_i^T P_h); as [..., l h, d] row (i, eta) is y_i^T P_eta.
         # (a stack times one matrix is multiplied as one 2-d product: one large gemm.)
         flat = y.reshape(-1, dim)
-        projected = matmul(flat, stacked, out=self._buffer("projected", (len(flat), h * dim)))
+        projected = matmul(flat, stacked, out=self.workspace.buffer("projected", (len(flat), h * dim)))
         projected = projected.reshape(*y.shape[:-2], tokens * h, dim)
         scores = matmul(projected, np.swapaxes(y, -1, -2),
-                        out=self._buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
+                        out=self.workspace.buffer("scores", (*y.shape[:-2], tokens * h, tokens)))
         return scores.reshape(*y.shape[:-2], tokens, h, tokens)
 
-    def _numerators(self, t: float, y: np.ndarray) -> np.ndarray:
-        """exp(s_ij^eta - max_j s_ij^eta), layout [..., l, h, l], zero above the diagonal when causal: the numerators
-        of alpha, each row shifted by its own largest score (log-sum-exp). In this thread's buffer."""
+    def _softmax(self, scores: np.ndarray, dim: int, out: np.ndarray) -> np.ndarray:
+        """alpha_ij^eta = exp(s_ij^eta) / Z_i^eta, Z_i^eta = sqrt(d) sum_j exp(s_ij^eta) (sums over j <= i when causal;
+        alpha_ij = 0 for j > i), from ``scores : shape=[batch, l, h, l]`` (overwritten) into ``out`` of that shape, or
+        summed over the heads into ``out : shape=[batch, l, l]``. Log-sum-exp: each row shifted by its own largest
+        score first, which leaves alpha unchanged and keeps every exponent <= 0."""
+        shift_rows_(scores, self.causal)
+        np.exp(scores, out=scores)
+        (normalised_rows if out.ndim == 4 else summed_normalised_rows)(scores, np.sqrt(dim), out)
+        return out
+
+    def _weights(self, t: float, y: np.ndarray, summed: bool = False) -> np.ndarray:
+        """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``), or sum_eta alpha_ij^eta, shape=[..., l, l]
+        (in this thread's buffer)."""
         scores = self._scores(t, y)
-        shift_rows_(_as_batch(scores, 3), self.causal)
-        return np.exp(scores, out=scores)
-
-    def _weights(self, t: float, y: np.ndarray) -> np.ndarray:
-        """alpha_ij^eta in the layout [..., l, h, l] (see ``attention``)."""
-        numerators = self._numerators(t, y)
-        weights = np.empty_like(numerators)
-        normalised_rows(_as_batch(numerators, 3), np.sqrt(y.shape[-1]), _as_batch(weights, 3))
+        if summed:
+            weights = self.workspace.buffer("summed", (*scores.shape[:-2], scores.shape[-1]))
+        else:
+            weights = np.empty_like(scores)
+        self._softmax(_as_batch(scores, 3), y.shape[-1], _as_batch(weights, 2 if summed else 3))
         return weights
-
-    def _summed_weights(self, t: float, y: np.ndarray) -> np.ndarray:
-        """sum_eta alpha_ij^eta, shape=[..., l, l] (in this thread's buffer)."""
-        numerators = self._numerators(t, y)
-        summed = self._buffer("summed", (*numerators.shape[:-2], numerators.shape[-1]))
-        summed_normalised_rows(_as_batch(numerators, 3), np.sqrt(y.shape[-1]), _as_batch(summed, 2))
-        return summed
 
     def attention(self, t: float, y) -> np.ndarray:
         """alpha_ij^eta(t, y), shape=[..., h, l, l]; rows sum to 1/sqrt(d) (the sqrt(n+1) of Z_i, as printed).
@@ -251,7 +233,7 @@ class AttentionField:
     def _update(self, t: float, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``attention_update`` of a checked state, its last product written into ``out`` when given."""
         if self._identity_values:  # U_eta = I: f = (sum_eta alpha^eta) y, one product
-            return matmul(self._summed_weights(t, y), y, out=out)
+            return matmul(self._weights(t, y, summed=True), y, out=out)
         weights = self._weights(t, y)  # [..., l, h, l]
         tokens, dim, h = y.shape[-2], y.shape[-1], self.heads
         # row (i, eta) of the product is m_i^eta = sum_j alpha_ij^eta y_j; then sum_eta U_eta m_i^eta by one product
@@ -282,8 +264,13 @@ class AttentionField:
         instances = y.reshape(-1, *y.shape[-2:])
         targets = out.reshape(instances.shape)
         for group in groups_of_at_most(len(instances), instances[0].nbytes, GROUP_BYTES):
-            self.manifold.tangent_projection_(instances[group], self._update(t, instances[group], targets[group]))
+            self._project_(instances[group], self._update(t, instances[group], targets[group]))
         return out
+
+    def _project_(self, points: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+        """P_y X = (I - y y^T W) X (eq. 3 on E_W), the projection of eq. 6, overwriting ``vectors``; both
+        shape=[..., l, d]."""
+        return self.manifold.tangent_projection_(points, vectors)
 
     def discrete_step(self, t: float, y, tau: float) -> np.ndarray:
         """One layer of the discrete model (eq. 1): y_i <- pi_W(y_i + tau f_i(y)), shape=[..., l, d].

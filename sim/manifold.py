@@ -170,7 +170,7 @@ class Ellipsoid:
         self._check_dim("point", point)
         return np.abs(self.submersion(point)) <= atol
 
-    def is_tangent(self, vector, point, atol: float = 1e-12) -> np.ndarray:
+    def is_tangent(self, point, vector, atol: float = 1e-12) -> np.ndarray:
         """|y^T W X| <= atol (X in T_y E_W, the kernel of the submersion's differential), shape=[...]."""
         vector = np.asarray(vector, dtype=np.float64)
         self._check_dim("vector", vector)

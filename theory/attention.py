@@ -1,4 +1,7 @@
-"""The attention vector field (6) in the dimension-free algebra, and its float64 counterpart.
+"""The attention vector field (6) in the dimension-free algebra.
+
+Its float64 counterpart is the one implementation of eq. 6 in ``sim.dynamics.AttentionField``, which theory's
+numeric spot checks call.
 
 Tokens are named vectors ``y1..yl``; head eta has the (not necessarily symmetric) score form
 ``P{eta}``; ``r`` stands for sqrt(n+1), the factor of the normaliser Z_i (kept as printed).
@@ -9,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import sympy as sp
 
 from .ellipsoid import Ellipsoid
@@ -63,19 +65,3 @@ class AttentionField:
         """dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j), i = 1..l."""
         return [self.project(y[i], self.drive(y, i)) for i in range(len(y))]
 
-
-def numeric_field(y: np.ndarray, W: np.ndarray, scores: list[np.ndarray], values: list[np.ndarray] | None = None,
-                  causal: bool = False) -> np.ndarray:
-    """Float64 right-hand side of (6): y of shape (l, d); scores P_eta and values U_eta of shape (d, d)."""
-    l, d = y.shape
-    drive = np.zeros_like(y)
-    for eta, P in enumerate(scores):
-        s = y @ P @ y.T
-        if causal:
-            s = np.where(np.tril(np.ones((l, l), dtype=bool)), s, -np.inf)
-        s = s - s.max(axis=1, keepdims=True)
-        alpha = np.exp(s)
-        alpha /= np.sqrt(d) * alpha.sum(axis=1, keepdims=True)
-        U = np.eye(d) if values is None else values[eta]
-        drive += alpha @ (y @ U.T)
-    return drive - y * np.einsum("id,de,ie->i", y, W, drive)[:, None]

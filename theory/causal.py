@@ -10,9 +10,10 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import solve_ivp
 
+import sim
 from reports.records import CheckResult, Table
 
-from .attention import AttentionField, numeric_field, tokens
+from .attention import AttentionField, tokens
 from .ellipsoid import Ellipsoid
 from .gram import Form, Vector, sum_vectors, vector
 from .results import Identity, identities_result, numeric_result
@@ -31,7 +32,7 @@ def check_first_token(l: int = 3, heads: int = 2, causal: bool = True, value=Non
     y = tokens(l)
     F = field(y)
     return identities_result(
-        "causal.first-token", [Identity("dy_1/dt = 0", F[0], SPHERE.on_manifold(*y))],
+        "causal.first-token", [Identity("dy_1/dt = 0", F[0], SPHERE.belongs(*y))],
         detail=f"Dimension-free, l = {l}, h = {heads}, time-varying non-symmetric P_eta: the first token attends only to "
                "itself, and P_{y_1} y_1 = 0. (The same holds on any ellipsoid E_W.)")
 
@@ -44,7 +45,7 @@ def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
     field = AttentionField(ellipsoid=SPHERE, scores=_heads(heads), causal=True, tangent_projection=tangent_projection)
     y = tokens(2)
     F = field(y)
-    relations = SPHERE.on_manifold(*y)
+    relations = SPHERE.belongs(*y)
     b = sp.Symbol("b", real=True)
     gram_b = I(y[0], y[1])
     a = sum(field.weight(eta, y, 1, 0) for eta in range(heads))
@@ -87,7 +88,8 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
     rng = np.random.default_rng(seed)
     base = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(heads)]
     omega, phi = rng.uniform(0, 1, (heads, d)), rng.uniform(0, 2 * np.pi, (heads, d))
-    scores = lambda t: [np.abs(2 * np.sin(omega[e] * t + phi[e]))[:, None] * base[e] for e in range(heads)]  # noqa
+    field = sim.AttentionField(P=tuple((lambda t, e=e: np.abs(2 * np.sin(omega[e] * t + phi[e]))[:, None] * base[e])
+                                       for e in range(heads)), causal=True)  # eq. 6 (sim's), U = I, W = I
     y1 = rng.standard_normal(d)
     y1 /= np.linalg.norm(y1)
     w = rng.standard_normal(d)
@@ -98,12 +100,8 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
 
     def rhs(t, state):
         y = np.stack([y1, state[:d]])
-        F = numeric_field(y, np.eye(d), scores(t), causal=True)
-        a = 0.0
-        for P in scores(t):
-            s = y[1] @ P @ y.T
-            a += np.exp(s[0]) / (np.sqrt(d) * np.exp(s).sum())
-        return np.concatenate([F[1], [a]])
+        a = field.attention(t, y)[:, 1, 0].sum()  # sum_eta alpha_21^eta
+        return np.concatenate([field(t, y)[1], [a]])
 
     times = np.linspace(0, horizon, 81)
     sol = solve_ivp(rhs, (0, horizon), np.concatenate([y2, [0.0]]), t_eval=times, rtol=1e-9, atol=1e-11)
@@ -396,20 +394,16 @@ def numeric_reparam(seed: int = 20250114, d: int = 500, l: int = 6, metric: str 
     U = np.eye(d) + 0.3 * rng.standard_normal((d, d)) / np.sqrt(d)
     P = rng.standard_normal((d, d)) / np.sqrt(d)
     W = U.T @ U if metric == "U^T U" else U @ U.T
-    z = rng.standard_normal((l, d))
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
-    y = np.linalg.solve(U, z.T).T  # y_i = U^-1 z_i, so |U y_i| = 1
-    y /= np.sqrt(np.einsum("id,de,ie->i", y, W, y))[:, None]  # on E_W (a no-op when W = U^T U)
+    sphere, ellipsoid = sim.Ellipsoid(), sim.Ellipsoid(W)
+    z = sphere.project(rng.standard_normal((l, d)))
+    y = ellipsoid.project(np.linalg.solve(U, z.T).T)  # y_i = U^-1 z_i (|U y_i| = 1), on E_W (a no-op if W = U^T U)
     Uy = y @ U.T
-    scores = np.where(np.tril(np.ones((l, l), dtype=bool)), y @ P @ y.T, -np.inf)
-    alpha = np.exp(scores - scores.max(1, keepdims=True))
-    alpha /= np.sqrt(d) * alpha.sum(1, keepdims=True)
+    alpha = sim.AttentionField(P=(P,), causal=True).attention(0.0, y)[0]  # eq. 6's causal weights
     drive = alpha @ Uy  # sum_j alpha_ij U y_j
-    projected = drive - Uy * np.einsum("id,id->i", Uy, drive)[:, None]  # P_{U y_i}(drive), sphere projection
-    field_16 = np.linalg.solve(U, projected.T).T  # U^-1 P_{U y_i}(...)
+    field_16 = np.linalg.solve(U, sphere.tangent_projection(Uy, drive).T).T  # U^-1 P_{U y_i}(...)
     P_tilde = np.linalg.solve(U.T, np.linalg.solve(U.T, P.T).T)  # U^-T (P U^-1) = U^-T P U^-1
-    z_field = numeric_field(Uy, np.eye(d), [P_tilde], causal=True)
-    identity_field = numeric_field(y, W, [P], causal=True)
+    z_field = sim.AttentionField(P=(P_tilde,), causal=True)(0.0, Uy)
+    identity_field = sim.AttentionField(P=(P,), W=W, causal=True)(0.0, y)
     residuals = {"max ||U y_i| - 1| (z = U y on the sphere)": float(np.abs(np.linalg.norm(Uy, axis=1) - 1).max()),
                  "max |U (16) - sphere field of z = U y with P~|": float(np.abs(field_16 @ U.T - z_field).max()),
                  "max |(16) - U = I field on E_W|": float(np.abs(field_16 - identity_field).max())}

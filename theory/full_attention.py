@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+import sim
 from reports.records import CheckResult
 
-from .attention import ROOT_D, AttentionField, numeric_field, tokens
-from .ellipsoid import Ellipsoid, random_points, random_spd
+from .attention import ROOT_D, AttentionField, tokens
+from .ellipsoid import Ellipsoid, random_spd
 from .gram import Form, vector
 from .results import Identity, identities_result, numeric_result
 
@@ -36,7 +37,7 @@ def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
     sum_eta sum_{j >= 2} alpha_1j^eta v^T y_j > 0 (alpha > 0, v^T y_j > 0): the field points inward."""
     field = _full_field(heads, **field_kwargs)
     y, v = tokens(l), vector("v")
-    relations = {k: val for a in y for k, val in field.ellipsoid.on_manifold(a).items()}
+    relations = {k: val for a in y for k, val in field.ellipsoid.belongs(a).items()}
     F = field(y)
     boundary = {**relations, EUCLID(v, y[0]): 0}
     inward = sum(field.weight(eta, y, 0, j) * EUCLID(v, y[j]) for eta in range(heads) for j in range(1, l))
@@ -59,7 +60,7 @@ def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
     field = _full_field(heads, **field_kwargs)
     y = vector("y")
     F = field([y] * l)
-    relations = field.ellipsoid.on_manifold(y)
+    relations = field.ellipsoid.belongs(y)
     return identities_result(
         "full.equilibria", [Identity(f"F_{i + 1}(y, ..., y) = 0", f, relations) for i, f in enumerate(F)],
         detail=f"Dimension-free, l = {l}, h = {heads}, general W, non-symmetric P_eta: at consensus the drive is "
@@ -74,10 +75,10 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
     field = _full_field(heads, tangent_projection=tangent_projection)
     W = field.ellipsoid.metric
     y, v = tokens(l), vector("v")
-    relations = {k: val for a in y for k, val in field.ellipsoid.on_manifold(a).items()}
+    relations = {k: val for a in y for k, val in field.ellipsoid.belongs(a).items()}
     F = field(y)
     alpha, yi, yj = sp.Symbol("alpha", positive=True), vector("yi"), vector("yj")
-    pair = {**field.ellipsoid.on_manifold(yi), **field.ellipsoid.on_manifold(yj)}
+    pair = {**field.ellipsoid.belongs(yi), **field.ellipsoid.belongs(yj)}
     one_term = EUCLID(v, field.project(yi, yj * alpha))
     identities = [
         Identity("one term, any l, h: v^T P_{y_i}(alpha y_j) = alpha[(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]",
@@ -87,7 +88,7 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
         *[Identity(f"dV_{i + 1}/dt = -v^T F_{i + 1} = -(sum of the terms above), l = {l}, h = {heads}",
                    -EUCLID(v, F[i]) + _decomposition(field, y, i, v), relations) for i in range(l)],
         Identity("at consensus the sum vanishes (D+V = 0)", _decomposition(field, [y[0]] * l, 0, v),
-                 field.ellipsoid.on_manifold(y[0])),
+                 field.ellipsoid.belongs(y[0])),
     ]
     return identities_result(
         "full.lyapunov", identities,
@@ -104,26 +105,24 @@ def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: 
     ``field_metric = "I"`` integrates the field with the sphere's projection on E_W (a negative control)."""
     rng = np.random.default_rng(seed)
     W = random_spd(rng, d, 0.5) if W is None else W
-    v = random_points(rng, W, 1)[0]
+    E = sim.Ellipsoid(W)
+    v = E.project(rng.standard_normal(d))
     worst_identity, largest_rate, consensus_rate = 0.0, -np.inf, 0.0
     for _ in range(samples):
         Ps = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(heads)]
-        y = random_points(rng, W, l)
+        y = E.project(rng.standard_normal((l, d)))
         y *= np.sign(y @ v)[:, None]  # reflect into H+(v)
-        F = numeric_field(y, W if field_metric == "W" else np.eye(d), Ps)
+        field = sim.AttentionField(P=Ps, W=W)  # eq. 6 (sim's, the one implementation)
+        integrated = field if field_metric == "W" else sim.AttentionField(P=Ps)  # the control: the sphere's P_y
         i = int(np.argmin(y @ v))
-        rate = -(v @ F[i])
-        terms = 0.0
-        for P in Ps:
-            s = y[i] @ P @ y.T
-            alpha = np.exp(s - s.max())
-            alpha /= np.sqrt(d) * alpha.sum()
-            gaps = y @ v - y[i] @ v
-            squares = 0.5 * np.einsum("jd,de,je->j", y[i] - y, W, y[i] - y)
-            terms += float(alpha @ (gaps + (y[i] @ v) * squares))
+        rate = -(v @ integrated(0.0, y)[i])
+        alpha = field.attention(0.0, y)[:, i]  # alpha_ij^eta, shape [h, l]
+        gaps = y @ v - y[i] @ v
+        squares = 0.5 * E.inner_product(y[i], y[i] - y, y[i] - y)
+        terms = float(np.sum(alpha @ (gaps + (y[i] @ v) * squares)))
         worst_identity = max(worst_identity, abs(rate + terms))
         largest_rate = max(largest_rate, rate)
-        consensus_rate = max(consensus_rate, abs(v @ numeric_field(np.repeat(y[:1], l, 0), W, Ps)[0]))
+        consensus_rate = max(consensus_rate, abs(v @ field(0.0, np.repeat(y[:1], l, 0))[0]))
     return numeric_result(
         "full.lyapunov", {"max |dV_i/dt + sum of terms|": worst_identity, "max |dV/dt| at consensus": consensus_rate,
                           "max(0, largest dV/dt off consensus)": max(0.0, largest_rate)},
@@ -177,14 +176,13 @@ def bounds_spot_check(seed: int = 20250108, d: int = 500, l: int = 20, samples: 
         lam, e = float(eigenvalues.min()), np.eye(d)[int(np.argmin(eigenvalues))]
         if k < samples:
             P = rng.standard_normal((d, d)) * rng.uniform(0.01, 0.1) / np.sqrt(d)
-            y = random_points(rng, W, l)
+            y = sim.Ellipsoid(W).project(rng.standard_normal((l, d)))
         else:  # the extremal instance
             P = 0.05 * np.outer(e, e)
             y = np.repeat((e / np.sqrt(lam))[None], l, 0)
         scores = y @ P @ y.T
         c = np.linalg.norm(P) / (lam if use_lambda_min else 1.0)
-        alpha = np.exp(scores - scores.max(1, keepdims=True))
-        alpha /= np.sqrt(d) * alpha.sum(1, keepdims=True)
+        alpha = sim.AttentionField(P=(P,)).attention(0.0, y)  # eq. 6's weights, shape [1, l, l]
         a = 1 / (np.sqrt(d) * (1 + (l - 1) * np.exp(2 * c)))
         b = 1 / (np.sqrt(d) * (1 + (l - 1) * np.exp(-2 * c)))
         worst_score = max(worst_score, float(np.abs(scores).max() - c))

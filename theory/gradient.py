@@ -11,10 +11,11 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import solve_ivp
 
+import sim
 from reports.records import CheckResult, Table
 
-from .attention import AttentionField, numeric_field, tokens
-from .ellipsoid import Ellipsoid, random_points, random_spd
+from .attention import AttentionField, tokens
+from .ellipsoid import Ellipsoid, random_spd
 from .gram import Form, Vector, vector
 from .results import Identity, identities_result, numeric_result
 
@@ -43,8 +44,8 @@ def _setting(W: Form, P: Form, l: int):
     E = Ellipsoid(W)
     relations = {}
     for a, b in zip(y, X):
-        relations.update(E.on_manifold(a))
-        relations.update(E.tangent_at(a, b))
+        relations.update(E.belongs(a))
+        relations.update(E.is_tangent(a, b))
     return E, y, X, relations
 
 
@@ -55,11 +56,11 @@ def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> Che
     W = Form("W")
     E, y, X, relations = _setting(W, Form("P", symmetric=False), l)
     Y = tokens(l, "Y")
-    tangent_Y = {k: v for a, b in zip(y, Y) for k, v in E.tangent_at(a, b).items()}
+    tangent_Y = {k: v for a, b in zip(y, Y) for k, v in E.is_tangent(a, b).items()}
     field = AttentionField(ellipsoid=E, tangent_projection=tangent_projection)
     P = lambda a, v: field.project(a, v)  # noqa: E731
     Xi = [vector(f"xi{i + 1}") for i in range(l)]  # arbitrary ambient vectors
-    on_E = {k: v for a in y for k, v in E.on_manifold(a).items()}
+    on_E = {k: v for a in y for k, v in E.belongs(a).items()}
     normal = [xi - P(a, xi) for a, xi in zip(y, Xi)]
     identities = [
         Identity("g(xi - P_y xi, Y) = 0 for all tangent Y (the remainder is g-normal)",
@@ -101,7 +102,7 @@ def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None 
     F = field(y)
     # one pair of tokens (i, j) and one diagonal term, for any l
     yi, yj, Xi, Xj = vector("yi"), vector("yj"), vector("Xi"), vector("Xj")
-    pair_relations = {**E.on_manifold(yi, yj), **E.tangent_at(yi, Xi), **E.tangent_at(yj, Xj)}
+    pair_relations = {**E.belongs(yi, yj), **E.is_tangent(yi, Xi), **E.is_tangent(yj, Xj)}
     if w_u_equals_p:
         pair_relations.update(_w_u_equals_p(W, P, [yi, yj, Xi, Xj], [yi, yj]))
     g_pair = (sp.exp(P(yi, yj)) * W(E.tangent_projection(yi, value(0, yj)), Xi)
@@ -141,10 +142,11 @@ def check_gradient_general_condition(l: int = TOKENS) -> CheckResult:
 
 
 def _numeric_instance(rng, d, l, W, P, U):
-    y = random_points(rng, W, l)
-    F = numeric_field(y, W, [P], [U])
-    Xi = rng.standard_normal((l, d))
-    X = Xi - y * np.einsum("id,de,ie->i", y, W, Xi)[:, None]
+    """Tokens y on E_W, the field F of eq. 6 at y (sim's) and tangent vectors X at y; each shape [l, d]."""
+    E = sim.Ellipsoid(W)
+    y = E.project(rng.standard_normal((l, d)))
+    F = sim.AttentionField(P=(P,), U=(U,), W=W)(0.0, y)
+    X = E.tangent_projection(y, rng.standard_normal((l, d)))
     return y, F, X
 
 
@@ -256,8 +258,9 @@ def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: f
     and |F| decays to ~0 (convergence to an equilibrium)."""
     rng = np.random.default_rng(seed)
     W = random_spd(rng, d, 1.0)
-    y0 = random_points(rng, W, l)
-    rhs = lambda t, v: numeric_field(v.reshape(l, d), W, [W]).ravel()  # noqa: E731
+    y0 = sim.Ellipsoid(W).project(rng.standard_normal((l, d)))
+    field = sim.AttentionField(P=(W,), W=W)  # eq. 6 (sim's), U = I
+    rhs = lambda t, v: field(t, v.reshape(l, d)).ravel()  # noqa: E731
     times = np.linspace(0, horizon, 301)
     sol = solve_ivp(rhs, (0, horizon), y0.ravel(), t_eval=times, rtol=1e-10, atol=1e-12, method="DOP853")
     phis = np.array([_phi(sol.y[:, k].reshape(l, d), W) for k in range(len(times))])

@@ -9,9 +9,10 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import solve_ivp
 
+import sim
 from reports.records import CheckResult, Table
 
-from .ellipsoid import Ellipsoid, random_points, random_spd, tangent_projection_matrix
+from .ellipsoid import Ellipsoid, random_spd
 from .gram import Vector, vector
 from .results import Identity, identities_result, numeric_result
 
@@ -35,7 +36,7 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
     W = E.metric
     x, y, X, Z = vector("x"), vector("y"), vector("X"), vector("Z")
     s = sp.Symbol("s", real=True)
-    on_E = E.on_manifold(y)
+    on_E = E.belongs(y)
     P = lambda v: tangent_projection(E, y, v)  # noqa: E731
 
     image = E.project(x)
@@ -45,11 +46,11 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
     identities = [
         Identity("pi_W(x)^T W pi_W(x) = 1 (pi_W lands on E_W)", W(image, image) - 1),
         Identity("d/ds pi_W(x + s X)|_{s=0} = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X  (eq. 3)",
-                 derivative - E.tangent_map(x, X)),
-        Identity("eq. 3 at y in E_W equals P_y X = (I - y y^T W) X", E.tangent_map(y, X) - P(X), on_E),
+                 derivative - E.projection_differential(x, X)),
+        Identity("eq. 3 at y in E_W equals P_y X = (I - y y^T W) X", E.projection_differential(y, X) - P(X), on_E),
         Identity("P_y P_y X = P_y X (idempotent)", P(P(X)) - P(X), on_E),
         Identity("y^T W P_y X = 0 (image in T_y E_W)", W(y, P(X)), on_E),
-        Identity("P_y X = X for X in T_y E_W (image is all of T_y E_W)", P(X) - X, {**on_E, **E.tangent_at(y, X)}),
+        Identity("P_y X = X for X in T_y E_W (image is all of T_y E_W)", P(X) - X, {**on_E, **E.is_tangent(y, X)}),
         Identity("P_y y = 0 (kernel contains y)", P(y), on_E),
         Identity("X - P_y X = (y^T W X) y (kernel is span{y})", X - P(X) - y * W(y, X), on_E),
         Identity("<P_y X, Z>_W = <X, P_y Z>_W (W-self-adjoint)", W(P(X), Z) - W(X, P(Z)), on_E),
@@ -82,20 +83,21 @@ def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: 
     ``use_W=False`` builds P_y = I - y y^T, without W (a negative control)."""
     rng = np.random.default_rng(seed)
     W = random_spd(rng, d)
-    y = random_points(rng, W, 1)[0]
+    E = sim.Ellipsoid(W)
+    y = E.project(rng.standard_normal(d))
     X, Z, x = rng.standard_normal((3, d))
-    P = tangent_projection_matrix(W if use_W else np.eye(d), y)
-    norm = lambda v: np.sqrt(v @ W @ v)  # noqa: E731
-    pi = lambda v: v / norm(v)  # noqa: E731
-    eq3 = (np.eye(d) - np.outer(x, W @ x) / norm(x) ** 2) @ X / norm(x)
+    # P_y = I - y y^T W; the control takes the sphere's I - y y^T at the same point of E_W
+    P = (lambda v: E.tangent_projection(y, v)) if use_W else (lambda v: sim.Ellipsoid().tangent_projection(y, v))
+    eq3 = E.projection_differential(x, X)
     h = 1e-5
-    finite_difference = (pi(x + h * X) - pi(x - h * X)) / (2 * h)
+    finite_difference = (E.project(x + h * X) - E.project(x - h * X)) / (2 * h)
+    W_ = lambda u, v: float(E.inner_product(y, u, v))  # noqa: E731
     residuals = {
-        "|pi_W(x)|_W - 1": abs(norm(pi(x)) - 1),
-        "|P P X - P X|": float(np.linalg.norm(P @ P @ X - P @ X)),
-        "|y^T W P X|": abs(y @ W @ (P @ X)),
-        "|P y|": float(np.linalg.norm(P @ y)),
-        "|<P X, Z>_W - <X, P Z>_W|": abs((P @ X) @ W @ Z - X @ W @ (P @ Z)),
+        "|pi_W(x)|_W - 1": abs(float(E.norm(E.project(x))) - 1),
+        "|P P X - P X|": float(np.linalg.norm(P(P(X)) - P(X))),
+        "|y^T W P X|": abs(W_(y, P(X))),
+        "|P y|": float(np.linalg.norm(P(y))),
+        "|<P X, Z>_W - <X, P Z>_W|": abs(W_(P(X), Z) - W_(X, P(Z))),
         "|eq. 3 - central difference| / |eq. 3| / 1e3": float(np.linalg.norm(eq3 - finite_difference)
                                                             / np.linalg.norm(eq3)) / 1e3,
     }
@@ -114,7 +116,7 @@ def check_continuum(tangent_projection: TangentProjection = _paper_tangent_proje
     W = E.metric
     y, f = vector("y"), vector("f")
     tau = sp.Symbol("tau", real=True)
-    on_E = E.on_manifold(y)
+    on_E = E.belongs(y)
     a, c = W(y, f), W(f, f)
     step = E.project(y + tau * f)
     taylor = lambda k: Vector({n: sp.diff(v, tau, k).subs(tau, 0) / sp.factorial(k)  # noqa: E731
@@ -141,29 +143,15 @@ def numeric_continuum_order(seed: int = 20250102, tokens: int = 4, d: int = 100,
     W = random_spd(rng, d, spread=0.25)
     P = rng.standard_normal((d, d)) / np.sqrt(d)
     U = rng.standard_normal((d, d)) / np.sqrt(d)
-    y0 = random_points(rng, W, tokens)
-
-    def f(y):  # (tokens, d): sum_j alpha_ij U y_j, alpha_ij = exp(y_i^T P y_j) / (sqrt(d) sum_j exp(...))
-        scores = y @ P @ y.T
-        scores -= scores.max(axis=1, keepdims=True)
-        alpha = np.exp(scores)
-        alpha /= np.sqrt(d) * alpha.sum(axis=1, keepdims=True)
-        return alpha @ (y @ U.T)
-
-    def field(_, flat):
-        y = flat.reshape(tokens, d)
-        g = f(y)
-        if not project_flow:
-            return g.ravel()
-        return (g - y * np.einsum("id,de,ie->i", y, W, g)[:, None]).ravel()
-
-    def step(tau):
-        x = y0 + tau * f(y0)
-        return x / np.sqrt(np.einsum("id,de,ie->i", x, W, x))[:, None]
+    field = sim.AttentionField(P=(P,), U=(U,), W=W)  # eq. 6 (sim's): f_i = sum_j alpha_ij U y_j, then P_y
+    y0 = field.manifold.project(rng.standard_normal((tokens, d)))
+    flat_field = field if project_flow else field.attention_update  # the control: dy/dt = f(y), unprojected
+    rhs = lambda t, flat: flat_field(t, flat.reshape(tokens, d)).ravel()  # noqa: E731
 
     taus = np.logspace(-3, -1, 8)
-    flow = solve_ivp(field, (0, taus[-1]), y0.ravel(), t_eval=taus, rtol=1e-12, atol=1e-14, method="DOP853")
-    errors = np.array([np.linalg.norm(step(t) - flow.y[:, k].reshape(tokens, d)) for k, t in enumerate(taus)])
+    flow = solve_ivp(rhs, (0, taus[-1]), y0.ravel(), t_eval=taus, rtol=1e-12, atol=1e-14, method="DOP853")
+    errors = np.array([np.linalg.norm(field.discrete_step(0.0, y0, t) - flow.y[:, k].reshape(tokens, d))
+                       for k, t in enumerate(taus)])  # one step of eq. 1 against the flow
     slope = float(np.polyfit(np.log(taus), np.log(errors), 1)[0])
     table = Table("one discrete step vs the flow of (6)", ("tau", "|step - flow|"),
                   tuple((float(t), float(e)) for t, e in zip(taus, errors)))

@@ -61,7 +61,7 @@ def test_batched_field_equals_the_field_of_each_instance(name, rng):
 def test_field_is_tangent_to_the_manifold(name, rng):
     field, _, _ = build(CASES[name], rng)
     y = field.manifold.random_point(rng, (50, 8, 3))
-    assert field.manifold.is_tangent(field(0.0, y), y, atol=ATOL).all()
+    assert field.manifold.is_tangent(y, field(0.0, y), atol=ATOL).all()
 
 
 @pytest.mark.parametrize("name, dim, tokens", [(name, 3, 6) for name in CASES] + [("sphere-full-U=I", 20, 6)])
@@ -214,7 +214,7 @@ def test_top_eigenvector_of_the_printed_U():
 def test_the_field_keeps_p_of_its_last_times_for_the_solvers_parts():
     """A solver steps its parts one after the other at the same stage times: P(t) of the last ``P_TIMES`` times is
     kept (evaluated once for all parts), the oldest given up for a new time."""
-    from sim.dynamics import P_TIMES
+    from sim.workspace import P_TIMES
 
     calls = []
 

@@ -211,7 +211,7 @@ def test_control_buffers_shared_between_threads_are_caught(rng, monkeypatch):
     the thread that wrote its "projected" buffer first reads the other's (of the other time) after the meeting: the
     check above fails."""
     field, y, frozen = _field_and_state(rng)
-    object.__setattr__(field, "_scratch", SimpleNamespace())
+    field.workspace.threads = SimpleNamespace()
     together = _interleaved_evaluations(field, y, monkeypatch)
     mismatches = [not np.allclose(got, alone(0.0, y), rtol=1e-12, atol=1e-14) for got, alone in zip(together, frozen)]
     assert any(mismatches)

@@ -160,9 +160,12 @@ def test_dopri5_reuses_its_workspace_without_touching_what_a_step_returned():
 
 def test_a_field_subclass_without_out_is_called_as_it_is():
     """The solver writes stages through ``out=`` only into fields whose call takes it: a subclass overriding
-    ``__call__(t, y)`` (here the property tests' reversed projection, -1 times the field) is called itself,
+    ``__call__(t, y)`` (here -1 times the field) is called itself,
     never bypassed by the base class's ``out=`` path (which would integrate the unbroken field)."""
-    from tests.properties.models import ReversedProjection
+
+    class ReversedProjection(AttentionField):  # -1 times the field, through __call__(t, y) alone
+        def __call__(self, t, y):
+            return -super().__call__(t, y)
 
     base = full_attention_example()
     reversed_field = ReversedProjection(P=base.P, W=np.eye(3))

@@ -86,14 +86,14 @@ def test_a_batch_stepped_in_parts_takes_the_same_steps(workers, monkeypatch):
     """Batches larger than ``PART_BYTES`` are stepped in parts (here of at most 5 of the 13 instances, their count a
     multiple of the workers', shared out as the workers come free): the same steps, step sizes and states as the
     whole batch in one part."""
-    import sim.solvers
+    import sim.solvers.stepper
 
     field = full_attention_example()
     y0 = Ellipsoid().random_point(np.random.default_rng(9), (13, 10, 3))
     options = dict(controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8), saveat=SaveAt(steps=True), workers=workers)
     whole = solve(field, Dopri5(), 0.0, 2.0, y0, **options)
     assert whole.stats["parts"] == workers
-    monkeypatch.setattr(sim.solvers, "PART_BYTES", 5 * y0[0].nbytes)
+    monkeypatch.setattr(sim.solvers.stepper, "PART_BYTES", 5 * y0[0].nbytes)
     parts = solve(field, Dopri5(), 0.0, 2.0, y0, **options)
     assert parts.stats["parts"] == {1: 3, 2: 4}[workers] and parts.stats["workers"] == workers
     assert (parts.steps, parts.rejected_steps, parts.evaluations) == (whole.steps, whole.rejected_steps,
