@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from reports.checks import check
 from empirical.geometry import (
     SURFACE_TOL,
     check_layernorm_remark,
@@ -22,7 +23,7 @@ def _layernorm(x, gamma, beta):
         return layer(torch.as_tensor(x)).numpy(), layer.eps
 
 
-@pytest.mark.claim("model.layernorm", method="numeric")
+@check("model.layernorm", method="numeric")
 def test_layernorm_remark_as_printed_is_a_discrepancy_and_the_corrected_surface_holds(record):
     result = record(check_layernorm_remark(dim=8, samples=200, gamma0=0.7, seed=0))
     assert result.verdict == "discrepancy"
