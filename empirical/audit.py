@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from reports.records import jsonable
+
 from .adapters import LoopAdapter, adapter_for
 from .consensus import misalignment
 from .geometry import gain_geometry, layernorm_residuals, rmsnorm_ellipsoid, rmsnorm_residuals
@@ -597,25 +599,6 @@ def architecture_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
 
 
 # -- output ----------------------------------------------------------------------------------------------
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, complex):
-        return [value.real, value.imag]
-    return value
-
-
 def rates_from_results(directory: Path) -> dict[str, Any]:
     """Rate fit of a ``python -m empirical run`` output (``DIR/results.json`` with ``"E"``: prompts x blocks)."""
     path = Path(directory) / "results.json"
@@ -686,6 +669,6 @@ def write_audit(result: dict[str, Any], out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.json"
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(_jsonable(result), indent=1))
+    temporary.write_text(json.dumps(jsonable(result), indent=1))
     temporary.replace(path)
     return path
