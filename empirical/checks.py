@@ -189,11 +189,11 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
     weights are here. ``missing`` maps the models that did not run to the command that runs them."""
     absent = "; ".join(f"{model}: {command}" for model, command in missing.items())
     if not runs:
-        return claim_result("not-run", claim=claim, detail=(
-                           f"Not run: trained weights of {' and '.join(missing)} are not on this machine (not in a "
-                           f"named folder, not in the Hugging Face cache). To run it, {absent}. The same question on "
-                           f"trained models of other families is the claim emp.in-kind-trained."),
-                           numbers={"missing": dict(missing)})
+        return claim_result(
+            "not-run", claim=claim, numbers={"missing": dict(missing)},
+            detail=f"Not run: trained weights of {' and '.join(missing)} are not on this machine (not in a named "
+                   f"folder, not in the Hugging Face cache). To run it, {absent}. The same question on trained models "
+                   f"of other families is the claim emp.in-kind-trained.")
     summaries = [convergence(r) for _, r in runs]
     plot_families(runs, figure_path, f"{paper_figure}: {statement}")
     held = all(s["decreasing"] for s in summaries)

@@ -158,7 +158,7 @@ def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
 def _hypothesis_not_met(what: str, numbers: dict[str, Any]) -> CheckResult:
     """The theorem's hypothesis fails on the given data: no verdict on the claim (reported, not raised)."""
     return claim_result("not-run", detail=f"hypothesis not met: {what}; the observation was not "
-                       "checked on these data.", numbers=numbers)
+                        "checked on these data.", numbers=numbers)
 
 
 @check("sim.fig1", method="figure")

@@ -47,7 +47,8 @@ def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
         Identity("v^T F_i = sum_eta sum_j alpha_ij^eta [(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]  (any point)",
                  EUCLID(v, F[0]) - _decomposition(field, y, 0, v), relations),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail=f"Dimension-free in d, l = {l}, h = {heads}, general W and non-symmetric P_eta. At the boundary every "
                "term alpha_1j v^T y_j is > 0 (alpha > 0 by Lemma 4.1, v^T y_j > 0 for tokens inside), so the field "
                "points into H+(v). When several tokens reach the boundary together the sharper form (second identity) "
@@ -62,7 +63,8 @@ def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
     y = vector("y")
     F = field([y] * l)
     relations = field.ellipsoid.on_manifold(y)
-    return identities_result([Identity(f"F_{i + 1}(y, ..., y) = 0", f, relations) for i, f in enumerate(F)],
+    return identities_result(
+        [Identity(f"F_{i + 1}(y, ..., y) = 0", f, relations) for i, f in enumerate(F)],
         detail=f"Dimension-free, l = {l}, h = {heads}, general W, non-symmetric P_eta: at consensus the drive is "
                "(sum_eta sum_j alpha_ij^eta) y and P_y y = 0.")
 
@@ -91,7 +93,8 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
         Identity("at consensus the sum vanishes (D+V = 0)", _decomposition(field, [y[0]] * l, 0, v),
                  field.ellipsoid.on_manifold(y[0])),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="Danskin (eq. 9): D+V(y) = max over maximising indices i of dV_i/dt. At such i, v^T y_j - v^T y_i >= 0 "
                "(i minimises v^T y), v^T y_i > 0 (H+(v)), |y_i - y_j|_W^2 >= 0 and alpha_ij^eta > 0 (Lemma 4.1): every "
                "term is >= 0, so D+V <= 0. Equality forces |y_i - y_j|_W = 0 for all j (W SPD), i.e. consensus; "
@@ -156,7 +159,8 @@ def check_attention_bounds(l: int = 4) -> CheckResult:
         Identity(f"maximum over |s_k| <= c (s_1 = c, others -c) = 1/(r(1 + (l-1)e^(-2c))), l = {l}",
                  upper - 1 / (r * (1 + (l - 1) * sp.exp(-2 * c)))),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="By the monotonicity (first two identities) the extremes over the box |s_k| <= c are at its corners, "
                "giving 0 < a <= alpha_ij <= b. The score bound: |y_i^T P y_j| <= |P|_2 |y_i| |y_j| <= |P|_F / "
                "lambda_min(W), since |y|^2 <= y^T W y / lambda_min(W) = 1/lambda_min(W) on E_W (checked numerically). "

@@ -69,7 +69,8 @@ def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> Che
         *[Identity(f"y{i + 1}^T W P_y xi{i + 1} = 0 (P_y xi is tangent)", W(a, P(a, xi)), on_E)
           for i, (a, xi) in enumerate(zip(y, Xi))],
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail=f"Dimension-free, l = {l} tokens, Z_i kept symbolic (sums of exponentials): the g-orthogonal projection "
                "onto T(E_W)^l is P_y = T_y pi_W token by token. The conclusion uses only W SPD and Z_i > 0, not W = P.")
 
@@ -122,7 +123,8 @@ def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None 
         Identity("any l, diagonal i = j: e_ii <P_yi U y_i, X_i>_W = d/ds of 1/2 e_ii(y + s X)",
                  g_diagonal - differential(phi_diagonal, [yi], [Xi]), pair_relations),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail=f"Dimension-free in d; l = {l} tokens in full, and any l through the pair and diagonal identities "
                "(g(F, X) = sum_i Z_i <F_i, X_i>_W = sum_{i,j} e_ij <P_{y_i} U y_j, X_i>_W and Phi = 1/2 sum_{i,j} e_ij "
                "split into the same pairs). Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j) with sqrt(n+1) kept as the symbol "
@@ -181,7 +183,8 @@ def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=N
         h = 1e-6
         dphi = (_phi(y + h * X, Pm) - _phi(y - h * X, Pm)) / (2 * h)
         residuals[f"{name}: |g(F,X) - dPhi(X)| / |dPhi(X)|"] = abs(_g(y, Wm, Pm, F, X) - dphi) / abs(dphi)
-    return numeric_result(residuals, tolerance=1e-6,
+    return numeric_result(
+        residuals, tolerance=1e-6,
         tolerance_reason="central difference with h = 1e-6 of Phi ~ l^2 e^{O(1)}: truncation ~h^2 and rounding "
                          "~1e-16/h = 1e-10 relative; 1e-6 separates this from a wrong field (relative error O(1))",
         detail=f"d = {d}, l = {l} random tokens on E_W, random tangent X.", seeds={"numeric_gradient": seed})
@@ -247,7 +250,8 @@ def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None =
     F = field(y)
     rate = differential(lambda z: potential(z, P), y, F)
     squares = sum(field.normaliser(0, y, i) * W(f, f) for i, f in enumerate(F))
-    return identities_result([Identity("dPhi/dt = dPhi(F) = sum_i Z_i |F_i|_W^2", rate - squares, relations)],
+    return identities_result(
+        [Identity("dPhi/dt = dPhi(F) = sum_i Z_i |F_i|_W^2", rate - squares, relations)],
         detail=f"Dimension-free in d, l = {l} explicitly (for any l it follows from the grad.field identity with the "
                "tangent X = F): dPhi/dt = |grad Phi|_g^2 = sum_i Z_i F_i^T W F_i, each term >= 0 since "
                "Z_i = sqrt(n+1) sum_j exp(.) > 0 and W is SPD; it vanishes iff every F_i = 0 (an equilibrium). So Phi "
@@ -268,7 +272,8 @@ def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: f
     phis = np.array([_phi(sol.y[:, k].reshape(l, d), W) for k in range(len(times))])
     speeds = np.array([np.linalg.norm(rhs(0, sol.y[:, k])) for k in range(len(times))])
     drops = float(max(0.0, -np.diff(phis).min()))
-    return numeric_result({"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])},
+    return numeric_result(
+        {"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])},
         tolerance=1e-6, tolerance_reason="integration error of DOP853 at rtol 1e-10 over the horizon is far below "
                                          "1e-6; |F| decays exponentially near a hyperbolic equilibrium",
         detail=f"l = {l} tokens on E_W in d = {d}, W = P random SPD, horizon {horizon}: Phi grows from {phis[0]:.6f} to "

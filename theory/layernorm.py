@@ -104,7 +104,8 @@ def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
         Identity(f"d = {d}, gamma_3 = gamma_4 = 0: N((0,0,1,-1)) = beta (two zero scales: the centre is an output)",
                  degenerate - beta),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="Conjecture settled: if every gamma_k != 0, the set of outputs is exactly the (n-1)-dimensional "
                "ellipsoid {z : (z-beta)^T D^-2 (z-beta) = n+1, 1^T D^-1 (z-beta) = 0}, D = diag(gamma), which lies on "
                "the hypersurface (z-beta)^T D^-2 (z-beta) = n+1, an ellipsoid E_W (W = D^-2/(n+1)) diffeomorphic to "
@@ -132,7 +133,8 @@ def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
         Identity("RMSNorm(x) = pi_W(D x), W = D^-2/(n+1)", rmsnorm - projected, relations),
         Identity("RMSNorm(x)^T W RMSNorm(x) = 1 (outputs on E_W)", Wf(rmsnorm, rmsnorm) - 1, relations),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="RMSNorm without eps is exactly pi_W composed with the linear map D = diag(g): the tokens lie on the "
                "ellipsoid E_W, W = diag(g)^-2/(n+1) (centred at 0), every point of which is attained (for y in E_W, "
                "x = D^-1 y has |x|^2 = n+1, so rms(x) = 1 and RMSNorm(x) = y); the paper's model with "
@@ -178,7 +180,8 @@ def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, 
     }
     printed = d * gamma0 ** 2
     measured = float((z_const ** 2).sum(1).sqrt().mean())
-    return numeric_result(residuals, tolerance=1e-12,
+    return numeric_result(
+        residuals, tolerance=1e-12,
         tolerance_reason="float64 sums of 768 O(1) terms: rounding ~1e-14 relative",
         detail=f"torch.nn.LayerNorm / RMSNorm in float64, d = n+1 = {d}, {samples} inputs of scales 0.1-10, eps = {eps}. "
                f"gamma0 = {gamma0}: mean measured radius |N(x) - beta| = {measured:.4f}, sqrt(n+1)|gamma0| = "

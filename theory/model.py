@@ -56,7 +56,8 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
         Identity("X - P_y X = (y^T W X) y (kernel is span{y})", X - P(X) - y * W(y, X), on_E),
         Identity("<P_y X, Z>_W = <X, P_y Z>_W (W-self-adjoint)", W(P(X), Z) - W(X, P(Z)), on_E),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="Dimension-free: vectors are symbols, the only facts used are bilinearity, W = W^T and the "
                "substituted constraints, so the identities hold for every n.")
 
@@ -102,7 +103,8 @@ def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: 
         "|eq. 3 - central difference| / |eq. 3| / 1e3": float(np.linalg.norm(eq3 - finite_difference)
                                                             / np.linalg.norm(eq3)) / 1e3,
     }
-    return numeric_result(residuals, tolerance=SPOT_TOLERANCE,
+    return numeric_result(
+        residuals, tolerance=SPOT_TOLERANCE,
         tolerance_reason=SPOT_REASON + "; the central difference (h = 1e-5) has error ~h^2 = 1e-10 relative, "
                          "so its residual is scaled by 1e-3 against the same tolerance",
         detail=f"Random W (SPD, cond <= 9), y in E_W, X, Z in d = {d}.", seeds={"spot_check_projection": seed})
@@ -129,7 +131,8 @@ def check_continuum(tangent_projection: TangentProjection = _paper_tangent_proje
         Identity("(1/2) d^2/dtau^2 pi_W(y + tau f)|_{tau=0} = ((3 a^2 - c)/2) y - a f, a = y^T W f, c = f^T W f",
                  taylor(2) - remainder, on_E),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="One discrete step y -> pi_W(y + tau f) agrees with the flow of dy/dt = P_y f to first order; the "
                "tau^2 coefficient of the step is ((3a^2 - c)/2) y - a f, so step and flow differ by O(tau^2) "
                "(and not less in general: the flow's own tau^2 term is (1/2) D(P f)[P f]).")
@@ -170,7 +173,8 @@ def numeric_continuum_order(seed: int = 20250102, tokens: int = 4, d: int = 100,
     slope = float(np.polyfit(np.log(taus), np.log(errors), 1)[0])
     table = Table("one discrete step vs the flow of (6)", ("tau", "|step - flow|"),
                   tuple((float(t), float(e)) for t, e in zip(taus, errors)))
-    return numeric_result({"|slope - 2|": abs(slope - 2.0)}, tolerance=0.1,
+    return numeric_result(
+        {"|slope - 2|": abs(slope - 2.0)}, tolerance=0.1,
         tolerance_reason="a fitted log-log slope over tau in [1e-3, 1e-1] carries O(tau) curvature from the "
                          "tau^3 terms; 0.1 separates order 2 from orders 1 and 3",
         detail=f"{tokens} tokens in d = {d}, random W (cond <= 3), P, U; flow by DOP853 (rtol 1e-12). Fitted "

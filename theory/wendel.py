@@ -90,7 +90,8 @@ def check_closed_forms() -> CheckResult:
         Identity("n = l - 1: printed formula = 1 - 2^-(l-1) (< 1: the printed formula misses the case l = n + 1)",
                  sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 2)).doit() / 2 ** (l - 1) - (1 - 2 ** (1 - l))),
     ]
-    return identities_result(identities,
+    return identities_result(
+        identities,
         detail="The semicircle probability l/2^(l-1) (each token is the counter-clockwise end of a covering semicircle "
                "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed one.")
 
@@ -124,12 +125,14 @@ def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_sam
                   tolerance_reason="Wilson score interval with z = 3.29 (99.9% two-sided) per pair")
     if not corrected_ok:
         return claim_result("failed",
-                           detail="Wendel with d = n+1 disagrees with Cover's recursion or lies outside a Monte Carlo "
-                                  "interval.", **common)
+                            detail="Wendel with d = n+1 disagrees with Cover's recursion or lies outside a Monte Carlo "
+                                   "interval.", **common)
     if not printed_fails:
         return claim_result("verified",
-                           detail="The formula under test equals Wendel's (d = n+1) and lies in every interval.", **common)
-    return claim_result("discrepancy",
+                            detail="The formula under test equals Wendel's (d = n+1) and lies in every interval.",
+                            **common)
+    return claim_result(
+        "discrepancy",
         detail="The printed sum stops at n-1, i.e. it is Wendel's formula for points in R^n, but S^n lies in R^{n+1}. "
                f"It is wrong at {printed_fails} (e.g. 2 points on the circle: printed 1/2, true 1; the paper's fig. 2 "
                "setting, 10 tokens on S^2: printed 10/512 = 0.0195, true 46/512 = 0.0898, Monte Carlo agrees with the "
