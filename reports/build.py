@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .checks import GAP, coverage as registered_coverage
+from .checks import COVERED, GAP, coverage as registered_coverage
 from .evidence import TestEvidence, records_of
 from .manifest import run_manifest
 from .records import NO_CHECK, CheckResult, worst_verdict
@@ -77,19 +77,26 @@ def check_reused_sections(folder: Path, revision: str) -> None:
 
 def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str]] | None = None) -> list[dict]:
     """One entry per registry claim, in registry order: its verdict, records, the tests behind them, and for each
-    declared evidence kind whether a check of it exists (``covered``) or not (``gap``; ``covered`` defaults to
-    the checks registered in this process, ``reports.checks.coverage``)."""
+    declared evidence kind whether a check of it exists (``covered``) or not (``gap``). A kind is covered by a
+    registered check (``covered``, by default ``reports.checks.coverage`` of the checks registered in this process)
+    or by a record of that method handed over outside a negative control (a search names its conjecture in its
+    record, not on the test)."""
     covered = registered_coverage() if covered is None else covered
     records: dict[str, list[CheckResult]] = {c.id: [] for c in CLAIMS}
     tests: dict[str, list[TestEvidence]] = {c.id: [] for c in CLAIMS}
+    recorded: dict[str, set[str]] = {c.id: set() for c in CLAIMS}
     for ev in evidence:
         results = records_of(ev)
         for claim in dict.fromkeys([*ev.claims, *(r.claim for r in results)]):
             tests[claim].append(ev)
         for result in results:
             records[result.claim].append(result)
+        if not ev.control:
+            for result in ev.records:
+                recorded[result.claim].add(result.method)
     entries = []
     for claim in CLAIMS:
+        kinds = {kind: COVERED if kind in recorded[claim.id] else state for kind, state in covered[claim.id].items()}
         verdict = worst_verdict([r.verdict for r in records[claim.id]])
         entries.append({
             "claim": claim,
@@ -98,8 +105,8 @@ def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str
             "records": records[claim.id],
             "tests": tests[claim.id],
             "controls": [t for t in tests[claim.id] if t.control],
-            "evidence": covered[claim.id],
-            "gaps": [kind for kind, state in covered[claim.id].items() if state == GAP],
+            "evidence": kinds,
+            "gaps": [kind for kind, state in kinds.items() if state == GAP],
         })
     return entries
 

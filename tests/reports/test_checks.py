@@ -66,7 +66,8 @@ def test_stacked_registrations_need_the_claim_named():
     def both(claim=None):
         return claim_result("verified", claim=claim)
 
-    assert {(c.claim, c.method) for c in registrations(both)} == {("emp.no-ffn", "empirical"), ("emp.full", "empirical")}
+    registered = {(c.claim, c.method) for c in registrations(both)}
+    assert registered == {("emp.no-ffn", "empirical"), ("emp.full", "empirical")}
     assert both("emp.full").claim == "emp.full"
     with pytest.raises(ValueError, match="pass claim= one of them"):
         both()
@@ -103,10 +104,18 @@ def test_coverage_reaches_covered_and_gap():
 # --- through pytest --------------------------------------------------------------------------------
 GAPS_SUITE = '''
 from reports.checks import check
+from reports.records import CheckResult
 
 @check("full.wendel", method="exact")
 def test_exact():
     assert True
+
+def test_a_search_names_its_conjecture_in_its_record(record):
+    record(CheckResult("conj.value-full", "search", "supported", detail="no counterexample in 3 instances"))
+
+@check("causal.scalar", method="numeric", control=True)
+def test_a_control_covers_nothing(record):
+    record(CheckResult("causal.scalar", "numeric", "verified", detail="the broken model is rejected"))
 '''
 
 
@@ -115,11 +124,14 @@ def test_a_declared_evidence_kind_without_a_check_is_a_gap_in_verdicts_and_repor
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.delenv(FULL_ENV, raising=False)
     pytester.makepyfile(test_gaps=GAPS_SUITE)
-    pytester.runpytest_subprocess("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=3)
     data = json.loads((pytester.path / "out" / "verdicts.json").read_text())
     claims = {c["claim"]: c for c in data["claims"]}
     assert claims["full.wendel"]["evidence"] == {"exact": "covered", "monte-carlo": "gap"}
     assert data["gaps"]["full.wendel"] == ["monte-carlo"]
+    # a record covers its kind (a search's, from a test marking no claim); a negative control's does not
+    assert claims["conj.value-full"]["evidence"] == {"search": "covered"} and "conj.value-full" not in data["gaps"]
+    assert claims["causal.scalar"]["evidence"] == {"symbolic": "gap", "numeric": "gap"}
     assert claims["full.wendel"]["verdict"] == "verified"
     html = (pytester.path / "out" / "index.html").read_text()
     assert "Declared evidence without a check (a gap): monte-carlo." in html

@@ -16,7 +16,8 @@ REPORT = {
     "manifest": {"git_revision": "abc", "duration_seconds": 12.0},
     "claims": [
         {"claim": "full.wendel", "verdict": "discrepancy", "tests": [{"nodeid": "t1"}], "records": [
-            {"claim": "full.wendel", "method": "exact", "verdict": "verified", "detail": "x", "numbers": {"identities": 4}},
+            {"claim": "full.wendel", "method": "exact", "verdict": "verified", "detail": "x",
+             "numbers": {"identities": 4}},
             {"claim": "full.wendel", "method": "monte-carlo", "verdict": "discrepancy", "detail": "y",
              "numbers": {"estimate": 0.0898, "pairs": [[10, 2]]}, "tolerance": 1e-3},
         ]},

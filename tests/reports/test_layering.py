@@ -31,7 +31,8 @@ def imports_of(source: str, module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # ``from . import x`` names a module
     return {name for name in found if name.split(".")[0] in PACKAGES}
@@ -108,13 +109,16 @@ def test_package_code_imports_only_the_foundation_of_reports():
 
 
 @pytest.mark.parametrize("module, edit, expected", [
-    ("reports.records", "from .build import write_report\n", "reports.records (layer 0) imports reports.build (layer 1)"),
+    ("reports.records", "from .build import write_report\n",
+     "reports.records (layer 0) imports reports.build (layer 1)"),
     ("reports.registry", "from theory import wendel\n", "foundation module reports.registry imports theory"),
     ("reports.build", "from .pytest_plugin import FULL_ENV\n", "reports.build (layer 1) imports reports.pytest_plugin"),
-    ("reports.pytest_plugin", "from .__main__ import build\n", "reports.pytest_plugin (layer 2) imports reports.__main__"),
+    ("reports.pytest_plugin", "from .__main__ import build\n",
+     "reports.pytest_plugin (layer 2) imports reports.__main__"),
     # foundation modules may import each other, never in a circle (records imports registry)
     ("reports.registry", "from .records import VERDICTS\n", "import cycle: reports.records -> reports.registry"),
-], ids=["foundation-imports-build", "foundation-imports-theory", "build-imports-plugin", "plugin-imports-main", "cycle"])
+], ids=["foundation-imports-build", "foundation-imports-theory", "build-imports-plugin", "plugin-imports-main",
+        "cycle"])
 def test_negative_control_each_kind_of_violation_is_found(module, edit, expected):
     sources = reports_sources()
     sources[module] = edit + sources[module]
