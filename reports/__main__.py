@@ -1,4 +1,8 @@
-"""``python -m reports build [--out DIR]``: the full verification, writing ``DIR/index.html``.
+"""``python -m reports build [--out DIR]``: the full verification, writing ``DIR/index.html``;
+``python -m reports compare OLD NEW``: do two ``verdicts.json`` say the same (``reports.compare``)?
+
+The top of the package: it orchestrates (benchmarks, then pytest with the report plugin) and imports the layers
+below it; nothing imports it.
 
 Checks the output folder and the pytest arguments first (seconds), then runs the benchmarks (their results
 become report sections), then the whole pytest suite with the expensive checks included and the ``thorough``
@@ -113,7 +117,16 @@ def main(argv: list[str] | None = None) -> int:
                                    "default: CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the "
                                    "Hugging Face cache)")
     build_parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
+    compare_parser = commands.add_parser(
+        "compare", help="exit 0 when two verdicts.json hold the same claims, verdicts and records (numbers within "
+                        "their stated tolerances), else 1, printing the differences")
+    compare_parser.add_argument("old", type=Path, help="the reference verdicts.json")
+    compare_parser.add_argument("new", type=Path, help="the verdicts.json to compare with it")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        from .compare import main as compare
+
+        return compare(args.old, args.new)
     from empirical.sources import parse_weights_dirs, weights_environment
 
     try:

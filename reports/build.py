@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .checks import COVERED, GAP, coverage as registered_coverage
+from .evidence import TestEvidence, records_of
 from .manifest import run_manifest
 from .records import CheckResult, worst_verdict
-from .registry import CLAIMS, CLAIMS_BY_ID
+from .registry import CLAIMS
 from .render import mathjax_bundle, render_html
 
 if TYPE_CHECKING:
-    from .pytest_plugin import TestEvidence
     from .records import ReportSection
 
 EXTRA_SECTIONS_DIR_ENV = "CONSENSUS_SECTIONS_DIR"
@@ -72,18 +73,28 @@ def check_reused_sections(folder: Path, revision: str) -> None:
                 f"--no-bench to measure again, or delete {folder} to build the report without the benchmarks.")
 
 
-def claim_entries(evidence: list["TestEvidence"]) -> list[dict]:
-    """One entry per registry claim: its verdict, records and the tests behind them, in registry order."""
+def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str]] | None = None) -> list[dict]:
+    """One entry per registry claim, in registry order: its verdict, records, the tests behind them, and for each
+    declared evidence kind whether a check of it exists (``covered``) or not (``gap``). A kind is covered by a
+    registered check (``covered``, by default ``reports.checks.coverage`` of the checks registered in this process)
+    or by a record of that method handed over outside a negative control (a search names its conjecture in its
+    record, not on the test)."""
+    covered = registered_coverage() if covered is None else covered
     records: dict[str, list[CheckResult]] = {c.id: [] for c in CLAIMS}
-    tests: dict[str, list["TestEvidence"]] = {c.id: [] for c in CLAIMS}
+    tests: dict[str, list[TestEvidence]] = {c.id: [] for c in CLAIMS}
+    recorded: dict[str, set[str]] = {c.id: set() for c in CLAIMS}
     for ev in evidence:
-        results = _records_of(ev)
+        results = records_of(ev)
         for claim in dict.fromkeys([*ev.claims, *(r.claim for r in results)]):
             tests[claim].append(ev)
         for result in results:
             records[result.claim].append(result)
+        if not ev.control:
+            for result in ev.records:
+                recorded[result.claim].add(result.method)
     entries = []
     for claim in CLAIMS:
+        kinds = {kind: COVERED if kind in recorded[claim.id] else state for kind, state in covered[claim.id].items()}
         verdict = worst_verdict([r.verdict for r in records[claim.id]])
         entries.append({
             "claim": claim,
@@ -92,28 +103,10 @@ def claim_entries(evidence: list["TestEvidence"]) -> list[dict]:
             "records": records[claim.id],
             "tests": tests[claim.id],
             "controls": [t for t in tests[claim.id] if t.control],
+            "evidence": kinds,
+            "gaps": [kind for kind, state in kinds.items() if state == GAP],
         })
     return entries
-
-
-def _records_of(ev: "TestEvidence") -> list[CheckResult]:
-    """The records a test stands for, given its outcome (see the plugin's docstring)."""
-    kind = "negative control" if ev.control else "test"
-    if ev.outcome == "failed":
-        claims = ev.claims or tuple(dict.fromkeys(r.claim for r in ev.records))
-        return [CheckResult(c, ev.method, "failed", detail=f"{kind} {ev.nodeid} failed:\n{ev.message}") for c in claims]
-    if ev.outcome == "skipped":
-        return [CheckResult(c, ev.method, "not-run", detail=f"{kind} {ev.nodeid} skipped: {ev.message}")
-                for c in ev.claims]
-    if ev.records:
-        return list(ev.records)
-    if any(CLAIMS_BY_ID[c].conjecture for c in ev.claims):
-        return []  # a conjecture's verdict comes only from a search's record (supported / refuted)
-    examples = f" ({ev.examples} Hypothesis examples)" if ev.examples is not None else ""
-    what = "rejected the deliberately broken model" if ev.control else "passed"
-    numbers = {"examples": ev.examples} if ev.examples is not None else {}
-    return [CheckResult(c, ev.method, "verified", detail=f"{kind} {ev.nodeid} {what}{examples}", numbers=numbers)
-            for c in ev.claims]
 
 
 def _load_extra_sections() -> list["ReportSection"]:
@@ -135,11 +128,12 @@ def _load_extra_sections() -> list["ReportSection"]:
     return sections
 
 
-def write_report(out: Path, *, evidence: list["TestEvidence"], sections: list["ReportSection"], started: float,
-                 exitstatus: int, full: bool) -> Path:
-    """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path."""
+def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["ReportSection"], started: float,
+                 exitstatus: int, full: bool, covered: dict[str, dict[str, str]] | None = None) -> Path:
+    """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path. ``covered``: the evidence kinds
+    with a check, per claim (``reports.checks.coverage``; by default of the checks registered in this process)."""
     out.mkdir(parents=True, exist_ok=True)
-    entries = claim_entries(evidence)
+    entries = claim_entries(evidence, covered)
     sections = sorted([*sections, *_load_extra_sections()], key=lambda s: (s.order, s.title))
     seeds = {}
     for entry in entries:
@@ -160,6 +154,7 @@ def write_report(out: Path, *, evidence: list["TestEvidence"], sections: list["R
     verdicts = {
         "manifest": manifest,
         "counts": counts,
+        "gaps": {e["claim"].id: e["gaps"] for e in entries if e["gaps"]},
         "claims": [
             {
                 "claim": e["claim"].id,
@@ -168,6 +163,8 @@ def write_report(out: Path, *, evidence: list["TestEvidence"], sections: list["R
                 "statement": e["claim"].statement,
                 "verdict": e["verdict"],
                 "methods": e["methods"],
+                "evidence": e["evidence"],
+                "gaps": e["gaps"],
                 "records": [r.to_json() for r in e["records"]],
                 "tests": [{"nodeid": t.nodeid, "outcome": t.outcome, "control": t.control, "examples": t.examples}
                           for t in e["tests"]],

@@ -1,17 +1,13 @@
 """The pytest plugin that turns a test run into the verification report.
 
-Tests declare the claim they check with ``@pytest.mark.claim("full.invariance", method="property")``
-and may hand result records to the ``record`` fixture. At the end of every run the plugin writes
-``index.html`` and ``verdicts.json`` into ``--report-dir`` (default ``build/report``).
-
-How a test becomes evidence:
-
-* a passing test contributes the records it handed over; one that handed none contributes a
-  ``verified`` record for each claim it is marked with;
-* a failing test contributes a ``failed`` record for each claim it is marked with (a regression);
-* a skipped test contributes ``not-run`` with the skip reason;
-* ``control=True`` marks a negative control: a test showing the check rejects a deliberately broken
-  model. It is listed with the claim's evidence; a failing control makes the claim ``failed``.
+Tests declare the claim they check with ``@check("full.invariance", method="property")`` (``reports.checks``; the
+marker ``@pytest.mark.claim(...)`` of the same arguments is read too) and may hand result records to the ``record``
+fixture. The claims are validated when the tests are collected: an id outside the registry stops the run, naming
+the test and the id. At the end of every run the plugin writes ``index.html`` and ``verdicts.json`` into
+``--report-dir`` (default ``build/report``), with each claim's declared evidence kinds that no collected or
+registered check covers listed as gaps. What a test stands for (passed, failed, skipped, with or without
+records) is the rule of ``reports.evidence``; ``control=True`` marks a negative control: a test showing the check
+rejects a deliberately broken model.
 """
 
 from __future__ import annotations
@@ -19,12 +15,16 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from .build import ReportInputError, output_folder, write_report
+from .checks import Check, coverage, registrations
+from .checks import REGISTERED as REGISTERED_CHECKS
+from .evidence import TestEvidence
 from .records import CheckResult, ReportSection
+from .registry import EVIDENCE_KINDS, get_claim
 
 FULL_ENV = "CONSENSUS_FULL"
 #: The per-test time limit (seconds) under ``--full`` (``make report``) in place of the ``timeout`` of pyproject.toml:
@@ -35,21 +35,6 @@ FULL_ENV = "CONSENSUS_FULL"
 FULL_TIMEOUT = 3600
 
 
-@dataclass
-class TestEvidence:
-    """What one test contributed: its outcome, records and Hypothesis statistics."""
-
-    nodeid: str
-    claims: tuple[str, ...]
-    method: str
-    control: bool
-    outcome: str = "passed"
-    duration: float = 0.0
-    message: str = ""
-    examples: int | None = None
-    records: list[CheckResult] = field(default_factory=list)
-
-
 class ReportCollector:
     """Collects evidence during a run and writes the report at the end."""
 
@@ -57,15 +42,17 @@ class ReportCollector:
         self.config, self.out = config, out
         self.evidence: dict[str, TestEvidence] = {}
         self.sections: list[ReportSection] = []
+        self.checks: dict[str, tuple[Check, ...]] = {}  # nodeid -> the test's claims, validated at collection
         self.started = time.time()
+        self.current: TestEvidence | None = None  # the test running now
 
     # -- collection helpers --------------------------------------------------------------------
     def evidence_for(self, item: pytest.Item) -> TestEvidence:
         if item.nodeid not in self.evidence:
-            markers = list(item.iter_markers("claim"))
-            claims = tuple(dict.fromkeys(_claim_id(m, item) for m in markers))
-            method = next((m.kwargs.get("method") for m in markers if m.kwargs.get("method")), "property")
-            control = any(m.kwargs.get("control", False) for m in markers)
+            checks = self.checks.get(item.nodeid) or item_checks(item)
+            claims = tuple(dict.fromkeys(c.claim for c in checks))
+            method = next((c.method for c in checks), "property")
+            control = any(c.control for c in checks)
             self.evidence[item.nodeid] = TestEvidence(item.nodeid, claims, method, control)
         return self.evidence[item.nodeid]
 
@@ -91,12 +78,19 @@ class ReportCollector:
             if stats:
                 evidence.examples = sum(int(n) for n in re.findall(r"(\d+) passing", stats))
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        self.current = self.evidence_for(item)
+        try:
+            yield
+        finally:
+            self.current = None
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.out is None:
             return
-        from .build import write_report
-
+        collected = [c for checks in self.checks.values() for c in checks]
         path = write_report(
             self.out,
             evidence=list(self.evidence.values()),
@@ -104,18 +98,30 @@ class ReportCollector:
             started=self.started,
             exitstatus=int(exitstatus),
             full=_full_enabled(self.config),
+            covered=coverage([*REGISTERED_CHECKS, *collected]),
         )
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.write_sep("-", f"verification report: {path}")
 
 
-def _claim_id(marker: pytest.Mark, item: pytest.Item) -> str:
-    from .registry import get_claim
-
-    if len(marker.args) != 1:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.claim takes exactly one claim id, got {marker.args!r}.")
-    return get_claim(marker.args[0]).id
+def item_checks(item: pytest.Item) -> tuple[Check, ...]:
+    """The claims a test checks: its ``@check`` registrations and ``claim`` markers, validated (a
+    ``pytest.UsageError`` names the test and the id outside the registry, or the method that is no evidence kind)."""
+    found = list(registrations(getattr(item, "function", None)))
+    for marker in item.iter_markers("claim"):
+        if len(marker.args) != 1 or not isinstance(marker.args[0], str):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.claim takes exactly one claim id, got "
+                                    f"{marker.args!r}.")
+        method = marker.kwargs.get("method", "property")
+        try:
+            get_claim(marker.args[0])
+        except KeyError as error:
+            raise pytest.UsageError(f"{item.nodeid}: {error.args[0]}") from None
+        if method not in EVIDENCE_KINDS:
+            raise pytest.UsageError(f"{item.nodeid}: claim marker method={method!r} must be one of {EVIDENCE_KINDS}.")
+        found.append(Check(marker.args[0], method, bool(marker.kwargs.get("control", False)), item.nodeid))
+    return tuple(found)
 
 
 def _short(text: str, limit: int = 1500) -> str:
@@ -146,15 +152,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"also run the expensive checks marked 'full' (what `make report` runs; or set {FULL_ENV}=1)")
 
 
+#: The collectors of the running sessions, innermost last (``current_claim`` reads the last; a test that runs
+#: pytest in-process nests a session).
+_COLLECTORS: list[ReportCollector] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(ReportCollector(config, _report_folder(config)), "consensus-report-collector")
+    collector = ReportCollector(config, _report_folder(config))
+    config.pluginmanager.register(collector, "consensus-report-collector")
+    _COLLECTORS.append(collector)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = _collector(config)
+    if collector in _COLLECTORS:
+        _COLLECTORS.remove(collector)
 
 
 def _report_folder(config: pytest.Config) -> Path | None:
     """``--report-dir`` (relative to the root), created and checked writable before any test runs; None with
     ``--no-report``."""
-    from .build import ReportInputError, output_folder
-
     if config.getoption("no_report"):
         return None
     out = Path(config.getoption("report_dir"))
@@ -165,11 +182,14 @@ def _report_folder(config: pytest.Config) -> Path | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    collector = _collector(config)
+    for item in items:
+        collector.checks[item.nodeid] = item_checks(item)
     wanted = config.getoption("claim")
     if wanted:
         selected, deselected = [], []
         for item in items:
-            ids = [m.args[0] for m in item.iter_markers("claim") if m.args]
+            ids = [c.claim for c in collector.checks[item.nodeid]]
             matches = any(claim_id == w or (w.endswith(".") and claim_id.startswith(w)) for claim_id in ids for w in wanted)
             (selected if matches else deselected).append(item)
         if deselected:
@@ -190,14 +210,35 @@ def _collector(config: pytest.Config) -> ReportCollector:
     return config.pluginmanager.get_plugin("consensus-report-collector")
 
 
+def current_claim(among: str | None = None) -> tuple[str, bool]:
+    """The claim of the running test and whether the test is a negative control: its single claim, or
+    ``among`` when the test marks several (``among`` must be one of them). For helpers that build records
+    or summaries during a test, so the test's id is written once, on the test."""
+    evidence = _COLLECTORS[-1].current if _COLLECTORS else None
+    if evidence is None:
+        raise RuntimeError("current_claim() is called outside a running test (the report plugin is not active).")
+    if among is not None:
+        if among not in evidence.claims:
+            raise ValueError(f"claim {among!r} is not among the claims of {evidence.nodeid}: {evidence.claims}.")
+        return among, evidence.control
+    if len(evidence.claims) != 1:
+        raise ValueError(f"{evidence.nodeid} marks {len(evidence.claims)} claims {evidence.claims}; name the claim "
+                         "(among=...).")
+    return evidence.claims[0], evidence.control
+
+
 @pytest.fixture
 def record(request: pytest.FixtureRequest):
-    """Hand result records to the report: ``record(result)`` returns ``result`` unchanged."""
+    """Hand result records to the report: ``record(result)`` returns ``result`` unchanged. A test that marks
+    claims may hand over records of those claims only."""
     evidence = _collector(request.config).evidence_for(request.node)
 
     def _record(result: CheckResult) -> CheckResult:
         if not isinstance(result, CheckResult):
             raise TypeError(f"record() takes a CheckResult, got {type(result).__name__}.")
+        if evidence.claims and result.claim not in evidence.claims:
+            raise ValueError(f"record(): {evidence.nodeid} marks the claims {evidence.claims}, not {result.claim!r} "
+                             "(the record's claim).")
         evidence.records.append(result)
         return result
 

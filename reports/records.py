@@ -81,7 +81,7 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (non-finite floats become strings, numpy scalars plain numbers)."""
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class ReportSection:
     order: int = 100
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
 def worst_verdict(verdicts: list[str]) -> str:
@@ -104,11 +104,14 @@ def worst_verdict(verdicts: list[str]) -> str:
     return present[0] if present else NO_CHECK
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: mappings and sequences recursively, numpy / torch scalars and arrays as numbers
+    and lists, non-finite floats as strings ("nan", "inf"), complex numbers as [real, imaginary], anything else as
+    its string."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, Path):
         return str(value)
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
@@ -117,6 +120,8 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if isinstance(value, complex):
+        return [jsonable(value.real), jsonable(value.imag)]
     if hasattr(value, "tolist"):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     return str(value)

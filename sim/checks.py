@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .solvers import AdaptiveStepSize, Dopri5, Solver, integrate_fixed, solve
@@ -72,6 +73,7 @@ def one_step_defect(field, t0: float, y0, taus, *, discrete_field=None) -> Order
     return convergence_order(np.asarray(taus, dtype=float), errors)
 
 
+@check("model.continuum", method="numeric")
 def check_continuum(field, t0: float, y0, taus, *, discrete_field=None, seeds=None, label: str = "") -> CheckResult:
     """Claim ``model.continuum``: one discrete step (eq. 1) differs from the flow of eq. 6 by O(tau^2).
 
@@ -82,8 +84,8 @@ def check_continuum(field, t0: float, y0, taus, *, discrete_field=None, seeds=No
     ok = abs(fit.slope - 2.0) <= ORDER_SLACK
     table = Table(f"One step of eq. 1 against the flow of eq. 6{label}", ("tau", "max |discrete - flow|"),
                   tuple((f"{tau:.3g}", f"{err:.3e}") for tau, err in zip(fit.steps, fit.errors)))
-    return CheckResult(
-        "model.continuum", "numeric", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail=f"Fitted slope of log max|pi_W(y + tau f(y)) - Y^tau(y)| on log tau: {fit.slope:.3f} "
                f"(O(tau^2) means 2){label}. The flow Y^tau is a Dopri5 solution with rtol = atol = 1e-13.",
         numbers={"slope": fit.slope, "taus": fit.steps, "defects": fit.errors},

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Figure
 
 from .dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
@@ -154,12 +155,13 @@ def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
 
 
 # --- checks (pure) -----------------------------------------------------------------------------
-def _hypothesis_not_met(claim: str, what: str, numbers: dict[str, Any]) -> CheckResult:
+def _hypothesis_not_met(what: str, numbers: dict[str, Any]) -> CheckResult:
     """The theorem's hypothesis fails on the given data: no verdict on the claim (reported, not raised)."""
-    return CheckResult(claim, "figure", "not-run", detail=f"hypothesis not met: {what}; the observation was not "
-                       "checked on these data.", numbers=numbers)
+    return claim_result("not-run", detail=f"hypothesis not met: {what}; the observation was not "
+                        "checked on these data.", numbers=numbers)
 
 
+@check("sim.fig1", method="figure")
 def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 1: the plotted norms are those of the printed P_eta(t) (closed form), bounded and 1-periodic."""
     norms = np.array([data["norm_P1"], data["norm_P2"]])
@@ -170,14 +172,15 @@ def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
     ok = (data["closed_form_residual"] <= EXACT_TOL and data["period_residual"] <= EXACT_TOL
           and np.all(norms.max(axis=1) <= np.array(data["bound"]) + EXACT_TOL)
           and np.all(norms.max(axis=1) - norms.min(axis=1) > 0.1))
-    return CheckResult(
-        "sim.fig1", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail="||P_eta(t)||_F of the printed P'_eta and D_eta(t) over one period: they vary in time, stay below "
                "2||P'_eta||_F (bounded, as Assumption 3.1 needs) and equal the closed form "
                "sqrt(sum_k D_kk(t)^2 |row_k P'|^2); P(t + 1) = P(t).",
         numbers=numbers, tolerance=EXACT_TOL, tolerance_reason=EXACT_REASON, figures=figures)
 
 
+@check("sim.fig2", method="figure")
 def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 2: the tokens start and remain in H+(v) and meet (E -> 0)."""
     y = np.array(data["y"])
@@ -188,10 +191,10 @@ def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "E(0)": float(E[0]), "E(T)": float(E[-1]), "T": data["t"][-1], "max_drift": data["max_drift"],
                "evaluations": data["evaluations"]}
     if alignment[0].min() <= 0:
-        return _hypothesis_not_met("sim.fig2", f"min_i v^T y_i(0) = {alignment[0].min():.3g} <= 0", numbers)
+        return _hypothesis_not_met(f"min_i v^T y_i(0) = {alignment[0].min():.3g} <= 0", numbers)
     ok = alignment.min() > 0 and E[-1] <= CONSENSUS_TOL
-    return CheckResult(
-        "sim.fig2", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail="10 tokens drawn uniformly in H+(v), v = (1, 0, 0), on S^2 with the printed P_eta(t): every token "
                "stays in the open hemisphere (min over time and tokens of v^T y_i > 0) and the tokens meet "
                f"(E = {E[-1]:.2e} at t = {data['t'][-1]:g}).",
@@ -199,16 +202,17 @@ def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
+@check("sim.fig3", method="figure")
 def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 3: V(y) = max_i (1 - v^T y_i), v = (1, 0, 0), does not increase along the Fig. 2 solution."""
     V = np.array(data["V"])
     numbers = {"V(0)": float(V[0]), "V(T)": float(V[-1]), "max_increase_V": _max_increase(V),
                "samples": int(V.size), "T": data["t"][-1]}
     if V[0] >= 1.0:
-        return _hypothesis_not_met("sim.fig3", f"V(y(0)) = {V[0]:.3g} >= 1: a token starts outside H+(v)", numbers)
+        return _hypothesis_not_met(f"V(y(0)) = {V[0]:.3g} >= 1: a token starts outside H+(v)", numbers)
     ok = _max_increase(V) <= MONOTONE_TOL and V[-1] < V[0]
-    return CheckResult(
-        "sim.fig3", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail="V of eq. 7 with v = (1, 0, 0) along the Fig. 2 solution is non-increasing at every one of the "
                f"{V.size} samples (largest step-to-step change {_max_increase(V):.2e}) and decreases from "
                f"{V[0]:.3f} to {V[-1]:.3f}. V tends to 1 - v^T y* for the consensus point y*, not to 0: the "
@@ -217,6 +221,7 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
+@check("sim.fig4", method="figure")
 def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 4: E -> 0 along every trajectory (small at the horizon and still decaying exponentially)."""
     E = np.array(data["E"])  # [trajectory, time]
@@ -229,8 +234,8 @@ def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "first_token_motion": data["first_token_motion"], "T": float(t[-1]),
                "evaluations": data["evaluations"], "max_drift": data["max_drift"]}
     ok = E[:, -1].max() <= FIG4_TOL and rates.max() <= -FIG4_MIN_RATE
-    return CheckResult(
-        "sim.fig4", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail=f"E (eq. 9) along {data['trajectories']} trajectories (causal, U = I, 50 tokens on S^499, h = 2): "
                f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {t[-1]:g} on every "
                f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{t[last][0]:.0f}, "
@@ -241,16 +246,17 @@ def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 
 
+@check("sim.fig5", method="figure")
 def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 5: tokens starting in D^l(v) stay there and converge to (v, ..., v)."""
     numbers = {"lambda": data["lambda"], "instances": data["instances"],
                "min_t_min_i_v.y_i_all": data["min_alignment_all"], "final_max_i_1-v.y_i_all": data["final_max_V_all"],
                "T": data["t"][-1], "max_drift": data["max_drift"]}
     if data["lambda"] <= 0:
-        return _hypothesis_not_met("sim.fig5", f"the top eigenvalue of U is {data['lambda']:.4g} <= 0", numbers)
+        return _hypothesis_not_met(f"the top eigenvalue of U is {data['lambda']:.4g} <= 0", numbers)
     ok = data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
-    return CheckResult(
-        "sim.fig5", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail=f"Causal, h = 1, printed P' and symmetric U (top eigenvalue {data['lambda']:.4f} > 0, v its unit "
                f"eigenvector): on all {data['instances']} random initial states in D^l(v) every token stays in "
                "the hemisphere of v and all tokens converge to v (max_i 1 - v^T y_i = "
@@ -259,6 +265,7 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
 
+@check("sim.fig6", method="figure")
 def check_figure6(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 6: V_1 = 1 - y_1^T v is monotone; V_2 = 1 - y_2^T v need not be, but tends to 0."""
     V2 = np.array(data["V2"])
@@ -268,8 +275,8 @@ def check_figure6(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "final_max_V_all": data["final_max_V_all"], "shown_instance": data["shown_instance"]}
     ok = (data["max_increase_V1_all"] <= MONOTONE_TOL and data["instances_V2_increasing"] > 0
           and data["final_max_V_all"] <= CONSENSUS_TOL)
-    return CheckResult(
-        "sim.fig6", "figure", "verified" if ok else "refuted",
+    return claim_result(
+        "verified" if ok else "refuted",
         detail=f"On all {data['instances']} random initial states V_1 never increases (largest change "
                f"{data['max_increase_V1_all']:.1e}); V_2 increases somewhere on {data['instances_V2_increasing']} "
                "of them (so it is not a Lyapunov function) and still tends to 0 on all. The figure shows the "

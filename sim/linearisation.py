@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .dynamics import AttentionField, misalignment
@@ -58,6 +59,7 @@ def equilibria(tokens: int, dim: int) -> dict[str, np.ndarray]:
     return found
 
 
+@check("grad.stable-consensus", method="numeric")
 def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float = 1.0, starts: int = 20,
                            seed: int = 0) -> CheckResult:
     """Linearise the P = I flow at its symmetric equilibria and integrate it from random starts.
@@ -95,8 +97,8 @@ def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float =
               f"consensus (E < 1e-6 at t = 200) {reached_consensus} times.")
     if value_sign != 1.0:
         detail = f"Broken model U = {value_sign:g} I (negative control). " + detail
-    return CheckResult(
-        "grad.stable-consensus", "numeric", "verified" if holds else "refuted", detail=detail,
+    return claim_result(
+        "verified" if holds else "refuted", detail=detail,
         numbers={"starts_reaching_consensus": reached_consensus, "starts": starts,
                  "largest_final_E": float(np.max(final_E))},
         tolerance=ZERO_EIGENVALUE,

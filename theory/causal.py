@@ -11,6 +11,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -26,17 +27,19 @@ def _heads(count: int) -> tuple[Form, ...]:
     return tuple(Form(f"P{eta + 1}", symmetric=False) for eta in range(count))
 
 
+@check("causal.first-token", method="symbolic")
 def check_first_token(l: int = 3, heads: int = 2, causal: bool = True, value=None) -> CheckResult:
     """causal.first-token: with U_eta = I and the causal mask, dy_1/dt = alpha_11 P_{y_1} y_1 = 0."""
     field = AttentionField(ellipsoid=SPHERE, scores=_heads(heads), causal=causal, value=value or (lambda eta, y: y))
     y = tokens(l)
     F = field(y)
     return identities_result(
-        "causal.first-token", [Identity("dy_1/dt = 0", F[0], SPHERE.belongs(*y))],
+        [Identity("dy_1/dt = 0", F[0], SPHERE.belongs(*y))],
         detail=f"Dimension-free, l = {l}, h = {heads}, time-varying non-symmetric P_eta: the first token attends only to "
                "itself, and P_{y_1} y_1 = 0. (The same holds on any ellipsoid E_W.)")
 
 
+@check("causal.scalar", method="symbolic")
 def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
     """causal.scalar (Lemma 5.1): with y_1 fixed, b = y_1^T y_2 obeys db/dt = a(t)(1 - b^2),
     a = sum_eta alpha_21^eta > 0 (eq. 12); equilibria b = +-1; -1 unstable, +1 asymptotically stable with
@@ -72,13 +75,14 @@ def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
                  sp.limit(sp.tanh(sp.Symbol("A", positive=True) + c), sp.Symbol("A", positive=True), sp.oo) - 1),
     ]
     return identities_result(
-        "causal.scalar", identities,
+        identities,
         detail=f"Dimension-free in d, h = {heads}. Since a(t) >= h a_min > 0 (Lemma 4.1), A(t) -> oo and b(t) -> 1 from "
                "every b(0) > -1 (domain of attraction (-1, 1]), while b = -1 (y_2 = -y_1) is an unstable equilibrium. "
                "Eq. (12)-(13) are lost in the long version's text: the ODE is derived here from the vector field and "
                "the Lyapunov function taken as V = 1 - b (>= 0, zero iff b = 1, strictly decreasing on (-1, 1)).")
 
 
+@check("causal.scalar", method="numeric")
 def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: float = 60.0,
                    rate_factor: float = 1.0) -> CheckResult:
     """causal.scalar, numeric: two causal tokens in d = 20, time-varying P_eta(t) = D_eta(t) P'_eta; b(t)
@@ -109,13 +113,14 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
     predicted = np.tanh(rate_factor * sol.y[d] + np.arctanh(b0))
     residuals = {"max |b(t) - tanh(A(t) + atanh b0)|": float(np.abs(b - predicted).max()), "1 - b(T)": float(1 - b[-1])}
     return numeric_result(
-        "causal.scalar", residuals, tolerance=1e-6,
+        residuals, tolerance=1e-6,
         tolerance_reason="integration error at rtol 1e-9 is ~1e-7; 1 - b(T) decays like exp(-2 A(T)) with "
                          "A(T) >= T h a_min, far below 1e-6 at T = 60",
         detail=f"d = {d}, h = {heads}, P_eta(t) = D_eta(t) P'_eta with |2 sin(omega t + phi)| entries, b(0) = {b0}: "
                f"b(T) = {b[-1]:.12f}.", seeds={"numeric_scalar": seed})
 
 
+@check("causal.first-token-symmetric", method="symbolic")
 def check_first_token_symmetric(symmetric: bool = True) -> CheckResult:
     """causal.first-token-symmetric (Lemma 5.2): for dy/dt = a P_y(U y) on the sphere, U = U^T, U v = lambda v:
     b = v^T y obeys db/dt = a(lambda - y^T U y) b; with y = b v + w (w ⊥ v), lambda - y^T U y =
@@ -140,7 +145,7 @@ def check_first_token_symmetric(symmetric: bool = True) -> CheckResult:
         Identity("b = 0 is invariant: db/dt = 0 on v^T y = 0", I(v, drive), {**relations, I(v, y): 0}),
     ]
     return identities_result(
-        "causal.first-token-symmetric", identities,
+        identities,
         detail="Dimension-free. With w^T U w <= lambda_2 |w|^2 = lambda_2 (1 - b^2): db/dt >= a(lambda - lambda_2)(1 - b^2) b "
                "for b > 0, so V = 1 - b decreases strictly on (0, 1) and b -> 1 (y -> v) from every v^T y > 0 (resp. "
                "-v from v^T y < 0); the other unit eigenvectors (b = 0) are unstable: a perturbation with b > 0 grows.")
@@ -154,6 +159,7 @@ CORRECTED_EMPTY_DOMAIN = ("The other unit eigenvectors are unstable, and the set
                           "every y with v^T y = 0 and u_2^T y > 0.")
 
 
+@check("causal.first-token-symmetric", method="numeric")
 def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: float = 0.0) -> CheckResult:
     """causal.first-token-symmetric, numeric (d = 50, U = Q diag(2, 1.5, eigenvalues <= 0) Q^T): from v^T y > 0
     the first token converges to v; from v^T y = 0, u_2^T y > 0 it converges to u_2 (so the printed 'empty
@@ -181,21 +187,22 @@ def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: f
     residuals = {"|y(T) - v| from v^T y(0) > 0": float(np.linalg.norm(to_v - v)),
                  "|y(T) - u_2| from v^T y(0) = 0, u_2^T y(0) > 0": float(np.linalg.norm(to_u2 - u2))}
     result = numeric_result(
-        "causal.first-token-symmetric", residuals, tolerance=1e-4,
+        residuals, tolerance=1e-4,
         tolerance_reason="convergence is exponential with rate ~ (lambda - lambda_2)/sqrt(n+1); the horizon leaves "
                          "|y - limit| well below 1e-4 (integration error ~1e-9)",
         detail=f"d = {d}, U = Q diag(2, 1.5, U(-1, 0)...) Q^T (simple lambda = 2, lambda_2 = 1.5).",
         seeds={"numeric_first_token_symmetric": seed})
     if result.verdict != "verified":
         return result
-    return CheckResult(
-        "causal.first-token-symmetric", "numeric", "discrepancy",
+    return claim_result(
+        "discrepancy",
         detail="Domains of attraction of +-v verified ({+-v^T y > 0}); the printed item (2) is not literally true: a "
                "solution started in v^T y = 0 with u_2^T y > 0 converges to u_2. " + result.detail,
         numbers=result.numbers, tolerance=result.tolerance, tolerance_reason=result.tolerance_reason,
         seeds=result.seeds, printed=PRINTED_EMPTY_DOMAIN, corrected=CORRECTED_EMPTY_DOMAIN)
 
 
+@check("causal.time-varying", method="symbolic")
 def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
     """causal.time-varying (Theorem 5.3; ICML Remark 4.7, eq. 8): for U(t) symmetric, U v = lambda v, |v| = 1,
     b = v(t)^T y_1 obeys db/dt = alpha(lambda - y^T U y) b + e, e = dv/dt^T y (as printed); e = dv/dt^T w
@@ -217,12 +224,13 @@ def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
         Identity("y = b v + w: e = dv/dt^T y = dv/dt^T w", I(vdot, v * b + w) - I(vdot, w), {I(v, vdot): 0}),
     ]
     return identities_result(
-        "causal.time-varying", identities,
+        identities,
         detail="Dimension-free. With V = 1 - b and the spectral bound of Lemma 5.2: dV/dt <= -alpha (lambda - lambda_2)"
                "(1 - b^2) b + |dv/dt| sqrt(1 - b^2), so V decreases while b sqrt(1 - b^2) > sup|dv/dt| / (alpha "
                "(lambda - lambda_2)): an ISS estimate whose ultimate ball shrinks to b = 1 as sup|dv/dt| -> 0.")
 
 
+@check("causal.time-varying", method="numeric")
 def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1),
                          bound_factor: float = 1.0) -> CheckResult:
     """causal.time-varying, numeric (first token, d = 3): U(t) = R(t) diag(1, 0, -1) R(t)^T rotating about e_3
@@ -255,8 +263,7 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
         lags.append(lag)
     monotone = bool(np.all(np.diff(lags) > 0))
     verdict = "verified" if ok and monotone else "refuted"
-    return CheckResult(
-        "causal.time-varying", "numeric", verdict,
+    return claim_result(verdict,
         detail="Final lag 1 - v(T)^T y(T) of the first token under a rotating U(t) (d = 3, alpha = 1/sqrt(3), "
                "lambda - lambda_2 = 1): within the ISS bound for every speed, zero for omega = 0, increasing with omega. "
                "Here the token settles in the rotation plane, where |e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 "
@@ -268,6 +275,7 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
         seeds={"numeric_time_varying": seed})
 
 
+@check("causal.reparam", method="symbolic")
 def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     """causal.reparam (Remark 5.2, reconstructed): U invertible, W = U^T U (SPD by construction), new
     projection pi~(x) = U^-1 x / |x| onto E_W, system (16): dy_i/dt = T_{U y_i} pi~ (sum_j alpha_ij U y_j)
@@ -305,7 +313,7 @@ def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
                  (Ui * P_sphere(U * ys[0]) * U * w - (sp.eye(d) - ys[0] * ys[0].T * W) * w)),
     ]
     reduction = identities_result(
-        "causal.reparam", identities,
+        identities,
         detail="Reconstruction (the remark's formulas are lost): W = U^T U, pi~(x) = U^-1 x/|x|, z = U y, P~ = U^-T P U^-1 "
                "(bounded when P is, so Lemma 4.1 holds). Verified in explicit coordinates with a generic invertible U "
                f"(d = {d}); every step is linear algebra valid in any d. Note what the remark really does: the new "
@@ -315,8 +323,7 @@ def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     Uc = sp.diag(1, 2, 3)
     y1 = sp.Matrix([1, 1, 1]) / sp.sqrt(3)
     moved = Uc * y1 - y1 * (y1.T * Uc * y1)[0, 0]
-    obstruction = CheckResult(
-        "causal.reparam", "symbolic", "verified" if moved != sp.zeros(3, 1) else "refuted",
+    obstruction = claim_result("verified" if moved != sp.zeros(3, 1) else "refuted",
         detail="Why a new projection is needed: with the radial projection pi_W (any W) and U != c I, the first "
                "token of (6) moves (dy_1/dt = alpha_11 P_{y_1} U y_1 != 0), while in the U = I model it is fixed for "
                "every P(t); a change of coordinates maps rest points to rest points, so no change of coordinates reduces "
@@ -326,6 +333,7 @@ def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     return [reduction, obstruction]
 
 
+@check("causal.identity-iss", method="symbolic")
 def check_identity_iss(heads: int = 2, tangent_projection=None) -> CheckResult:
     """causal.identity-iss (proof of Theorem 5.1, eq. 14-15): with errors e_j = y_j - y_1 of the earlier
     tokens, b = y_1^T y_i obeys db/dt = sum_{j<i} alpha_ij [(1 - b^2) + (y_1 - b y_i)^T e_j], and
@@ -347,12 +355,13 @@ def check_identity_iss(heads: int = 2, tangent_projection=None) -> CheckResult:
                  I(y1 - y3 * b, y1 - y3 * b) - (1 - b ** 2), relations),
     ]
     return identities_result(
-        "causal.identity-iss", identities,
+        identities,
         detail=f"Dimension-free, h = {heads}, time-varying P_eta; the formulas of eq. (14)-(15) are lost in the long "
                "version's text, so the scalar ODE is derived here from the vector field. The same computation holds for "
                "every i (each earlier token contributes one such term).")
 
 
+@check("causal.symmetric-iss", method="symbolic")
 def check_symmetric_iss(symmetric: bool = True) -> CheckResult:
     """causal.symmetric-iss (proof of Theorem 5.2, eq. 18-19): U = U^T, U v = lambda v, earlier tokens
     y_j = v + e_j; b = v^T y_i obeys db/dt = alpha_ii (lambda - y_i^T U y_i) b + sum_{j<i} alpha_ij
@@ -377,8 +386,7 @@ def check_symmetric_iss(symmetric: bool = True) -> CheckResult:
                       for j, e in enumerate((e1, e2))))
     # <y3, U e_j> and <U y3, e_j> are the same number for symmetric U
     swap = {I(y3, vector(f"U{name}")): I(Uy3, vector(name)) for name in ("e1", "e2")} if symmetric else {}
-    return identities_result(
-        "causal.symmetric-iss", [Identity(
+    return identities_result([Identity(
             "d/dt (v^T y_3) = alpha_33 (lambda - y_3^T U y_3) b + sum_{j<3} alpha_3j [lambda(1 - b^2) + (lambda v - b U y_3)^T e_j]",
             I(v, F[2]) - expected, {**relations, **swap})],
         detail="Dimension-free, h = 1, time-varying P. The input term is bounded by (|lambda| + |U|) |e_j| "
@@ -386,6 +394,7 @@ def check_symmetric_iss(symmetric: bool = True) -> CheckResult:
                "V = 1 - b. Eq. (18)-(19) are lost in the long version's text: derived here from the vector field.")
 
 
+@check("causal.reparam", method="numeric")
 def numeric_reparam(seed: int = 20250114, d: int = 500, l: int = 6, metric: str = "U^T U") -> CheckResult:
     """causal.reparam in d = 500: random invertible U and P, tokens y_i on E_W (W = U^T U); U times the
     field of (16) equals the causal U = I sphere field of z = U y with P~ = U^-T P U^-1, and (16) equals the
@@ -408,6 +417,6 @@ def numeric_reparam(seed: int = 20250114, d: int = 500, l: int = 6, metric: str 
                  "max |U (16) - sphere field of z = U y with P~|": float(np.abs(field_16 @ U.T - z_field).max()),
                  "max |(16) - U = I field on E_W|": float(np.abs(field_16 - identity_field).max())}
     return numeric_result(
-        "causal.reparam", residuals, tolerance=1e-10,
+        residuals, tolerance=1e-10,
         tolerance_reason="float64 solves with cond(U) ~ 3 in d = 500: rounding ~1e-13",
         detail=f"d = {d}, l = {l} causal tokens, U = I + 0.3 G/sqrt(d), W = {metric}.", seeds={"numeric_reparam": seed})

@@ -8,6 +8,7 @@ import numpy as np
 import sympy as sp
 
 import sim
+from reports.checks import check
 from reports.records import CheckResult
 
 from .attention import ROOT_D, AttentionField, tokens
@@ -32,6 +33,7 @@ def _decomposition(field: AttentionField, y, i, v):
                for eta in range(len(field.scores)) for j in field.keys(i, len(y)))
 
 
+@check("full.invariance", method="symbolic")
 def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> CheckResult:
     """full.invariance: at a boundary point of H+(v)^l where v^T y_1 = 0, d/dt (v^T y_1) =
     sum_eta sum_{j >= 2} alpha_1j^eta v^T y_j > 0 (alpha > 0, v^T y_j > 0): the field points inward."""
@@ -47,7 +49,7 @@ def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
                  EUCLID(v, F[0]) - _decomposition(field, y, 0, v), relations),
     ]
     return identities_result(
-        "full.invariance", identities,
+        identities,
         detail=f"Dimension-free in d, l = {l}, h = {heads}, general W and non-symmetric P_eta. At the boundary every "
                "term alpha_1j v^T y_j is > 0 (alpha > 0 by Lemma 4.1, v^T y_j > 0 for tokens inside), so the field "
                "points into H+(v). When several tokens reach the boundary together the sharper form (second identity) "
@@ -55,6 +57,7 @@ def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
                "(this is the Lyapunov argument of full.lyapunov) and H+(v)^l is forward invariant.")
 
 
+@check("full.equilibria", method="symbolic")
 def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> CheckResult:
     """full.equilibria: at a consensus point y_1 = ... = y_l = y in E_W, every F_i = 0 (any P_eta(t))."""
     field = _full_field(heads, **field_kwargs)
@@ -62,11 +65,12 @@ def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
     F = field([y] * l)
     relations = field.ellipsoid.belongs(y)
     return identities_result(
-        "full.equilibria", [Identity(f"F_{i + 1}(y, ..., y) = 0", f, relations) for i, f in enumerate(F)],
+        [Identity(f"F_{i + 1}(y, ..., y) = 0", f, relations) for i, f in enumerate(F)],
         detail=f"Dimension-free, l = {l}, h = {heads}, general W, non-symmetric P_eta: at consensus the drive is "
                "(sum_eta sum_j alpha_ij^eta) y and P_y y = 0.")
 
 
+@check("full.lyapunov", method="symbolic")
 def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None) -> CheckResult:
     """full.lyapunov: at an index i maximising V_i = 1 - v^T y_i, dV_i/dt = -sum_eta sum_j alpha_ij^eta
     [(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]; every bracket term is >= 0 on H+(v)^l, so by Danskin
@@ -91,13 +95,14 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
                  field.ellipsoid.belongs(y[0])),
     ]
     return identities_result(
-        "full.lyapunov", identities,
+        identities,
         detail="Danskin (eq. 9): D+V(y) = max over maximising indices i of dV_i/dt. At such i, v^T y_j - v^T y_i >= 0 "
                "(i minimises v^T y), v^T y_i > 0 (H+(v)), |y_i - y_j|_W^2 >= 0 and alpha_ij^eta > 0 (Lemma 4.1): every "
                "term is >= 0, so D+V <= 0. Equality forces |y_i - y_j|_W = 0 for all j (W SPD), i.e. consensus; "
                "conversely the sum vanishes at consensus. Dimension-free in d, general W, non-symmetric P_eta(t).")
 
 
+@check("full.lyapunov", method="numeric")
 def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: int = 2, samples: int = 5,
                         W=None, field_metric: str = "W") -> CheckResult:
     """full.lyapunov / full.invariance in d = 500: random configurations in H+(v)^l (random W, P_eta):
@@ -124,7 +129,7 @@ def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: 
         largest_rate = max(largest_rate, rate)
         consensus_rate = max(consensus_rate, abs(v @ field(0.0, np.repeat(y[:1], l, 0))[0]))
     return numeric_result(
-        "full.lyapunov", {"max |dV_i/dt + sum of terms|": worst_identity, "max |dV/dt| at consensus": consensus_rate,
+        {"max |dV_i/dt + sum of terms|": worst_identity, "max |dV/dt| at consensus": consensus_rate,
                           "max(0, largest dV/dt off consensus)": max(0.0, largest_rate)},
         tolerance=1e-12, tolerance_reason="float64 rounding of O(1) sums over 500 coordinates and 12 tokens",
         detail=f"{samples} random configurations of l = {l} tokens in H+(v) (d = {d}, h = {heads}, random W, P_eta): "
@@ -132,6 +137,7 @@ def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: 
         seeds={"lyapunov_spot_check": seed}, numbers={"largest dV/dt": largest_rate})
 
 
+@check("full.bounds", method="symbolic")
 def check_attention_bounds(l: int = 4) -> CheckResult:
     """full.bounds (Lemma 4.1): alpha_ij = exp(s_j)/(r sum_k exp(s_k)) (r = sqrt(n+1), s_k = y_i^T P y_k) is
     increasing in s_j and decreasing in s_k (k != j); with |s_k| <= c it lies in [a, b],
@@ -154,13 +160,14 @@ def check_attention_bounds(l: int = 4) -> CheckResult:
                  upper - 1 / (r * (1 + (l - 1) * sp.exp(-2 * c)))),
     ]
     return identities_result(
-        "full.bounds", identities,
+        identities,
         detail="By the monotonicity (first two identities) the extremes over the box |s_k| <= c are at its corners, "
                "giving 0 < a <= alpha_ij <= b. The score bound: |y_i^T P y_j| <= |P|_2 |y_i| |y_j| <= |P|_F / "
                "lambda_min(W), since |y|^2 <= y^T W y / lambda_min(W) = 1/lambda_min(W) on E_W (checked numerically). "
                "In the causal case the sums run over j <= i <= l, and the same a, b hold.")
 
 
+@check("full.bounds", method="numeric")
 def bounds_spot_check(seed: int = 20250108, d: int = 500, l: int = 20, samples: int = 10,
                       use_lambda_min: bool = True) -> CheckResult:
     """full.bounds in d = 500: scores |y_i^T P y_j| <= c = |P|_F / lambda_min(W) and all alpha_ij in [a, b],
@@ -188,7 +195,7 @@ def bounds_spot_check(seed: int = 20250108, d: int = 500, l: int = 20, samples: 
         worst_score = max(worst_score, float(np.abs(scores).max() - c))
         worst_alpha = max(worst_alpha, float(max(a - alpha.min(), alpha.max() - b)))
     return numeric_result(
-        "full.bounds", {"max(0, |s| - c)": max(worst_score, 0.0), "max(0, violation of a <= alpha <= b)": max(worst_alpha, 0.0)},
+        {"max(0, |s| - c)": max(worst_score, 0.0), "max(0, violation of a <= alpha <= b)": max(worst_alpha, 0.0)},
         tolerance=1e-10, tolerance_reason="float64 rounding of scores of size up to c ~ 5 (the extremal instance "
                                           "attains |s| = c up to rounding); a violation of a wrong bound is O(c)",
         detail=f"{samples} random (W, P) with lambda_min(W) in [0.01, 1] and {l} tokens on E_W in d = {d}, plus the "

@@ -12,6 +12,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
+from reports.checks import check
 from reports.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -49,6 +50,7 @@ def _setting(W: Form, P: Form, l: int):
     return E, y, X, relations
 
 
+@check("grad.projection", method="symbolic")
 def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> CheckResult:
     """grad.projection (Lemma 3.1): for the metric (7), X - P_y X is g-orthogonal to every tangent Y, and
     P_y X is tangent, so P_y (= T_y pi_W) is the g-orthogonal projection onto T(E_W)^l. Needs only W SPD
@@ -69,7 +71,7 @@ def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> Che
           for i, (a, xi) in enumerate(zip(y, Xi))],
     ]
     return identities_result(
-        "grad.projection", identities,
+        identities,
         detail=f"Dimension-free, l = {l} tokens, Z_i kept symbolic (sums of exponentials): the g-orthogonal projection "
                "onto T(E_W)^l is P_y = T_y pi_W token by token. The conclusion uses only W SPD and Z_i > 0, not W = P.")
 
@@ -84,6 +86,7 @@ def _w_u_equals_p(W: Form, P: Form, vectors: list[Vector], token_vectors: list[V
     return {W(a, _named_value(0, b)): P(a, b) for a in vectors for b in token_vectors}
 
 
+@check("grad.field", method="symbolic")
 def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None = None, w_u_equals_p: bool = False,
                          half: sp.Expr = sp.Rational(1, 2), claim_detail: str = "") -> CheckResult:
     """grad.field (Lemma 3.2, Theorem 3.1): g(F, X) = dPhi(X) for every tangent X, and F is tangent, so F is
@@ -122,7 +125,7 @@ def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None 
                  g_diagonal - differential(phi_diagonal, [yi], [Xi]), pair_relations),
     ]
     return identities_result(
-        "grad.field", identities,
+        identities,
         detail=f"Dimension-free in d; l = {l} tokens in full, and any l through the pair and diagonal identities "
                "(g(F, X) = sum_i Z_i <F_i, X_i>_W = sum_{i,j} e_ij <P_{y_i} U y_j, X_i>_W and Phi = 1/2 sum_{i,j} e_ij "
                "split into the same pairs). Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j) with sqrt(n+1) kept as the symbol "
@@ -131,6 +134,7 @@ def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None 
         numbers={"tokens": l})
 
 
+@check("grad.field", method="symbolic")
 def check_gradient_general_condition(l: int = TOKENS) -> CheckResult:
     """grad.field, sharper sufficient condition: P symmetric (not necessarily definite), W any SPD and
     U = W^-1 P (i.e. W U = P): the field is still grad_g Phi. Encoded by the relations
@@ -160,6 +164,7 @@ def _g(y, W, P, A, B):
     return float((Z * np.einsum("id,de,ie->i", A, W, B)).sum())
 
 
+@check("grad.field", method="numeric")
 def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=None, U=None) -> CheckResult:
     """grad.field in d = 500: g(F, X) against a central difference of Phi along a random tangent X, for
     Hypothesis 3.1 (W = P SPD, U = I) and for the general condition (P symmetric indefinite, U = W^-1 P)."""
@@ -181,12 +186,14 @@ def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=N
         dphi = (_phi(y + h * X, Pm) - _phi(y - h * X, Pm)) / (2 * h)
         residuals[f"{name}: |g(F,X) - dPhi(X)| / |dPhi(X)|"] = abs(_g(y, Wm, Pm, F, X) - dphi) / abs(dphi)
     return numeric_result(
-        "grad.field", residuals, tolerance=1e-6,
+        residuals, tolerance=1e-6,
         tolerance_reason="central difference with h = 1e-6 of Phi ~ l^2 e^{O(1)}: truncation ~h^2 and rounding "
                          "~1e-16/h = 1e-10 relative; 1e-6 separates this from a wrong field (relative error O(1))",
         detail=f"d = {d}, l = {l} random tokens on E_W, random tangent X.", seeds={"numeric_gradient": seed})
 
 
+@check("grad.field", method="numeric")
+@check("grad.convergence", method="numeric")
 def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 200) -> list[CheckResult]:
     """grad.field / grad.convergence, necessity: dropping W = P (with U = I), or P = P^T, breaks the gradient
     identity; for W != P even dPhi/dt < 0 occurs (Phi is not monotone). Random instances, seeded."""
@@ -234,6 +241,7 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
     return [field_record, convergence_record]
 
 
+@check("grad.convergence", method="symbolic")
 def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None = None) -> CheckResult:
     """grad.convergence: along (6), dPhi/dt = dPhi(F) = g(F, F) = sum_i Z_i |F_i|_W^2 >= 0, zero iff F = 0
     (Z_i > 0, W SPD). ``W`` and ``P`` let a negative control take W != P."""
@@ -245,7 +253,7 @@ def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None =
     rate = differential(lambda z: potential(z, P), y, F)
     squares = sum(field.normaliser(0, y, i) * W(f, f) for i, f in enumerate(F))
     return identities_result(
-        "grad.convergence", [Identity("dPhi/dt = dPhi(F) = sum_i Z_i |F_i|_W^2", rate - squares, relations)],
+        [Identity("dPhi/dt = dPhi(F) = sum_i Z_i |F_i|_W^2", rate - squares, relations)],
         detail=f"Dimension-free in d, l = {l} explicitly (for any l it follows from the grad.field identity with the "
                "tangent X = F): dPhi/dt = |grad Phi|_g^2 = sum_i Z_i F_i^T W F_i, each term >= 0 since "
                "Z_i = sqrt(n+1) sum_j exp(.) > 0 and W is SPD; it vanishes iff every F_i = 0 (an equilibrium). So Phi "
@@ -253,6 +261,7 @@ def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None =
                "LaSalle and the Lojasiewicz inequality (Phi, g real analytic) solutions converge to one equilibrium.")
 
 
+@check("grad.convergence", method="numeric")
 def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: float = 60.0) -> CheckResult:
     """grad.convergence, numeric: under Hypothesis 3.1 (W = P SPD), Phi is non-decreasing along a solution
     and |F| decays to ~0 (convergence to an equilibrium)."""
@@ -267,7 +276,7 @@ def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: f
     speeds = np.array([np.linalg.norm(rhs(0, sol.y[:, k])) for k in range(len(times))])
     drops = float(max(0.0, -np.diff(phis).min()))
     return numeric_result(
-        "grad.convergence", {"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])},
+        {"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])},
         tolerance=1e-6, tolerance_reason="integration error of DOP853 at rtol 1e-10 over the horizon is far below "
                                          "1e-6; |F| decays exponentially near a hyperbolic equilibrium",
         detail=f"l = {l} tokens on E_W in d = {d}, W = P random SPD, horizon {horizon}: Phi grows from {phis[0]:.6f} to "

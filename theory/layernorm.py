@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .gram import Form, vector
@@ -40,6 +41,7 @@ def _layernorm_gram(d: sp.Symbol):
     return centred * (gamma0 / sigma), {E(one, one): d}, x, one, gamma0, E
 
 
+@check("model.layernorm", method="symbolic")
 def check_layernorm_radius(radius=None) -> CheckResult:
     """model.layernorm, printed statement: with gamma = gamma0 1, is |N(x) - beta| the printed radius
     (n+1) gamma0^2? Dimension-free (d = n+1 a symbol). ``radius`` replaces the radius tested (controls)."""
@@ -57,16 +59,15 @@ def check_layernorm_radius(radius=None) -> CheckResult:
         Identity("N(u) = beta + gamma0 u for 1^T u = 0, |u|^2 = n+1  (every point of that (n-1)-sphere is attained)",
                  shifted - x * gamma0, attained),
     ]
-    corrected_result = identities_result("model.layernorm", corrected_identities, detail="")
+    corrected_result = identities_result(corrected_identities, detail="")
     printed_holds = printed_identity.holds()
     if printed_holds:
-        return identities_result("model.layernorm", [printed_identity, *corrected_identities],
+        return identities_result([printed_identity, *corrected_identities],
                                  detail="The printed radius holds.")
     examples = tuple((n + 1, g, float((n + 1) * g ** 2), float(np.sqrt(n + 1) * abs(g)))
                      for n, g in ((2, 1.0), (767, 1.0), (1599, 0.5), (2559, 0.2)))
     verdict = "discrepancy" if corrected_result.verdict == "verified" else "failed"
-    return CheckResult(
-        "model.layernorm", "symbolic", verdict,
+    return claim_result(verdict,
         detail="Dimension-free (d = n+1 symbolic, vectors x and 1 with 1^T 1 = d). The printed radius fails: "
                f"|N(x) - beta|^2 - ((n+1) gamma0^2)^2 simplifies to {sp.sstr(printed_identity.reduced())}, not 0. "
                "The corrected statement's identities all simplify to 0.",
@@ -78,6 +79,7 @@ def check_layernorm_radius(radius=None) -> CheckResult:
                       examples),))
 
 
+@check("model.layernorm", method="symbolic")
 def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
     """model.layernorm, the conjecture: for gamma with nonzero entries, z = N(x) satisfies
     (z - beta)^T D^-2 (z - beta) = n+1 and 1^T D^-1 (z - beta) = 0 (D = diag(gamma)): the outputs lie on the
@@ -109,7 +111,7 @@ def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
                  degenerate - beta),
     ]
     return identities_result(
-        "model.layernorm", identities,
+        identities,
         detail="Conjecture settled: if every gamma_k != 0, the set of outputs is exactly the (n-1)-dimensional "
                "ellipsoid {z : (z-beta)^T D^-2 (z-beta) = n+1, 1^T D^-1 (z-beta) = 0}, D = diag(gamma), which lies on "
                "the hypersurface (z-beta)^T D^-2 (z-beta) = n+1, an ellipsoid E_W (W = D^-2/(n+1)) diffeomorphic to "
@@ -120,6 +122,7 @@ def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
                "which is dimension-free.")
 
 
+@check("model.layernorm", method="symbolic")
 def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
     """model.layernorm (RMSNorm, Llama-family): N(x) = g * x / rms(x) equals pi_W(D x) with D = diag(g) and
     W = D^-2/(n+1): RMSNorm is the paper's projection onto an ellipsoid (after the linear map D), and its
@@ -137,7 +140,7 @@ def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
         Identity("RMSNorm(x)^T W RMSNorm(x) = 1 (outputs on E_W)", Wf(rmsnorm, rmsnorm) - 1, relations),
     ]
     return identities_result(
-        "model.layernorm", identities,
+        identities,
         detail="RMSNorm without eps is exactly pi_W composed with the linear map D = diag(g): the tokens lie on the "
                "ellipsoid E_W, W = diag(g)^-2/(n+1) (centred at 0), every point of which is attained (for y in E_W, "
                "x = D^-1 y has |x|^2 = n+1, so rms(x) = 1 and RMSNorm(x) = y); the paper's model with "
@@ -145,6 +148,7 @@ def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
                "|N(x)|_W^2 = ms/(ms + eps) < 1, ms = mean(x^2).")
 
 
+@check("model.layernorm", method="numeric")
 def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, eps_correction: bool = True,
                          radius=None) -> CheckResult:
     """model.layernorm against torch.nn.LayerNorm and torch.nn.RMSNorm (float64, eps as in torch), the claim's one
@@ -191,7 +195,7 @@ def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, 
     # the radius tested, scaled as the squared radius is by eps: R sqrt(var/(var + eps)) (R itself without the correction)
     deviation = float(((z_const ** 2).sum(1).sqrt() - tested * (expected / d).sqrt()).abs().max() / tested)
     result = numeric_result(
-        "model.layernorm", residuals, tolerance=TORCH_TOL, tolerance_reason=TORCH_TOL_REASON,
+        residuals, tolerance=TORCH_TOL, tolerance_reason=TORCH_TOL_REASON,
         detail=f"torch.nn.LayerNorm / RMSNorm in float64, d = n+1 = {d}, {samples} inputs of scales 0.1-10, eps = {eps}. "
                f"gamma0 = {gamma0}: mean measured radius |N(x) - beta| = {measured:.4f}, sqrt(n+1)|gamma0| = "
                f"{np.sqrt(d) * gamma0:.4f}, printed (n+1) gamma0^2 = {printed:.1f}.",

@@ -10,6 +10,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
+from reports.checks import check
 from reports.records import CheckResult, Table
 
 from .ellipsoid import Ellipsoid, random_spd
@@ -28,6 +29,7 @@ def _paper_tangent_projection(ellipsoid: Ellipsoid, point: Vector, X: Vector) ->
     return ellipsoid.tangent_projection(point, X)
 
 
+@check("model.projection", method="symbolic")
 def check_projection(tangent_projection: TangentProjection = _paper_tangent_projection) -> CheckResult:
     """model.projection, dimension-free: pi_W lands on E_W; its directional derivative is eq. 3; at y in
     E_W, P_y = I - y y^T W is idempotent, maps into {X : y^T W X = 0}, has kernel span{y} and is
@@ -56,11 +58,12 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
         Identity("<P_y X, Z>_W = <X, P_y Z>_W (W-self-adjoint)", W(P(X), Z) - W(X, P(Z)), on_E),
     ]
     return identities_result(
-        "model.projection", identities,
+        identities,
         detail="Dimension-free: vectors are symbols, the only facts used are bilinearity, W = W^T and the "
                "substituted constraints, so the identities hold for every n.")
 
 
+@check("model.projection", method="symbolic")
 def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3), radial_power: int = 2) -> CheckResult:
     """model.projection in explicit coordinates: the Jacobian matrix of x / sqrt(x^T W x) with a generic
     symmetric W equals eq. 3 entry by entry. ``radial_power`` is the power of |x|_W in eq. 3's
@@ -73,11 +76,12 @@ def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3), 
         jacobian = (xs / sp.sqrt(q)).jacobian(xs)
         eq3 = (sp.eye(d) - xs * xs.T * W / sp.sqrt(q) ** radial_power) / sp.sqrt(q)
         identities.append(Identity(f"d = {d}: Jacobian of pi_W minus eq. 3 (all {d * d} entries)", jacobian - eq3))
-    return identities_result("model.projection", identities,
+    return identities_result(identities,
                              detail="Explicit coordinates with a generic symmetric W: every entry of the difference "
                                     "of the two Jacobian matrices simplifies to 0.")
 
 
+@check("model.projection", method="numeric")
 def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: bool = True) -> CheckResult:
     """model.projection in d = 500 (float64): the identities above, and eq. 3 against central differences.
     ``use_W=False`` builds P_y = I - y y^T, without W (a negative control)."""
@@ -102,12 +106,13 @@ def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: 
                                                             / np.linalg.norm(eq3)) / 1e3,
     }
     return numeric_result(
-        "model.projection", residuals, tolerance=SPOT_TOLERANCE,
+        residuals, tolerance=SPOT_TOLERANCE,
         tolerance_reason=SPOT_REASON + "; the central difference (h = 1e-5) has error ~h^2 = 1e-10 relative, "
                          "so its residual is scaled by 1e-3 against the same tolerance",
         detail=f"Random W (SPD, cond <= 9), y in E_W, X, Z in d = {d}.", seeds={"spot_check_projection": seed})
 
 
+@check("model.continuum", method="symbolic")
 def check_continuum(tangent_projection: TangentProjection = _paper_tangent_projection) -> CheckResult:
     """model.continuum, dimension-free: d/dtau pi_W(y + tau f)|_0 = P_y f, and the second-order remainder
     pi_W(y + tau f) = y + tau P_y f + tau^2 [((3 a^2 - c)/2) y - a f] + O(tau^3), a = y^T W f, c = f^T W f.
@@ -129,12 +134,13 @@ def check_continuum(tangent_projection: TangentProjection = _paper_tangent_proje
                  taylor(2) - remainder, on_E),
     ]
     return identities_result(
-        "model.continuum", identities,
+        identities,
         detail="One discrete step y -> pi_W(y + tau f) agrees with the flow of dy/dt = P_y f to first order; the "
                "tau^2 coefficient of the step is ((3a^2 - c)/2) y - a f, so step and flow differ by O(tau^2) "
                "(and not less in general: the flow's own tau^2 term is (1/2) D(P f)[P f]).")
 
 
+@check("model.continuum", method="numeric")
 def numeric_continuum_order(seed: int = 20250102, tokens: int = 4, d: int = 100, project_flow: bool = True) -> CheckResult:
     """model.continuum, numeric order: the distance between one discrete step (1) and the time-tau flow of
     (6) (full attention, h = 1, random P, U, W) scales like tau^2 (log-log slope fitted over 8 values).
@@ -156,7 +162,7 @@ def numeric_continuum_order(seed: int = 20250102, tokens: int = 4, d: int = 100,
     table = Table("one discrete step vs the flow of (6)", ("tau", "|step - flow|"),
                   tuple((float(t), float(e)) for t, e in zip(taus, errors)))
     return numeric_result(
-        "model.continuum", {"|slope - 2|": abs(slope - 2.0)}, tolerance=0.1,
+        {"|slope - 2|": abs(slope - 2.0)}, tolerance=0.1,
         tolerance_reason="a fitted log-log slope over tau in [1e-3, 1e-1] carries O(tau) curvature from the "
                          "tau^3 terms; 0.1 separates order 2 from orders 1 and 3",
         detail=f"{tokens} tokens in d = {d}, random W (cond <= 3), P, U; flow by DOP853 (rtol 1e-12). Fitted "

@@ -11,6 +11,7 @@ from typing import Mapping
 
 import sympy as sp
 
+from reports.checks import claim_result
 from reports.records import CheckResult
 
 from .gram import Vector, reduce
@@ -57,10 +58,11 @@ def render_relations(relations: Mapping) -> str:
     return ", ".join(f"{sp.sstr(k)} = {sp.sstr(v)}" for k, v in relations.items()) or "none"
 
 
-def identities_result(claim: str, identities: list[Identity], *, detail: str, method: str = "symbolic",
-                      numbers: Mapping | None = None, fail_verdict: str = "refuted", **extra) -> CheckResult:
-    """One record for a list of identities: ``verified`` when every reduced residual is 0, else
-    ``fail_verdict``; the expression lists each identity, its residual and the substituted relations."""
+def identities_result(identities: list[Identity], *, detail: str, numbers: Mapping | None = None,
+                      fail_verdict: str = "refuted", **extra) -> CheckResult:
+    """One record of the running check (``@check``: its claim and method) for a list of identities: ``verified``
+    when every reduced residual is 0, else ``fail_verdict``; the expression lists each identity, its residual and
+    the substituted relations."""
     lines, failing = [], []
     for identity in identities:
         reduced = identity.reduced()
@@ -73,17 +75,18 @@ def identities_result(claim: str, identities: list[Identity], *, detail: str, me
                      f"    simplifies to {render(reduced)}")
     verdict = "verified" if not failing else fail_verdict
     text = detail if not failing else f"{detail} Identities that do NOT hold: {'; '.join(failing)}."
-    return CheckResult(claim, method, verdict, detail=text, expression="\n".join(lines),
+    return claim_result(verdict, detail=text, expression="\n".join(lines),
                        numbers={"identities": len(identities), "failing": len(failing), **(numbers or {})},
                        **extra)
 
 
-def numeric_result(claim: str, residuals: Mapping[str, float], *, tolerance: float, tolerance_reason: str,
-                   detail: str, seeds: Mapping[str, int], method: str = "numeric",
-                   fail_verdict: str = "refuted", numbers: Mapping | None = None, **extra) -> CheckResult:
-    """A spot check: ``verified`` when every residual is at most ``tolerance``."""
+def numeric_result(residuals: Mapping[str, float], *, tolerance: float, tolerance_reason: str, detail: str,
+                   seeds: Mapping[str, int], fail_verdict: str = "refuted", numbers: Mapping | None = None,
+                   **extra) -> CheckResult:
+    """A spot check, one record of the running check (``@check``: its claim and method): ``verified`` when every
+    residual is at most ``tolerance``."""
     failing = [name for name, value in residuals.items() if not value <= tolerance]
     verdict = "verified" if not failing else fail_verdict
     text = detail if not failing else f"{detail} Residuals above tolerance: {', '.join(failing)}."
-    return CheckResult(claim, method, verdict, detail=text, numbers={**residuals, **(numbers or {})},
+    return claim_result(verdict, detail=text, numbers={**residuals, **(numbers or {})},
                        tolerance=tolerance, tolerance_reason=tolerance_reason, seeds=dict(seeds), **extra)

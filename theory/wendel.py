@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import linprog
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .results import Identity, identities_result
@@ -70,6 +71,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z_SCORE) -> tuple[fl
     return low, high
 
 
+@check("full.wendel", method="exact")
 def check_closed_forms() -> CheckResult:
     """full.wendel, exact: the corrected formula (d = n+1) against classical closed forms, symbolic in l:
     circle (n = 1) l / 2^{l-1}; S^2: (l^2 - l + 2) / 2^l; and the printed formula's values there."""
@@ -89,11 +91,12 @@ def check_closed_forms() -> CheckResult:
                  sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 2)).doit() / 2 ** (l - 1) - (1 - 2 ** (1 - l))),
     ]
     return identities_result(
-        "full.wendel", identities, method="exact",
+        identities,
         detail="The semicircle probability l/2^(l-1) (each token is the counter-clockwise end of a covering semicircle "
                "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed one.")
 
 
+@check("full.wendel", method="monte-carlo")
 def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
                 printed=printed_probability) -> CheckResult:
     """full.wendel: printed formula, Wendel with d = n+1, Cover's recursion, and a Monte Carlo estimate (LP
@@ -121,14 +124,15 @@ def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_sam
     common = dict(tables=(table,), seeds={"monte_carlo": seed}, numbers=numbers, tolerance=Z_SCORE,
                   tolerance_reason="Wilson score interval with z = 3.29 (99.9% two-sided) per pair")
     if not corrected_ok:
-        return CheckResult("full.wendel", "monte-carlo", "failed",
-                           detail="Wendel with d = n+1 disagrees with Cover's recursion or lies outside a Monte Carlo "
-                                  "interval.", **common)
+        return claim_result("failed",
+                            detail="Wendel with d = n+1 disagrees with Cover's recursion or lies outside a Monte Carlo "
+                                   "interval.", **common)
     if not printed_fails:
-        return CheckResult("full.wendel", "monte-carlo", "verified",
-                           detail="The formula under test equals Wendel's (d = n+1) and lies in every interval.", **common)
-    return CheckResult(
-        "full.wendel", "monte-carlo", "discrepancy",
+        return claim_result("verified",
+                            detail="The formula under test equals Wendel's (d = n+1) and lies in every interval.",
+                            **common)
+    return claim_result(
+        "discrepancy",
         detail="The printed sum stops at n-1, i.e. it is Wendel's formula for points in R^n, but S^n lies in R^{n+1}. "
                f"It is wrong at {printed_fails} (e.g. 2 points on the circle: printed 1/2, true 1; the paper's fig. 2 "
                "setting, 10 tokens on S^2: printed 10/512 = 0.0195, true 46/512 = 0.0898, Monte Carlo agrees with the "

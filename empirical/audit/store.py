@@ -4,33 +4,15 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from reports.records import jsonable
+
 from .measure import AuditSettings, audit_model, rate_summary
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, complex):
-        return [value.real, value.imag]
-    return value
 
 
 def rates_from_results(directory: Path) -> dict[str, Any]:
@@ -105,6 +87,6 @@ def write_audit(result: dict[str, Any], out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.json"
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(_jsonable(result), indent=1))
+    temporary.write_text(json.dumps(jsonable(result), indent=1))
     temporary.replace(path)
     return path

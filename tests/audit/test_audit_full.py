@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reports.checks import check
 from empirical.audit import AuditSettings, cached_audit
 from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)
@@ -71,14 +72,14 @@ def _ran_trained_paper(audits):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.audit-hemisphere", method="empirical")
+@check("emp.audit-hemisphere", method="empirical")
 def test_token_states_lie_in_one_open_hemisphere(audits, record):
     result = record(hemisphere_record(audits))
     assert result.verdict == "verified"
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.rate", method="empirical")
+@check("emp.rate", method="empirical")
 def test_trained_against_random_rates(audits, record):
     """Decided on trained GPT-2 XL / GPT-Neo 2.7B where their weights are; in kind on SmolLM2 and Gemma 3."""
     result = record(rate_record(audits))
@@ -90,7 +91,7 @@ def test_trained_against_random_rates(audits, record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.full", method="empirical")
+@check("emp.full", method="empirical")
 def test_ffn_effect_on_rates(audits, suite_rates, record):
     result = record(ffn_record(audits, suite_rates))
     assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
@@ -100,7 +101,7 @@ def test_ffn_effect_on_rates(audits, suite_rates, record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.theory-scope", method="empirical")
+@check("emp.theory-scope", method="empirical")
 def test_value_hypotheses_are_audited_on_every_model(audits, record):
     result = record(scope_record(audits))
     assert (result.verdict == "not-run") == (not _ran_trained_paper(audits))
@@ -112,7 +113,7 @@ def test_value_hypotheses_are_audited_on_every_model(audits, record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("model.layernorm", method="numeric")
+@check("model.layernorm", method="numeric")
 def test_layernorm_states_of_the_paper_architectures_refute_the_printed_radius(audits, record):
     results = [record(r) for r in layernorm_records(audits)]
     assert len(results) == 2  # GPT-2 XL and GPT-Neo 2.7B (random: gain exactly 1); SmolLM2 uses RMSNorm

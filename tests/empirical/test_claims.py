@@ -15,6 +15,7 @@ from empirical.checks import check_in_kind, check_prompts, check_random_weights,
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
 from empirical.suite import PROFILES, report_profile, report_runs, run_variant, trained_paper_runs, trained_variants
+from reports.checks import check
 from reports.records import ReportSection, Table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def _runs(*keys):
 
 # -- the prompts (fast) --------------------------------------------------------------------------------
 
-@pytest.mark.claim("emp.prompts", method="empirical")
+@check(check_prompts)
 def test_prompts_reproduce_the_printed_example(record):
     result = record(check_prompts())
     # the printed words are the first 9 tokens of the authors' first prompt: the ids are the authors'
@@ -48,7 +49,7 @@ def test_prompts_are_the_authors_stream():
     assert authors_prompts(3, 200, GPT2_VOCAB_SIZE) == theirs
 
 
-@pytest.mark.claim("emp.prompts", method="empirical", control=True)
+@check(check_prompts, control=True)
 def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
     import empirical.checks as checks
 
@@ -59,7 +60,7 @@ def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
 # -- figures 7-10 (full) -----------------------------------------------------------------------------------
 
 @pytest.mark.full
-@pytest.mark.claim("emp.no-ffn", method="empirical")
+@check("emp.no-ffn", method="empirical")
 def test_fig7_no_ffn(record):
     """Trained GPT-2 XL / GPT-Neo 2.7B without FFN where their weights are; not-run (with the command) elsewhere."""
     runs, missing = trained_paper_runs(RUNS, (False,))
@@ -70,7 +71,7 @@ def test_fig7_no_ffn(record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.full", method="empirical")
+@check("emp.full", method="empirical")
 def test_fig8_full(record):
     """The convergence part of emp.full (its rate part: tests/audit/test_audit_full.py)."""
     runs, missing = trained_paper_runs(RUNS, (True,))
@@ -80,7 +81,7 @@ def test_fig8_full(record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.in-kind-trained", method="empirical")
+@check(check_in_kind)
 def test_fig7_8_in_kind(record):
     """Two trained families side by side, SmolLM2-135M and Gemma 3 270M, with and without FFN. The verdict is
     what the runs show (Gemma 3 with FFN did not collapse here: refuted); SmolLM2, whose collapse is the
@@ -93,7 +94,7 @@ def test_fig7_8_in_kind(record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.random-fixed", method="empirical")
+@check("emp.random-fixed", method="empirical")
 def test_fig9_random_fixed(record):
     runs = _runs("gpt2-xl-random-no-ffn", "gpt2-xl-random-ffn", "gpt-neo-2.7b-random-no-ffn",
                  "gpt-neo-2.7b-random-ffn")
@@ -103,7 +104,7 @@ def test_fig9_random_fixed(record):
 
 
 @pytest.mark.full
-@pytest.mark.claim("emp.random-redrawn", method="empirical")
+@check("emp.random-redrawn", method="empirical")
 def test_fig10_random_redrawn(record):
     runs = _runs("gpt2-xl-redrawn-no-ffn", "gpt2-xl-redrawn-ffn", "gpt-neo-2.7b-redrawn-no-ffn",
                  "gpt-neo-2.7b-redrawn-ffn")

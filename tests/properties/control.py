@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from hypothesis import Phase, find, settings
 
+from reports.pytest_plugin import current_claim
+from reports.records import CheckResult
+
 
 def budget(fraction: float, minimum: int = 3, cap: int = 100) -> settings:
     """The loaded profile's settings with ``fraction`` of its max_examples (at least ``minimum``, at most ``cap``).
@@ -40,8 +43,11 @@ def find_violation(strategy, violated, *, max_examples: int = 25):
 OBSERVED: dict[tuple[str, str, bool], list[tuple[bool, dict]]] = {}
 
 
-def observe(claim: str, name: str, outcome, *, control: bool = False):
-    """Keep ``outcome`` (a checks.Outcome) for the report's summary table; return it unchanged."""
+def observe(name: str, outcome, *, claim: str | None = None):
+    """Keep ``outcome`` (a checks.Outcome) for the report's summary table; return it unchanged. The claim and
+    whether this is a negative control are the running test's (its ``@check``); ``claim`` picks one of its claims
+    when it checks several."""
+    claim, control = current_claim(claim)
     OBSERVED.setdefault((claim, name, control), []).append((bool(outcome.holds), dict(outcome.numbers)))
     return outcome
 
@@ -64,11 +70,11 @@ def summary_rows() -> tuple[tuple, ...]:
     return tuple(rows)
 
 
-def control_record(claim: str, broken: str, instance, tries: int, outcome,
+def control_record(broken: str, instance, tries: int, outcome,
                    counterpart: str = "The same instance passes with the model as printed."):
-    """The report's record of a search control: which broken model or instance, found after how many tries."""
-    from reports.records import CheckResult
-
+    """The report's record of a search control of the running test's claim: which broken model or instance, found
+    after how many tries."""
+    claim, _ = current_claim()
     return CheckResult(
         claim, "property", "verified",
         detail=(f"negative control: the property failed, as it must, on {broken}; violating instance (found after "

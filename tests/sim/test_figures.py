@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from reports.checks import check
 from sim.figures import check_figure2, check_figure3, make_figure, simulate_figure2
 from sim.scenarios import full_attention_example
 
@@ -31,24 +32,24 @@ def _made(number, figure_dir, size, record):
     return result
 
 
-@pytest.mark.claim("sim.fig1", method="figure")
+@check("sim.fig1", method="figure")
 def test_figure1_norms_of_the_printed_P_are_bounded_and_periodic(figure_dir, record):
     _made(1, figure_dir, "fast", record)
 
 
-@pytest.mark.claim("sim.fig2", method="figure")
+@check("sim.fig2", method="figure")
 def test_figure2_tokens_stay_in_the_hemisphere_and_meet(figure_dir, record):
     result = _made(2, figure_dir, "fast", record)
     assert result.numbers["min_t_min_i_v.y_i"] > 0
     assert result.numbers["max_drift"] <= 1e-12
 
 
-@pytest.mark.claim("sim.fig3", method="figure")
+@check("sim.fig3", method="figure")
 def test_figure3_lyapunov_function_never_increases(figure_dir, record):
     _made(3, figure_dir, "fast", record)
 
 
-@pytest.mark.claim("sim.fig4", method="figure")
+@check("sim.fig4", method="figure")
 def test_figure4_misalignment_vanishes_on_every_trajectory_reduced(figure_dir, record):
     """The paper's system at 4 of its 100 trajectories (BLAS on one thread: the machine is shared)."""
     with threadpool_limits(limits=1, user_api="blas"):
@@ -57,26 +58,26 @@ def test_figure4_misalignment_vanishes_on_every_trajectory_reduced(figure_dir, r
 
 
 @pytest.mark.full
-@pytest.mark.claim("sim.fig4", method="figure")
+@check("sim.fig4", method="figure")
 def test_figure4_misalignment_vanishes_on_all_100_trajectories(figure_dir, record):
     result = _made(4, figure_dir, "full", record)
     assert result.numbers["trajectories"] == 100
 
 
-@pytest.mark.claim("sim.fig5", method="figure")
+@check("sim.fig5", method="figure")
 def test_figure5_tokens_stay_in_the_hemisphere_of_v_and_converge_to_v(figure_dir, record):
     _made(5, figure_dir, "fast", record)
 
 
-@pytest.mark.claim("sim.fig6", method="figure")
+@check("sim.fig6", method="figure")
 def test_figure6_V1_is_monotone_and_V2_is_not(figure_dir, record):
     result = _made(6, figure_dir, "fast", record)
     assert result.numbers["instances_V2_increasing"] > 0
 
 
 @pytest.mark.full
-@pytest.mark.claim("sim.fig5", method="figure")
-@pytest.mark.claim("sim.fig6", method="figure")
+@check("sim.fig5", method="figure")
+@check("sim.fig6", method="figure")
 def test_figures5_and_6_on_1000_initial_states(figure_dir, record):
     for number in (5, 6):
         _made(number, figure_dir, "full", record)
@@ -92,8 +93,8 @@ class Reversed:
         return -self.field(t, y)
 
 
-@pytest.mark.claim("sim.fig2", method="figure", control=True)
-@pytest.mark.claim("sim.fig3", method="figure", control=True)
+@check("sim.fig2", method="figure", control=True)
+@check("sim.fig3", method="figure", control=True)
 def test_figure_checks_reject_the_time_reversed_model():
     data = simulate_figure2(201, field=Reversed(full_attention_example()))
     assert check_figure2(data).verdict == "refuted"
@@ -110,7 +111,7 @@ def test_figure_checks_report_an_unmet_hypothesis_instead_of_a_verdict():
     assert result.detail.startswith("hypothesis not met")
 
 
-@pytest.mark.claim("sim.fig4", method="figure", control=True)
+@check("sim.fig4", method="figure", control=True)
 def test_figure4_check_rejects_misalignment_that_levels_off():
     """E that decays but stalls at 5e-3 (below the final-value bound) is not E -> 0: the check says refuted."""
     t = np.linspace(0.0, 150.0, 301)

@@ -1,8 +1,8 @@
 """grad.stable-consensus: with P = I the only asymptotically stable equilibria are consensus points."""
 
 import numpy as np
-import pytest
 
+from reports.checks import check
 from sim.dynamics import AttentionField
 from sim.linearisation import check_stable_consensus, equilibria, tangent_basis, tangent_jacobian
 
@@ -35,13 +35,13 @@ def test_jacobian_of_a_linear_tangent_field_is_exact():
     np.testing.assert_allclose(eigenvalues, [1.0, 2.0], atol=1e-8)
 
 
-@pytest.mark.claim("grad.stable-consensus", method="numeric")
+@check(check_stable_consensus)
 def test_only_consensus_is_stable_with_p_identity(record):
     result = record(check_stable_consensus())
     assert result.verdict == "verified", result.detail
 
 
-@pytest.mark.claim("grad.stable-consensus", method="numeric", control=True)
+@check(check_stable_consensus, control=True)
 def test_check_rejects_a_repulsive_value_matrix():
     result = check_stable_consensus(value_sign=-1.0)
     assert result.verdict == "refuted"

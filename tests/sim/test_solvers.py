@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from reports.checks import check
 from reports.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
                  integrate_fixed, solve)
@@ -101,7 +102,7 @@ def test_save_times_are_hit_exactly(problem):
 TAUS = (0.02, 0.01, 0.005, 0.0025, 0.00125)  # below the period 0.2 of P(t), above the reference's 1e-13
 
 
-@pytest.mark.claim("model.continuum", method="numeric")
+@check("model.continuum", method="numeric")
 @pytest.mark.parametrize("manifold_name", ["sphere", "ellipsoid-causal-U"])
 def test_one_discrete_step_differs_from_the_flow_by_tau_squared(manifold_name, record):
     seed = 11
@@ -117,7 +118,7 @@ def test_one_discrete_step_differs_from_the_flow_by_tau_squared(manifold_name, r
     assert result.verdict == "verified", result.detail
 
 
-@pytest.mark.claim("model.continuum", method="numeric", control=True)
+@check("model.continuum", method="numeric", control=True)
 def test_continuum_check_rejects_a_discrete_model_with_the_wrong_value_scale():
     """A discrete model built with U = 2I against the flow with U = I differs by O(tau), not O(tau^2)."""
     field = full_attention_example()

@@ -1,8 +1,8 @@
 """Causal attention: causal.first-token, causal.scalar, causal.reparam, causal.first-token-symmetric,
 causal.time-varying."""
 
-import pytest
 
+from reports.checks import check
 from theory import causal
 
 
@@ -10,82 +10,82 @@ def flipped_sign_projection(ellipsoid, point, X):
     return X + point * ellipsoid.metric(point, X)
 
 
-@pytest.mark.claim("causal.first-token", method="symbolic")
+@check(causal.check_first_token)
 def test_first_token_is_fixed(record):
     assert record(causal.check_first_token()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.first-token", method="symbolic", control=True)
+@check(causal.check_first_token, control=True)
 def test_first_token_check_rejects_a_non_causal_mask():
     assert causal.check_first_token(causal=False).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.scalar", method="symbolic")
+@check(causal.check_scalar)
 def test_cosine_to_the_first_token_obeys_the_scalar_ode(record):
     assert record(causal.check_scalar()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.scalar", method="symbolic", control=True)
+@check(causal.check_scalar, control=True)
 def test_scalar_check_rejects_a_flipped_projection():
     assert causal.check_scalar(tangent_projection=flipped_sign_projection).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.scalar", method="numeric")
+@check(causal.numeric_scalar)
 def test_vector_field_solution_follows_the_tanh_formula(record):
     assert record(causal.numeric_scalar()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.reparam", method="symbolic")
+@check(causal.check_reparam)
 def test_change_of_coordinates_reduces_remark_5_2_to_identity_value(record):
     reduction, obstruction = causal.check_reparam()
     assert record(reduction).verdict == "verified"
     assert record(obstruction).verdict == "verified"
 
 
-@pytest.mark.claim("causal.reparam", method="numeric")
+@check(causal.numeric_reparam)
 def test_change_of_coordinates_holds_in_dimension_500(record):
     assert record(causal.numeric_reparam()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.reparam", method="numeric", control=True)
+@check(causal.numeric_reparam, control=True)
 def test_numeric_reparam_rejects_the_other_metric_u_u_transpose():
     assert causal.numeric_reparam(metric="U U^T").verdict == "refuted"
 
 
-@pytest.mark.claim("causal.reparam", method="symbolic", control=True)
+@check(causal.check_reparam, control=True)
 def test_reparam_check_rejects_the_other_metric_u_u_transpose():
     reduction, _ = causal.check_reparam(metric="U U^T")
     assert reduction.verdict == "refuted"
 
 
-@pytest.mark.claim("causal.first-token-symmetric", method="symbolic")
+@check(causal.check_first_token_symmetric)
 def test_first_token_scalar_ode_for_symmetric_value(record):
     assert record(causal.check_first_token_symmetric()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.first-token-symmetric", method="symbolic", control=True)
+@check(causal.check_first_token_symmetric, control=True)
 def test_symmetric_check_rejects_a_non_symmetric_value_matrix():
     assert causal.check_first_token_symmetric(symmetric=False).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.first-token-symmetric", method="numeric")
+@check(causal.numeric_first_token_symmetric)
 def test_other_eigenvectors_attract_their_invariant_hyperplane(record):
     result = record(causal.numeric_first_token_symmetric())
     assert result.verdict == "discrepancy"
     assert max(result.numbers.values()) < result.tolerance
 
 
-@pytest.mark.claim("causal.time-varying", method="symbolic")
+@check(causal.check_time_varying)
 def test_time_varying_scalar_ode_as_printed(record):
     assert record(causal.check_time_varying()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.time-varying", method="symbolic", control=True)
+@check(causal.check_time_varying, control=True)
 def test_time_varying_check_rejects_a_wrong_sign_of_the_perturbation():
     assert causal.check_time_varying(perturbation_sign=-1).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.time-varying", method="numeric")
+@check(causal.numeric_time_varying)
 def test_lag_behind_a_rotating_eigenvector_stays_in_the_iss_ball(record):
     result = record(causal.numeric_time_varying())
     assert result.verdict == "verified"
@@ -93,36 +93,36 @@ def test_lag_behind_a_rotating_eigenvector_stays_in_the_iss_ball(record):
     assert lags[0] < 1e-8 < lags[-1]
 
 
-@pytest.mark.claim("causal.identity-iss", method="symbolic")
+@check(causal.check_identity_iss)
 def test_later_tokens_obey_the_perturbed_scalar_ode(record):
     assert record(causal.check_identity_iss()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.identity-iss", method="symbolic", control=True)
+@check(causal.check_identity_iss, control=True)
 def test_identity_iss_check_rejects_a_flipped_projection():
     assert causal.check_identity_iss(tangent_projection=flipped_sign_projection).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.symmetric-iss", method="symbolic")
+@check(causal.check_symmetric_iss)
 def test_later_tokens_with_symmetric_value_obey_eq_18(record):
     assert record(causal.check_symmetric_iss()).verdict == "verified"
 
 
-@pytest.mark.claim("causal.symmetric-iss", method="symbolic", control=True)
+@check(causal.check_symmetric_iss, control=True)
 def test_symmetric_iss_check_rejects_a_non_symmetric_value_matrix():
     assert causal.check_symmetric_iss(symmetric=False).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.scalar", method="numeric", control=True)
+@check(causal.numeric_scalar, control=True)
 def test_numeric_scalar_check_rejects_a_wrong_solution_formula():
     assert causal.numeric_scalar(rate_factor=2.0, horizon=10.0).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.time-varying", method="numeric", control=True)
+@check(causal.numeric_time_varying, control=True)
 def test_lag_check_rejects_a_bound_that_is_too_small():
     assert causal.numeric_time_varying(speeds=(0.0, 0.05), bound_factor=0.5).verdict == "refuted"
 
 
-@pytest.mark.claim("causal.first-token-symmetric", method="numeric", control=True)
+@check(causal.numeric_first_token_symmetric, control=True)
 def test_convergence_to_u2_needs_the_start_on_the_hyperplane():
     assert causal.numeric_first_token_symmetric(v_offset=0.1).verdict == "refuted"

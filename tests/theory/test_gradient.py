@@ -3,6 +3,7 @@
 import sympy as sp
 import pytest
 
+from reports.checks import check
 from theory import gradient
 from theory.gram import Form
 
@@ -12,33 +13,33 @@ def euclidean_projection(ellipsoid, point, X):
     return X - point * Form("I")(point, X)
 
 
-@pytest.mark.claim("grad.projection", method="symbolic")
+@check(gradient.check_orthogonal_projection)
 def test_tangent_map_is_the_g_orthogonal_projection(record):
     assert record(gradient.check_orthogonal_projection()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.projection", method="symbolic", control=True)
+@check(gradient.check_orthogonal_projection, control=True)
 def test_projection_check_rejects_the_euclidean_projection_on_an_ellipsoid():
     assert gradient.check_orthogonal_projection(tangent_projection=euclidean_projection).verdict == "refuted"
 
 
-@pytest.mark.claim("grad.field", method="symbolic")
+@check(gradient.check_gradient_field)
 def test_field_is_the_gradient_of_the_potential_under_hypothesis_3_1(record):
     assert record(gradient.check_gradient_field()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.field", method="symbolic")
+@check(gradient.check_gradient_general_condition)
 def test_field_is_a_gradient_whenever_p_is_symmetric_and_w_u_equals_p(record):
     assert record(gradient.check_gradient_general_condition()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.field", method="numeric")
+@check(gradient.numeric_gradient)
 def test_gradient_identity_holds_in_dimension_500(record):
     assert record(gradient.numeric_gradient()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.field", method="numeric")
-@pytest.mark.claim("grad.convergence", method="numeric")
+@check("grad.field", method="numeric")
+@check("grad.convergence", method="numeric")
 def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
     field_record, convergence_record = gradient.counterexamples()
     assert record(field_record).verdict == "verified"
@@ -47,7 +48,7 @@ def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
     assert rows["W != P (both SPD), U = I"][2] < 0  # Phi decreases somewhere: no Lyapunov function
 
 
-@pytest.mark.claim("grad.field", method="symbolic", control=True)
+@check(gradient.check_gradient_field, control=True)
 @pytest.mark.parametrize("change", ["W != P", "P not symmetric", "potential without 1/2"])
 def test_gradient_check_rejects_a_wrong_model(change):
     if change == "W != P":
@@ -59,22 +60,22 @@ def test_gradient_check_rejects_a_wrong_model(change):
     assert result.verdict == "refuted"
 
 
-@pytest.mark.claim("grad.convergence", method="symbolic")
+@check(gradient.check_potential_monotone)
 def test_potential_derivative_is_the_squared_gradient_norm(record):
     assert record(gradient.check_potential_monotone()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.convergence", method="symbolic", control=True)
+@check(gradient.check_potential_monotone, control=True)
 def test_monotonicity_check_rejects_w_different_from_p():
     assert gradient.check_potential_monotone(W=Form("W"), P=Form("P")).verdict == "refuted"
 
 
-@pytest.mark.claim("grad.convergence", method="numeric")
+@check(gradient.numeric_convergence)
 def test_potential_grows_and_the_solution_settles(record):
     assert record(gradient.numeric_convergence()).verdict == "verified"
 
 
-@pytest.mark.claim("grad.field", method="numeric", control=True)
+@check(gradient.numeric_gradient, control=True)
 def test_numeric_gradient_check_rejects_w_different_from_p():
     import numpy as np
     from theory.ellipsoid import random_spd

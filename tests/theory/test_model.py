@@ -2,6 +2,7 @@
 
 import pytest
 
+from reports.checks import check
 from theory import model
 from theory.gram import Form
 
@@ -15,22 +16,22 @@ def flipped_sign_projection(ellipsoid, point, X):
     return X + point * ellipsoid.metric(point, X)
 
 
-@pytest.mark.claim("model.projection", method="symbolic")
+@check(model.check_projection)
 def test_projection_identities_hold_in_every_dimension(record):
     assert record(model.check_projection()).verdict == "verified"
 
 
-@pytest.mark.claim("model.projection", method="symbolic")
+@check(model.check_projection_jacobian_coordinates)
 def test_jacobian_of_pi_w_equals_eq3_in_coordinates(record):
     assert record(model.check_projection_jacobian_coordinates()).verdict == "verified"
 
 
-@pytest.mark.claim("model.projection", method="numeric")
+@check(model.spot_check_projection)
 def test_projection_identities_hold_in_dimension_500(record):
     assert record(model.spot_check_projection()).verdict == "verified"
 
 
-@pytest.mark.claim("model.projection", method="symbolic", control=True)
+@check(model.check_projection, control=True)
 @pytest.mark.parametrize("broken", [euclidean_projection, flipped_sign_projection], ids=["W-is-not-I", "flipped-sign"])
 def test_projection_check_rejects_a_wrong_tangent_projection(broken):
     result = model.check_projection(tangent_projection=broken)
@@ -38,35 +39,35 @@ def test_projection_check_rejects_a_wrong_tangent_projection(broken):
     assert result.numbers["failing"] >= 1
 
 
-@pytest.mark.claim("model.continuum", method="symbolic")
+@check("model.continuum", method="symbolic")
 def test_discrete_step_is_first_order_approximation_of_the_flow(record):
     assert record(model.check_continuum()).verdict == "verified"
 
 
-@pytest.mark.claim("model.continuum", method="numeric")
+@check(model.numeric_continuum_order)
 def test_step_minus_flow_scales_like_tau_squared(record):
     result = record(model.numeric_continuum_order())
     assert result.verdict == "verified"
     assert result.numbers["slope"] == pytest.approx(2.0, abs=0.1)
 
 
-@pytest.mark.claim("model.continuum", method="symbolic", control=True)
+@check("model.continuum", method="symbolic", control=True)
 def test_continuum_check_rejects_a_flipped_projection():
     assert model.check_continuum(tangent_projection=flipped_sign_projection).verdict == "refuted"
 
 
-@pytest.mark.claim("model.continuum", method="numeric", control=True)
+@check(model.numeric_continuum_order, control=True)
 def test_order_check_rejects_the_unprojected_flow():
     result = model.numeric_continuum_order(project_flow=False)
     assert result.verdict == "refuted"
     assert result.numbers["slope"] == pytest.approx(1.0, abs=0.2)
 
 
-@pytest.mark.claim("model.projection", method="symbolic", control=True)
+@check(model.check_projection_jacobian_coordinates, control=True)
 def test_jacobian_check_rejects_a_wrong_power_of_the_norm():
     assert model.check_projection_jacobian_coordinates(dimensions=(2,), radial_power=1).verdict == "refuted"
 
 
-@pytest.mark.claim("model.projection", method="numeric", control=True)
+@check(model.spot_check_projection, control=True)
 def test_spot_check_rejects_the_projection_without_w():
     assert model.spot_check_projection(use_W=False).verdict == "refuted"

@@ -1,0 +1,80 @@
+"""reports.compare: two verdicts.json agree on claims, verdicts and records (numbers within their tolerances)."""
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reports.compare import RELATIVE, differences
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REPORT = {
+    "manifest": {"git_revision": "abc", "duration_seconds": 12.0},
+    "claims": [
+        {"claim": "full.wendel", "verdict": "discrepancy", "tests": [{"nodeid": "t1"}], "records": [
+            {"claim": "full.wendel", "method": "exact", "verdict": "verified", "detail": "x",
+             "numbers": {"identities": 4}},
+            {"claim": "full.wendel", "method": "monte-carlo", "verdict": "discrepancy", "detail": "y",
+             "numbers": {"estimate": 0.0898, "pairs": [[10, 2]]}, "tolerance": 1e-3},
+        ]},
+        {"claim": "causal.scalar", "verdict": "verified", "tests": [], "records": [
+            {"claim": "causal.scalar", "method": "numeric", "verdict": "verified", "numbers": {"residual": 2.5e-13}},
+        ]},
+    ],
+}
+
+
+def changed(edit):
+    new = copy.deepcopy(REPORT)
+    edit(new)
+    return new
+
+
+def test_a_report_agrees_with_itself_and_ignores_its_runs_own_data():
+    other = changed(lambda r: (r["manifest"].update(duration_seconds=99.0), r["claims"][0].update(tests=[]),
+                               r["claims"][0]["records"][0].update(detail="another test name")))
+    assert differences(REPORT, other) == []
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda r: r["claims"][1].update(verdict="failed"), "causal.scalar: verdict verified -> failed"),
+    (lambda r: r["claims"].pop(1), "claim causal.scalar is only in the old report"),
+    (lambda r: r["claims"][0]["records"].pop(0), "full.wendel: exact records' verdicts ['verified'] -> []"),
+    (lambda r: r["claims"][0]["records"][1]["numbers"].update(estimate=0.0898 + 2e-3), "beyond the tolerance 0.001"),
+    (lambda r: r["claims"][1]["records"][0]["numbers"].update(residual=2.5e-13 * (1 + 1e-6)), "beyond the relative"),
+    (lambda r: r["claims"][0]["records"][1]["numbers"]["pairs"].append([3, 1]), "has 1 -> 2 entries"),
+], ids=["verdict", "claim", "record", "beyond-tolerance", "beyond-relative", "list-length"])
+def test_each_kind_of_difference_is_found(edit, expected):
+    found = differences(REPORT, changed(edit))
+    assert any(expected in line for line in found), found
+
+
+def test_numbers_within_their_tolerance_agree():
+    within = changed(lambda r: (r["claims"][0]["records"][1]["numbers"].update(estimate=0.0898 + 9e-4),
+                                r["claims"][1]["records"][0]["numbers"].update(residual=2.5e-13 * (1 + RELATIVE / 2))))
+    assert differences(REPORT, within) == []
+
+
+def run(old, new, tmp_path):
+    for name, data in (("old.json", old), ("new.json", new)):
+        (tmp_path / name).write_text(json.dumps(data))
+    return subprocess.run([sys.executable, "-m", "reports", "compare", str(tmp_path / "old.json"),
+                           str(tmp_path / "new.json")], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_command_exits_0_for_the_same_and_1_for_a_difference(tmp_path):
+    same = run(REPORT, REPORT, tmp_path)
+    assert same.returncode == 0 and "the same: 2 claims, 0 difference(s)" in same.stdout
+    different = run(REPORT, changed(lambda r: r["claims"][1].update(verdict="failed")), tmp_path)
+    assert different.returncode == 1 and "causal.scalar: verdict verified -> failed" in different.stdout
+
+
+def test_the_command_names_a_file_that_is_no_report(tmp_path):
+    (tmp_path / "bad.json").write_text("[]")
+    from reports.compare import main
+
+    assert main(tmp_path / "bad.json", tmp_path / "bad.json") == 2
