@@ -14,9 +14,10 @@ PACKAGES = ("theory", "sim", "empirical", "reports", "tests")
 LAYERS = {
     "reports": 0, "reports.registry": 0, "reports.records": 0, "reports.checks": 0, "reports.evidence": 0,
     "reports.manifest": 0, "reports.files": 0,
-    "reports.build": 1, "reports.compare": 1, "reports.mutation": 1,
-    "reports.pytest_plugin": 2,
-    "reports.__main__": 3,
+    "reports.formulas": 1, "reports.render": 2,
+    "reports.build": 3, "reports.compare": 3, "reports.mutation": 3,
+    "reports.pytest_plugin": 4,
+    "reports.__main__": 5,
 }
 FOUNDATION = 0
 
@@ -110,11 +111,11 @@ def test_package_code_imports_only_the_foundation_of_reports():
 
 @pytest.mark.parametrize("module, edit, expected", [
     ("reports.records", "from .build import write_report\n",
-     "reports.records (layer 0) imports reports.build (layer 1)"),
+     "reports.records (layer 0) imports reports.build (layer 3)"),
     ("reports.registry", "from theory import wendel\n", "foundation module reports.registry imports theory"),
-    ("reports.build", "from .pytest_plugin import FULL_ENV\n", "reports.build (layer 1) imports reports.pytest_plugin"),
+    ("reports.build", "from .pytest_plugin import FULL_ENV\n", "reports.build (layer 3) imports reports.pytest_plugin"),
     ("reports.pytest_plugin", "from .__main__ import build\n",
-     "reports.pytest_plugin (layer 2) imports reports.__main__"),
+     "reports.pytest_plugin (layer 4) imports reports.__main__"),
     # foundation modules may import each other, never in a circle (records imports registry)
     ("reports.registry", "from .records import VERDICTS\n", "import cycle: reports.records -> reports.registry"),
 ], ids=["foundation-imports-build", "foundation-imports-theory", "build-imports-plugin", "plugin-imports-main",
