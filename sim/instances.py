@@ -17,55 +17,69 @@ from .manifold import Ellipsoid
 
 
 @njit(cache=True, nogil=True)
+def instance_field_(y, P, U, causal, out, scores, work):
+    """eq. 6 on the sphere for ONE instance, the suite's compiled form of it: ``y : [l, d]``, ``P, U : [h, d, d]``
+    (the matrices at the time of the evaluation), dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j) written
+    into ``out : [l, d]``; ``scores : [l]`` and ``work : [3, d]`` are scratch (nothing is allocated).
+
+    Used by ``_field_kernel`` (``InstanceField``, many instances per call) and by the whole compiled integrations
+    of ``sim.compiled`` (one instance at a time, each with its own step size). Rows of alpha sum to 1/sqrt(d) (the
+    sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp."""
+    tokens, dim = y.shape
+    heads = P.shape[0]
+    root = np.sqrt(dim)
+    projected, mixed, total = work[0], work[1], work[2]
+    for i in range(tokens):
+        count = i + 1 if causal else tokens
+        for e in range(dim):
+            total[e] = 0.0
+        for eta in range(heads):
+            for e in range(dim):  # (y_i^T P_eta)_e
+                acc = 0.0
+                for c in range(dim):
+                    acc += y[i, c] * P[eta, c, e]
+                projected[e] = acc
+            largest = -np.inf
+            for j in range(count):
+                acc = 0.0
+                for e in range(dim):
+                    acc += projected[e] * y[j, e]
+                scores[j] = acc
+                if acc > largest:
+                    largest = acc
+            norm = 0.0
+            for j in range(count):  # log-sum-exp: every exponent <= 0
+                scores[j] = np.exp(scores[j] - largest)
+                norm += scores[j]
+            norm *= root
+            for e in range(dim):
+                acc = 0.0
+                for j in range(count):
+                    acc += scores[j] * y[j, e]
+                mixed[e] = acc / norm
+            for e in range(dim):  # U_eta m_i^eta
+                acc = 0.0
+                for c in range(dim):
+                    acc += U[eta, e, c] * mixed[c]
+                total[e] += acc
+        radial = 0.0
+        for e in range(dim):
+            radial += y[i, e] * total[e]
+        for e in range(dim):
+            out[i, e] = total[e] - radial * y[i, e]
+
+
+@njit(cache=True, nogil=True)
 def _field_kernel(y, P, U, causal, out):
-    """eq. 6 for every instance, one pass: ``y : [b, l, d]``, ``P, U : [b, h, d, d]``, dy/dt written into ``out``.
+    """eq. 6 for every instance (``instance_field_`` on each): ``y : [b, l, d]``, ``P, U : [b, h, d, d]``, dy/dt
+    written into ``out``.
 
     For systems of 2-10 tokens in dimension 2-4 the stacked numpy products spent their time in per-call overhead
     (0.7 ms an evaluation of 200 instances of 4 x 3 against a few microseconds of arithmetic)."""
-    batch, tokens, dim = y.shape
-    heads = P.shape[1]
-    root = np.sqrt(dim)
-    scores = np.empty(tokens)
-    projected = np.empty(dim)
-    mixed = np.empty(dim)
-    for b in range(batch):
-        for i in range(tokens):
-            count = i + 1 if causal else tokens
-            total = np.zeros(dim)
-            for eta in range(heads):
-                for e in range(dim):  # (y_i^T P_eta)_e
-                    acc = 0.0
-                    for c in range(dim):
-                        acc += y[b, i, c] * P[b, eta, c, e]
-                    projected[e] = acc
-                largest = -np.inf
-                for j in range(count):
-                    acc = 0.0
-                    for e in range(dim):
-                        acc += projected[e] * y[b, j, e]
-                    scores[j] = acc
-                    if acc > largest:
-                        largest = acc
-                norm = 0.0
-                for j in range(count):  # log-sum-exp: every exponent <= 0
-                    scores[j] = np.exp(scores[j] - largest)
-                    norm += scores[j]
-                norm *= root
-                for e in range(dim):
-                    acc = 0.0
-                    for j in range(count):
-                        acc += scores[j] * y[b, j, e]
-                    mixed[e] = acc / norm
-                for e in range(dim):  # U_eta m_i^eta
-                    acc = 0.0
-                    for c in range(dim):
-                        acc += U[b, eta, e, c] * mixed[c]
-                    total[e] += acc
-            radial = 0.0
-            for e in range(dim):
-                radial += y[b, i, e] * total[e]
-            for e in range(dim):
-                out[b, i, e] = total[e] - radial * y[b, i, e]
+    scores = np.empty(y.shape[1])
+    work = np.empty((3, y.shape[2]))
+    for b in range(y.shape[0]):
+        instance_field_(y[b], P[b], U[b], causal, out[b], scores, work)
 
 
 @dataclass(frozen=True, eq=False)
