@@ -24,7 +24,7 @@ from numba import njit
 
 from .batching import instance_groups
 from .dynamics import AttentionField
-from .instances import instance_field_
+from .instances import field_scratch, instance_field_
 from .manifold import as_finite_array
 from .products import worker_pool
 from .scenarios import CosineDiagonal, Modulated
@@ -57,13 +57,13 @@ def _matrices_at(t, base, amplitude, omega, phase, sine, out):
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(t, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, out, scores, work):
+def _evaluate(t, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, out, scratch):
     """dy/dt at (t, y) into ``out``: the matrices at t (when modulated), then eq. 6 (``instance_field_``)."""
     if modulated:
         _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
-        instance_field_(y, P_t, U, causal, out, scores, work)
+        instance_field_(y, P_t, U, causal, out, scratch)
     else:
-        instance_field_(y, base, U, causal, out, scores, work)
+        instance_field_(y, base, U, causal, out, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -78,13 +78,12 @@ def _scaled_norm(x, y, y_next, rtol, atol):
 
 @njit(cache=True, nogil=True)
 def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-                     y_end):
+                     y_end, scratch):
     """Integrate one instance from t0 to t1 (adaptive Dopri5, retracted to the sphere after every accepted step);
-    the end state into ``y_end : [l, d]``. Returns (status, steps, rejected, evaluations, max drift)."""
+    the end state into ``y_end : [l, d]``; ``scratch`` the field's (``field_scratch``). Returns (status, steps,
+    rejected, evaluations, max drift)."""
     tokens, dim = y0.shape
     size = tokens * dim
-    scores = np.empty(tokens)
-    work = np.empty((3, dim))
     P_t = np.empty(base.shape)
     stages = np.empty((7, tokens, dim))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
     z = np.empty((tokens, dim))
@@ -94,7 +93,7 @@ def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, si
     k = stages.reshape(7, size)
     error = np.empty(size)
     # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (as sim.solvers._initial_step)
-    _evaluate(t0, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[0], scores, work)
+    _evaluate(t0, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[0], scratch)
     evaluations = 1
     span = t1 - t0
     d0 = _scaled_norm(y_flat, y_flat, y_flat, rtol, atol)
@@ -103,7 +102,7 @@ def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, si
     h0 = min(h0, span)
     for m in range(size):
         z_flat[m] = y_flat[m] + h0 * k[0, m]
-    _evaluate(t0 + h0, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[1], scores, work)
+    _evaluate(t0 + h0, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[1], scratch)
     evaluations += 1
     for m in range(size):
         error[m] = k[1, m] - k[0, m]
@@ -133,14 +132,14 @@ def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, si
                     acc += (step * _A[s, j]) * k[j, m]
                 z_flat[m] = acc
             _evaluate(t + _C[s] * step, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t,
-                      stages[s], scores, work)
+                      stages[s], scratch)
         for m in range(size):  # b_2 = 0
             acc = y_flat[m] + (step * _B[0]) * k[0, m]
             for j in range(2, 6):
                 acc += (step * _B[j]) * k[j, m]
             next_flat[m] = acc
         _evaluate(t + step, y_next, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[6],
-                  scores, work)
+                  scratch)
         evaluations += 6
         for m in range(size):  # e_2 = 0
             acc = (step * _E[0]) * k[0, m]
@@ -182,12 +181,12 @@ def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, si
 
 @njit(cache=True, nogil=True)
 def _dopri5_instances(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-                      y_end, stats):
+                      y_end, stats, scratch):
     """``_dopri5_instance`` on every instance; ``stats : [b, 5]`` (status, steps, rejected, evaluations, drift)."""
     for b in range(y0.shape[0]):
         status, steps, rejected, evaluations, drift = _dopri5_instance(
             y0[b], base[b], U[b], causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-            y_end[b])
+            y_end[b], scratch)
         stats[b, 0], stats[b, 1], stats[b, 2], stats[b, 3], stats[b, 4] = status, steps, rejected, evaluations, drift
 
 
@@ -259,7 +258,8 @@ def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: flo
 
     def run(group: slice) -> None:
         _dopri5_instances(y0[group], P[group], U[group], bool(causal), modulation is not None, *arrays, t0, t1,
-                          float(rtol), float(atol), int(max_steps), y1[group], stats[group])
+                          float(rtol), float(atol), int(max_steps), y1[group], stats[group],
+                          field_scratch(*y0.shape[1:]))
 
     if len(groups) == 1:
         run(groups[0])

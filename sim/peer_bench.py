@@ -9,8 +9,9 @@ the whole batch on one step size; cross-checked against SciPy's DOP853 on the fi
 target (worst error over all instances <= 1e-7, and <= 7e-9) each library runs at the loosest tolerance
 rtol = atol = tol of a ladder that meets it (tol = 10^-5, 10^-5.5, ... then the two rungs of 10^(1/6) between the
 last miss and the first hit). Its time there is the median of ``REPEATS`` runs, the libraries taking turns, so
-that the ratios come from the same minutes of this shared machine (its load average is recorded). The
-comparison uses run time; diffrax's ``jax.jit`` compile (once per problem, the tolerance an argument) and our
+that the ratios come from the same minutes of this shared machine (its load average is recorded); every library
+runs on one thread, and the process CPU time of each run is recorded beside its wall time (on a loaded machine
+the CPU time is the steadier of the two). The comparison uses run time (wall; CPU beside it); diffrax's ``jax.jit`` compile (once per problem, the tolerance an argument) and our
 first call (Numba loading its cache) are reported apart.
 """
 
@@ -35,7 +36,7 @@ from .solvers import AdaptiveStepSize, Dopri5, solve
 TARGETS = (1e-7, 7e-9)
 #: Coarse ladder: tol = 10^-(5 + k/2); then the rungs 10^(-1/6), 10^(-2/6) below the last miss.
 COARSE = tuple(10.0 ** -(5 + k / 2) for k in range(13))
-REPEATS = 5
+REPEATS = 3
 SEARCH_CLAIMS = ("conj.value-full", "conj.multihead-causal", "conj.nonsymmetric-full")
 SEED_A = 100
 
@@ -161,18 +162,23 @@ def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
             tried = {float(tol): entry for tol, entry in libraries[name]["ladder"].items()}
             tol = _loosest(tried, target)
             if tol is not None:
-                chosen[name] = {"tol": tol, "worst_error": tried[tol]["worst_error"], "timings": []}
+                chosen[name] = {"tol": tol, "worst_error": tried[tol]["worst_error"], "timings": [],
+                                "cpu_timings": []}
         for _ in range(repeats):  # the libraries take turns
             for name, entry in chosen.items():
-                begun = time.perf_counter()
+                begun, cpu = time.perf_counter(), time.process_time()
                 runners[name](entry["tol"])
                 entry["timings"].append(time.perf_counter() - begun)
+                entry["cpu_timings"].append(time.process_time() - cpu)
         for entry in chosen.values():
             entry["seconds"] = float(np.median(entry["timings"]))
+            entry["cpu_seconds"] = float(np.median(entry["cpu_timings"]))
         level = {"target": target, "runs": chosen}
         if "ours" in chosen:
             level["ratios"] = {name: entry["seconds"] / chosen["ours"]["seconds"]
                                for name, entry in chosen.items() if name != "ours"}
+            level["cpu_ratios"] = {name: entry["cpu_seconds"] / chosen["ours"]["cpu_seconds"]
+                                   for name, entry in chosen.items() if name != "ours"}
         levels.append(level)
     return {"problem": systems.name, "instances": int(len(systems.y0)), "shape": list(systems.y0.shape[1:]),
             "heads": int(systems.P.shape[1]), "t1": systems.t1, "reference_vs_dop853": check,
@@ -196,7 +202,7 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"{results['benchmark']} (run time, median of {results['repeats']}; compile times apart). "
              f"Load average {results['load_average_before'][0]:.1f} before, {results['load_average_after'][0]:.1f} "
              f"after, {results['cpus']} CPUs."]
-    header = f"{'library':<12} | " + " | ".join(f"worst error <= {t:.0e}: seconds (tol, error)" for t in
+    header = f"{'library':<12} | " + " | ".join(f"worst error <= {t:.0e}: wall, CPU (tol, error; peer/ours)" for t in
                                                    results["targets"]) + " | compile / first call"
     for problem in results["problems"]:
         lines += ["", problem["problem"], header, "-" * len(header)]
@@ -207,9 +213,11 @@ def table(results: dict[str, Any]) -> str:
             cells = []
             for level in problem["levels"]:
                 run = level["runs"].get(name)
-                ratio = "" if name == "ours" or run is None else f", {level['ratios'][name]:.2f}x ours"
+                ratio = "" if name == "ours" or run is None else (
+                    f"; {level['ratios'][name]:.2f}x / {level['cpu_ratios'][name]:.2f}x ours")
                 cells.append("not reached" if run is None else
-                             f"{run['seconds']:.3f} s (tol {run['tol']:.2g}, {run['worst_error']:.1e}{ratio})")
+                             f"{run['seconds']:.3f} s, CPU {run['cpu_seconds']:.3f} s (tol {run['tol']:.2g}, "
+                             f"{run['worst_error']:.1e}{ratio})")
             extra = (f"{library['compile_seconds']:.2f} s jit compile" if "compile_seconds" in library
                      else f"{library['first_call_seconds']:.2f} s first call")
             lines.append(f"{name:<12} | " + " | ".join(cells) + f" | {extra}")
