@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.part in ("all", "peers"):
             from .peer_bench import run_peer_benchmark, table
 
-            peers = run_peer_benchmark(quick=args.quick)
+            peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
             if args.peers_out:
                 args.peers_out.parent.mkdir(parents=True, exist_ok=True)
                 args.peers_out.write_text(json.dumps(peers, indent=1, default=float))

@@ -106,13 +106,20 @@ def _ladder(run: Callable[[float], np.ndarray], reference: np.ndarray) -> dict[f
 
     def attempt(tol: float) -> float:
         started = time.perf_counter()
-        worst = float(np.max(np.abs(run(tol) - reference)))
+        try:
+            worst = float(np.max(np.abs(run(tol) - reference)))
+        except Exception as error:  # noqa: BLE001  (a peer's step budget spent, recorded as its result)
+            tried[tol] = {"worst_error": np.inf, "seconds": time.perf_counter() - started,
+                          "failed": f"{type(error).__name__}: {str(error).splitlines()[-1][:200]}"}
+            return np.inf
         tried[tol] = {"worst_error": worst, "seconds": time.perf_counter() - started}
         return worst
 
     for target in sorted(TARGETS, reverse=True):
         if any(entry["worst_error"] <= target for entry in tried.values()):
             continue
+        if any("failed" in entry for entry in tried.values()):
+            break  # tighter tolerances need more steps still
         previous = None
         for tol in COARSE:
             if tol in tried and tried[tol]["worst_error"] > target:
@@ -120,6 +127,8 @@ def _ladder(run: Callable[[float], np.ndarray], reference: np.ndarray) -> dict[f
                 continue
             if attempt(tol) <= target:
                 break
+            if "failed" in tried[tol]:
+                return tried
             previous = tol
         if previous is not None:
             for step in (1, 2):
@@ -185,11 +194,18 @@ def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
             "libraries": libraries, "levels": levels}
 
 
-def run_peer_benchmark(*, quick: bool = False) -> dict[str, Any]:
-    """Every problem of ``problems(quick)`` through ``compare``; JSON-ready, with the machine's load average."""
+def run_peer_benchmark(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every problem of ``problems(quick)`` through ``compare``; JSON-ready, with the machine's load average.
+    ``progress``, if given, gets each problem's table as soon as it is measured."""
     started = time.time()
     load_before = os.getloadavg()
-    results = [compare(systems, repeats=2 if quick else REPEATS) for systems in problems(quick)]
+    results = []
+    for systems in problems(quick):
+        results.append(compare(systems, repeats=2 if quick else REPEATS))
+        if progress is not None:
+            progress(table({"benchmark": "so far", "targets": list(TARGETS), "repeats": 2 if quick else REPEATS,
+                            "load_average_before": load_before, "load_average_after": os.getloadavg(),
+                            "cpus": os.cpu_count(), "problems": results[-1:]}))
     return {"benchmark": "sim.compiled vs diffrax (jax.jit) vs torchdiffeq at equal accuracy", "quick": quick,
             "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "seeds": {"a.initial": SEED_A,
             **{claim: chunk_seed(claim, 0) for claim in SEARCH_CLAIMS}}, "cpus": os.cpu_count(),
@@ -210,12 +226,14 @@ def table(results: dict[str, Any]) -> str:
             if "skipped" in library:
                 lines.append(f"{name:<12} | SKIPPED: {library['skipped']}")
                 continue
+            failures = [f"tol {tol}: {entry['failed']}" for tol, entry in library.get("ladder", {}).items()
+                        if "failed" in entry]
             cells = []
             for level in problem["levels"]:
                 run = level["runs"].get(name)
                 ratio = "" if name == "ours" or run is None else (
                     f"; {level['ratios'][name]:.2f}x / {level['cpu_ratios'][name]:.2f}x ours")
-                cells.append("not reached" if run is None else
+                cells.append(("not reached" + (f" ({failures[0]})" if failures else "")) if run is None else
                              f"{run['seconds']:.3f} s, CPU {run['cpu_seconds']:.3f} s (tol {run['tol']:.2g}, "
                              f"{run['worst_error']:.1e}{ratio})")
             extra = (f"{library['compile_seconds']:.2f} s jit compile" if "compile_seconds" in library

@@ -44,3 +44,20 @@ def test_peers_run_at_equal_accuracy_and_report_compile_time_apart():
         ours = level["runs"]["ours"]["seconds"]
         assert level["ratios"]["diffrax"] == pytest.approx(level["runs"]["diffrax"]["seconds"] / ours)
     assert "x ours" in table(_results(problem))
+
+
+def test_a_peer_that_fails_is_recorded_and_its_ladder_stops():
+    reference = np.zeros((2, 3, 3))
+    calls = []
+
+    def run(tol):  # error 10 x tol, and the step budget spent below tol 1e-7
+        calls.append(tol)
+        if tol < 1e-7:
+            raise RuntimeError("The maximum number of solver steps was reached.")
+        return reference + 10 * tol
+
+    tried = peer_bench._ladder(run, reference)
+    failed = [entry for entry in tried.values() if "failed" in entry]
+    assert len(failed) == 1 and "maximum number of solver steps" in failed[0]["failed"]
+    assert np.isinf(failed[0]["worst_error"]) and min(calls) < 1e-7 and len(calls) == len(tried)
+    assert peer_bench._loosest(tried, TARGETS[0]) is None  # 1e-7 needs tol 1e-8: never reached
