@@ -109,8 +109,11 @@ def _ladder(run: Callable[[float], np.ndarray], reference: np.ndarray) -> dict[f
         try:
             worst = float(np.max(np.abs(run(tol) - reference)))
         except Exception as error:  # noqa: BLE001  (a peer's step budget spent, recorded as its result)
+            lines = [line for line in str(error).splitlines() if line.strip(" -")]
+            budget = [line for line in lines if "maximum number of solver steps" in line]  # diffrax's, in a traceback
+            message = (budget or lines or [""])[-1].strip()[:200]
             tried[tol] = {"worst_error": np.inf, "seconds": time.perf_counter() - started,
-                          "failed": f"{type(error).__name__}: {str(error).splitlines()[-1][:200]}"}
+                          "failed": f"{type(error).__name__}: {message}"}
             return np.inf
         tried[tol] = {"worst_error": worst, "seconds": time.perf_counter() - started}
         return worst
