@@ -3,7 +3,8 @@
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
-``--section``, the report section).
+``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
+(``sim.peer_bench``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
     bench.add_argument("--quick", action="store_true",
                        help="small sizes, for trying the command (not the benchmark's figures)")
+    bench.add_argument("--part", choices=("all", "scipy", "peers"), default="all",
+                       help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
+                            "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
+                            "all: both (default)")
+    bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
     search.add_argument("--instances", type=_positive, required=True, help="random instances to search (>= 1)")
@@ -66,11 +72,20 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
                               "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
             return 0 if output.result.verdict == "verified" else 1
-        from .bench import run_benchmark, write_outputs
+        if args.part in ("all", "scipy"):
+            from .bench import run_benchmark, write_outputs
 
-        results = run_benchmark(quick=args.quick)
-        write_outputs(results, out=args.out, section=args.section)
-        print(json.dumps(results["summary"], indent=1))
+            results = run_benchmark(quick=args.quick)
+            write_outputs(results, out=args.out, section=args.section)
+            print(json.dumps(results["summary"], indent=1))
+        if args.part in ("all", "peers"):
+            from .peer_bench import run_peer_benchmark, table
+
+            peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
+            if args.peers_out:
+                args.peers_out.parent.mkdir(parents=True, exist_ok=True)
+                args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
+            print(table(peers))
         return 0
 
 

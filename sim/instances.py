@@ -13,59 +13,85 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .kernels import VECTORISED_SUMS, exp_nonpositive_
 from .manifold import Ellipsoid
 
 
+@njit(cache=True, nogil=True, fastmath=VECTORISED_SUMS)
+def instance_field_(y, P, U, causal, out, scratch):
+    """eq. 6 on the sphere for ONE instance, the suite's compiled form of it: ``y : [l, d]``, ``P, U : [h, d, d]``
+    (the matrices at the time of the evaluation), dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j) written
+    into ``out : [l, d]``; ``scratch`` from ``field_scratch(l, d)`` (nothing is allocated here).
+
+    Used by ``_field_kernel`` (``InstanceField``, many instances per call) and by the whole compiled integrations
+    of ``sim.compiled`` (one instance at a time, each with its own step size). Rows of alpha sum to 1/sqrt(d) (the
+    sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp. The loops over j run along the rows of y^T (contiguous),
+    so that Numba vectorises them, the exp too (``exp_nonpositive_``)."""
+    columns, scores, bits, scale, work = scratch
+    tokens, dim = y.shape
+    heads = P.shape[0]
+    root = np.sqrt(dim)
+    for c in range(dim):  # y^T: row c holds coordinate c of every token
+        for j in range(tokens):
+            columns[c, j] = y[j, c]
+    for i in range(tokens):
+        count = i + 1 if causal else tokens
+        for e in range(dim):
+            work[2, e] = 0.0
+        for eta in range(heads):
+            for e in range(dim):  # (y_i^T P_eta)_e
+                acc = 0.0
+                for c in range(dim):
+                    acc += y[i, c] * P[eta, c, e]
+                work[0, e] = acc
+            for j in range(count):  # s_ij = sum_e (y_i^T P_eta)_e y_je
+                scores[j] = work[0, 0] * columns[0, j]
+            for e in range(1, dim):
+                for j in range(count):
+                    scores[j] += work[0, e] * columns[e, j]
+            largest = scores[0]
+            for j in range(1, count):
+                largest = max(largest, scores[j])
+            for j in range(count):  # log-sum-exp: every exponent <= 0
+                scores[j] -= largest
+            exp_nonpositive_(scores, count, bits, scale)
+            norm = 0.0
+            for j in range(count):
+                norm += scores[j]
+            inverse = 1.0 / (norm * root)
+            for e in range(dim):  # m_i^eta = sum_j alpha_ij^eta y_j
+                acc = 0.0
+                for j in range(count):
+                    acc += scores[j] * columns[e, j]
+                work[1, e] = acc * inverse
+            for e in range(dim):  # U_eta m_i^eta
+                acc = 0.0
+                for c in range(dim):
+                    acc += U[eta, e, c] * work[1, c]
+                work[2, e] += acc
+        radial = 0.0
+        for e in range(dim):
+            radial += y[i, e] * work[2, e]
+        for e in range(dim):
+            out[i, e] = work[2, e] - radial * y[i, e]
+
+
+def field_scratch(tokens: int, dim: int):
+    """The scratch arrays of ``instance_field_`` for ``l = tokens``, ``d = dim``: y^T ``[d, l]``, the scores
+    ``[l]``, the exp's int64 bits ``[l]`` and the same memory as float64, and ``[3, d]`` for y_i^T P, m_i and f_i."""
+    bits = np.empty(tokens, dtype=np.int64)
+    return np.empty((dim, tokens)), np.empty(tokens), bits, bits.view(np.float64), np.empty((3, dim))
+
+
 @njit(cache=True, nogil=True)
-def _field_kernel(y, P, U, causal, out):
-    """eq. 6 for every instance, one pass: ``y : [b, l, d]``, ``P, U : [b, h, d, d]``, dy/dt written into ``out``.
+def _field_kernel(y, P, U, causal, out, scratch):
+    """eq. 6 for every instance (``instance_field_`` on each): ``y : [b, l, d]``, ``P, U : [b, h, d, d]``, dy/dt
+    written into ``out``.
 
     For systems of 2-10 tokens in dimension 2-4 the stacked numpy products spent their time in per-call overhead
     (0.7 ms an evaluation of 200 instances of 4 x 3 against a few microseconds of arithmetic)."""
-    batch, tokens, dim = y.shape
-    heads = P.shape[1]
-    root = np.sqrt(dim)
-    scores = np.empty(tokens)
-    projected = np.empty(dim)
-    mixed = np.empty(dim)
-    for b in range(batch):
-        for i in range(tokens):
-            count = i + 1 if causal else tokens
-            total = np.zeros(dim)
-            for eta in range(heads):
-                for e in range(dim):  # (y_i^T P_eta)_e
-                    acc = 0.0
-                    for c in range(dim):
-                        acc += y[b, i, c] * P[b, eta, c, e]
-                    projected[e] = acc
-                largest = -np.inf
-                for j in range(count):
-                    acc = 0.0
-                    for e in range(dim):
-                        acc += projected[e] * y[b, j, e]
-                    scores[j] = acc
-                    if acc > largest:
-                        largest = acc
-                norm = 0.0
-                for j in range(count):  # log-sum-exp: every exponent <= 0
-                    scores[j] = np.exp(scores[j] - largest)
-                    norm += scores[j]
-                norm *= root
-                for e in range(dim):
-                    acc = 0.0
-                    for j in range(count):
-                        acc += scores[j] * y[b, j, e]
-                    mixed[e] = acc / norm
-                for e in range(dim):  # U_eta m_i^eta
-                    acc = 0.0
-                    for c in range(dim):
-                        acc += U[b, eta, e, c] * mixed[c]
-                    total[e] += acc
-            radial = 0.0
-            for e in range(dim):
-                radial += y[b, i, e] * total[e]
-            for e in range(dim):
-                out[b, i, e] = total[e] - radial * y[b, i, e]
+    for b in range(y.shape[0]):
+        instance_field_(y[b], P[b], U[b], causal, out[b], scratch)
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,5 +139,5 @@ class InstanceField:
         """dy/dt = P_{y_i} f_i, shape=[batch, l, d] (one fused pass, ``_field_kernel``)."""
         y = self._check(y)
         out = np.empty_like(y)
-        _field_kernel(y, self.P, self.U, self.causal, out)
+        _field_kernel(y, self.P, self.U, self.causal, out, field_scratch(y.shape[1], y.shape[2]))
         return out

@@ -38,14 +38,28 @@ class Modulated:
         return self.diagonal(t)[:, None] * self.base
 
 
-def fig1_D1(t: float) -> np.ndarray:
-    """The diagonal of D_1(t) = 2 diag(cos 10 pi t, sin 10 pi t, cos 6 pi t) (also D(t) of Figs. 5-6), shape=[3]."""
-    return 2.0 * np.array([np.cos(10 * np.pi * t), np.sin(10 * np.pi * t), np.cos(6 * np.pi * t)])
+@dataclass(frozen=True)
+class CosineDiagonal:
+    """The diagonal of D(t), shape=[d]: entry k is amplitude_k cos(omega_k t + phase_k), or sin(...) where
+    ``sine[k]``. A value object (not a closure), so the compiled integrations (``sim.compiled``) read its numbers
+    and evaluate the same D(t) inside their loop."""
+
+    amplitude: np.ndarray
+    omega: np.ndarray
+    phase: np.ndarray
+    sine: np.ndarray
+
+    def __call__(self, t: float) -> np.ndarray:
+        argument = self.omega * t + self.phase
+        return self.amplitude * np.where(self.sine, np.sin(argument), np.cos(argument))
 
 
-def fig1_D2(t: float) -> np.ndarray:
-    """The diagonal of D_2(t) = 2 diag(cos 6 pi t, sin 6 pi t, cos 4 pi t), shape=[3]."""
-    return 2.0 * np.array([np.cos(6 * np.pi * t), np.sin(6 * np.pi * t), np.cos(4 * np.pi * t)])
+#: The diagonal of D_1(t) = 2 diag(cos 10 pi t, sin 10 pi t, cos 6 pi t) (also D(t) of Figs. 5-6), shape=[3].
+fig1_D1 = CosineDiagonal(np.full(3, 2.0), np.array([10 * np.pi, 10 * np.pi, 6 * np.pi]), np.zeros(3),
+                         np.array([False, True, False]))
+#: The diagonal of D_2(t) = 2 diag(cos 6 pi t, sin 6 pi t, cos 4 pi t), shape=[3].
+fig1_D2 = CosineDiagonal(np.full(3, 2.0), np.array([6 * np.pi, 6 * np.pi, 4 * np.pi]), np.zeros(3),
+                         np.array([False, True, False]))
 
 
 def full_attention_example() -> AttentionField:

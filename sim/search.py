@@ -3,8 +3,9 @@
 A chunk (claim, index) is deterministic: its generator is seeded by ``chunk_seed(claim, index)``, so it gives the
 same result on any worker. Stages:
 
-1. random: ``size`` instances of one shape drawn from the family, integrated at once to the horizon T on the
-   batched solver (``sim.solve``, Dopri5, one ``InstanceField``); score = distance from the claimed outcome at T;
+1. random: ``size`` instances of one shape drawn from the family, integrated to the horizon T by the compiled
+   whole integrations of ``sim.compiled`` (adaptive Dopri5, each instance with its own step size, retracted to the
+   sphere); score = distance from the claimed outcome at T;
 2. adversarial: SciPy's ``differential_evolution`` (seeded, vectorised: each generation is one batched solve)
    maximises that distance over the family's parameter vector (matrices and initial state), starting from the
    random stage's best instances;
@@ -23,10 +24,10 @@ from scipy.optimize import differential_evolution
 
 from .certify import certify_equilibrium, certify_trajectory
 from .conjectures import Batch, Family, Shape, chunk_seed, top_eigenpair
-from .instances import InstanceField
-from .solvers import AdaptiveStepSize, Dopri5, solve
+from .compiled import solve_instances
+from .solvers import AdaptiveStepSize
 
-#: Search runs: every instance of a batch meets rtol 1e-7 (max norm over instances); the scores compare
+#: Search runs: every instance meets rtol 1e-7 (each is stepped alone, ``sim.compiled``); the scores compare
 #: distances of order 0.1-2 against the hit threshold, far above that error.
 SEARCH_CONTROLLER = AdaptiveStepSize(rtol=1e-7, atol=1e-9)
 #: Explicit step budget of a search solve (long horizons, up to 10^5 steps are expected for P of norm 20).
@@ -43,11 +44,11 @@ ROUNDINGS = (0, 1, 2)
 
 
 def integrate(family: Family, batch: Batch, horizon: float | None = None) -> np.ndarray:
-    """The states at the horizon of every instance of ``batch``, shape=[n, l, d] (one batched solve)."""
-    field_ = InstanceField(batch.P, batch.U, family.causal)
+    """The states at the horizon of every instance of ``batch``, shape=[n, l, d] (``sim.compiled``: one compiled
+    adaptive Dopri5 integration per instance)."""
     t1 = family.horizon if horizon is None else horizon
-    return solve(field_, Dopri5(), 0.0, t1, batch.y0, controller=SEARCH_CONTROLLER,
-                 max_steps=SEARCH_MAX_STEPS).ys[-1]
+    return solve_instances(batch.P, batch.U, family.causal, batch.y0, t1, rtol=SEARCH_CONTROLLER.rtol,
+                           atol=SEARCH_CONTROLLER.atol, max_steps=SEARCH_MAX_STEPS).y1
 
 
 def scores(family: Family, batch: Batch) -> np.ndarray:

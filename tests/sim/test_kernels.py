@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sim import AttentionField, Dopri5, Ellipsoid
-from sim.kernels import (linear_combination, normalised_rows, scaled_error_means, shift_rows_, sphere_drift,
+from sim.kernels import (exp_nonpositive_, linear_combination, normalised_rows, scaled_error_means, shift_rows_, sphere_drift,
                          sphere_retract, sphere_tangent_projection_, summed_normalised_rows)
 from sim.scenarios import full_attention_example
 
@@ -40,6 +40,43 @@ def test_softmax_rows_equal_the_row_by_row_formula(causal, rng):
     scores = rng.normal(0.0, 3.0, (4, 7, 2, 7))
     np.testing.assert_allclose(kernel_softmax(scores, causal, 2.0), softmax_as_printed(scores, causal) / 2.0,
                                rtol=RTOL, atol=ATOL)
+
+
+#: The compiled exp (range reduction and a degree-13 polynomial) against numpy's: within 2 ulp (measured 1.0).
+EXP_ULPS = 2.0
+
+
+def _compiled_exp(x: np.ndarray, count: int | None = None, kernel=exp_nonpositive_) -> np.ndarray:
+    row = x.copy()
+    bits = np.empty(len(x), dtype=np.int64)
+    kernel(row, len(x) if count is None else count, bits, bits.view(np.float64))
+    return row
+
+
+def _exp_ulps(kernel=exp_nonpositive_) -> float:
+    x = -np.concatenate([np.linspace(0.0, 708.0, 100_001), np.random.default_rng(3).uniform(0.0, 40.0, 10_000)])
+    return float(np.max(np.abs(_compiled_exp(x, kernel=kernel) - np.exp(x)) / (np.exp(x) * np.finfo(float).eps)))
+
+
+def test_compiled_exp_is_numpys_exp_within_two_ulp():
+    assert _exp_ulps() <= EXP_ULPS
+    assert _compiled_exp(np.array([0.0]))[0] == 1.0  # a row's largest score gives exactly 1
+    assert np.all(_compiled_exp(np.array([-800.0, -1e300])) <= np.exp(-707.0))  # clamped far below rounding
+    np.testing.assert_array_equal(_compiled_exp(np.array([-1.0, -2.0, -3.0]), 2)[2], -3.0)  # count entries only
+
+
+@pytest.mark.parametrize("old, new", [("r = (x - n * _LN2_HI) - n * _LN2_LO", "r = x - n * _LN2_HI"),  # ln 2's low part
+                                      ("range(12, -1, -1)", "range(12, 1, -1)")])  # the terms 1 + r dropped
+def test_control_a_broken_exp_fails_the_ulp_check(old, new):
+    import inspect
+
+    from numba import njit
+
+    source = inspect.getsource(exp_nonpositive_.py_func)
+    assert source.count(old) == 1
+    namespace = dict(exp_nonpositive_.py_func.__globals__)
+    exec("\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@njit")), namespace)
+    assert _exp_ulps(njit(namespace["exp_nonpositive_"])) > EXP_ULPS
 
 
 def test_softmax_rows_survive_scores_whose_exponential_overflows(rng):

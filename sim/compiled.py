@@ -1,0 +1,304 @@
+"""Whole integrations compiled (Numba): adaptive Dopri5 of eq. 6 for many small systems, each with its own step.
+
+``sim.solve`` steps a batch with one step size, that of its most demanding instance, and pays Python's and
+numpy's overhead per step; for systems of 2-10 tokens in dimension 2-4 (the searches', ``sim bench`` problem (a))
+that overhead is most of the time. Here the whole adaptive loop runs inside one compiled function per instance:
+the same method and controller as ``solve(field, Dopri5(), ..., controller=AdaptiveStepSize(rtol, atol))``
+(Dormand-Prince 5(4), first-same-as-last, scipy's starting step and step-size rule, the error of the instance as
+the RMS of e / (atol + rtol max(|y|, |y_next|)), every accepted step retracted to the sphere by pi(x) = x / |x|,
+eq. 2), but each instance with its own step size and time grid.
+
+The field is the suite's compiled eq. 6, ``sim.instances.instance_field_`` (the one ``InstanceField`` uses), on
+the sphere (W = I). The matrices are constant per instance, or P_eta(t) = D_eta(t) P'_eta with the diagonal
+``D_eta(t)`` a ``sim.scenarios.CosineDiagonal`` (Figs. 1-3).
+
+Shapes: ``y0 : [b, l, d]``; ``P, U : [b, h, d, d]`` (P' when modulated); a modulation's arrays ``[h, d]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .batching import instance_groups
+from .dynamics import AttentionField
+from .instances import field_scratch, instance_field_
+from .manifold import as_finite_array
+from .products import worker_pool
+from .scenarios import CosineDiagonal, Modulated
+from .solvers import MAX_STEPS, AdaptiveStepSize, Dopri5, MaxStepsReached
+
+# Dormand-Prince 5(4) (the tableau of sim.solvers.Dopri5, as arrays the compiled loop reads as constants).
+_C = np.array(Dopri5._C)
+_A = np.zeros((6, 5))
+for _s, _row in enumerate(Dopri5._A):
+    _A[_s, :len(_row)] = _row
+_B = np.array(Dopri5._B)
+_E = np.array(Dopri5._E)
+_SAFETY, _MIN_FACTOR, _MAX_FACTOR = (AdaptiveStepSize.safety, AdaptiveStepSize.min_factor,
+                                     AdaptiveStepSize.max_factor)
+#: Status of one instance's integration.
+OK, OUT_OF_STEPS, NOT_FINITE = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _matrices_at(t, base, amplitude, omega, phase, sine, out):
+    """P_eta(t) = diag(D_eta(t)) P'_eta into ``out : [h, d, d]``; D_eta(t)_c = amplitude cos(omega t + phase) (sin
+    where ``sine``), all ``[h, d]``."""
+    heads, dim = amplitude.shape
+    for eta in range(heads):
+        for c in range(dim):
+            argument = omega[eta, c] * t + phase[eta, c]
+            scale = amplitude[eta, c] * (np.sin(argument) if sine[eta, c] else np.cos(argument))
+            for e in range(dim):
+                out[eta, c, e] = scale * base[eta, c, e]
+
+
+@njit(cache=True, nogil=True)
+def _evaluate(t, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, out, scratch):
+    """dy/dt at (t, y) into ``out``: the matrices at t (when modulated), then eq. 6 (``instance_field_``)."""
+    if modulated:
+        _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
+        instance_field_(y, P_t, U, causal, out, scratch)
+    else:
+        instance_field_(y, base, U, causal, out, scratch)
+
+
+@njit(cache=True, nogil=True)
+def _scaled_norm(x, y, y_next, rtol, atol):
+    """RMS of x / (atol + rtol max(|y|, |y_next|)) over the instance's entries (1-d arrays)."""
+    total = 0.0
+    for m in range(x.shape[0]):
+        ratio = x[m] / (atol + rtol * max(abs(y[m]), abs(y_next[m])))
+        total += ratio * ratio
+    return np.sqrt(total / x.shape[0])
+
+
+@njit(cache=True, nogil=True)
+def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
+                     y_end, scratch):
+    """Integrate one instance from t0 to t1 (adaptive Dopri5, retracted to the sphere after every accepted step);
+    the end state into ``y_end : [l, d]``; ``scratch`` the field's (``field_scratch``). Returns (status, steps,
+    rejected, evaluations, max drift)."""
+    tokens, dim = y0.shape
+    size = tokens * dim
+    P_t = np.empty(base.shape)
+    stages = np.empty((7, tokens, dim))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
+    z = np.empty((tokens, dim))
+    y = y0.copy()
+    y_next = np.empty((tokens, dim))
+    y_flat, z_flat, next_flat = y.reshape(size), z.reshape(size), y_next.reshape(size)
+    k = stages.reshape(7, size)
+    error = np.empty(size)
+    # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (as sim.solvers._initial_step)
+    _evaluate(t0, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[0], scratch)
+    evaluations = 1
+    span = t1 - t0
+    d0 = _scaled_norm(y_flat, y_flat, y_flat, rtol, atol)
+    d1 = _scaled_norm(k[0], y_flat, y_flat, rtol, atol)
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    h0 = min(h0, span)
+    for m in range(size):
+        z_flat[m] = y_flat[m] + h0 * k[0, m]
+    _evaluate(t0 + h0, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[1], scratch)
+    evaluations += 1
+    for m in range(size):
+        error[m] = k[1, m] - k[0, m]
+    d2 = _scaled_norm(error, y_flat, y_flat, rtol, atol) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
+    dt = min(100 * h0, h1, span)
+    tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
+    exponent = -1.0 / 5.0  # -1 / (embedded order + 1)
+    t = t0
+    steps = 0
+    rejected = 0
+    drift = 0.0
+    last_rejected = False
+    while t1 - t > tiny:
+        if steps + rejected >= max_steps:
+            y_end[:] = y
+            return OUT_OF_STEPS, steps, rejected, evaluations, drift
+        landed = t + dt >= t1 - tiny
+        step = t1 - t if landed else dt
+        for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
+            for m in range(size):
+                acc = y_flat[m]
+                for j in range(s):
+                    acc += (step * _A[s, j]) * k[j, m]
+                z_flat[m] = acc
+            _evaluate(t + _C[s] * step, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t,
+                      stages[s], scratch)
+        for m in range(size):  # b_2 = 0
+            acc = y_flat[m] + (step * _B[0]) * k[0, m]
+            for j in range(2, 6):
+                acc += (step * _B[j]) * k[j, m]
+            next_flat[m] = acc
+        _evaluate(t + step, y_next, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[6],
+                  scratch)
+        evaluations += 6
+        for m in range(size):  # e_2 = 0
+            acc = (step * _E[0]) * k[0, m]
+            for j in range(2, 7):
+                acc += (step * _E[j]) * k[j, m]
+            error[m] = acc
+        err = _scaled_norm(error, y_flat, next_flat, rtol, atol)
+        if not np.isfinite(err):
+            y_end[:] = y
+            return NOT_FINITE, steps, rejected, evaluations, drift
+        if err > 1.0:
+            dt = step * max(_MIN_FACTOR, _SAFETY * err ** exponent)
+            rejected += 1
+            last_rejected = True
+            continue
+        factor = _MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** exponent)
+        if last_rejected:
+            factor = min(1.0, factor)
+        last_rejected = False
+        if not (step < dt and factor >= 1.0):  # a step shortened to land on t1 keeps the proposal
+            dt = step * factor
+        t = t1 if landed else t + step
+        for i in range(tokens):  # retraction pi(x) = x / |x| (eq. 2), then the drift |y_i^T y_i - 1|
+            total = 0.0
+            for e in range(dim):
+                total += y_next[i, e] * y_next[i, e]
+            inverse = 1.0 / np.sqrt(total)
+            total = 0.0
+            for e in range(dim):
+                y[i, e] = y_next[i, e] * inverse
+                total += y[i, e] * y[i, e]
+            drift = max(drift, abs(total - 1.0))
+        for m in range(size):  # first same as last: f(t + dt, y_next) before the retraction
+            k[0, m] = k[6, m]
+        steps += 1
+    y_end[:] = y
+    return OK, steps, rejected, evaluations, drift
+
+
+@njit(cache=True, nogil=True)
+def _dopri5_instances(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
+                      y_end, stats, scratch):
+    """``_dopri5_instance`` on every instance; ``stats : [b, 5]`` (status, steps, rejected, evaluations, drift)."""
+    for b in range(y0.shape[0]):
+        status, steps, rejected, evaluations, drift = _dopri5_instance(
+            y0[b], base[b], U[b], causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
+            y_end[b], scratch)
+        stats[b, 0], stats[b, 1], stats[b, 2], stats[b, 3], stats[b, 4] = status, steps, rejected, evaluations, drift
+
+
+@dataclass(frozen=True)
+class Integration:
+    """The end states ``y1 : [b, l, d]`` and per instance: ``steps``, ``rejected``, ``evaluations`` (of the field on
+    that instance) and ``drift`` (max |y_i^T y_i - 1| over its accepted steps), each shape=[b]."""
+
+    y1: np.ndarray
+    steps: np.ndarray
+    rejected: np.ndarray
+    evaluations: np.ndarray
+    drift: np.ndarray
+
+    @property
+    def max_drift(self) -> float:
+        return float(np.max(self.drift))
+
+
+def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
+                    modulation: tuple[CosineDiagonal, ...] | None = None, max_steps: int = MAX_STEPS,
+                    workers: int = 1) -> Integration:
+    """Integrate every instance of eq. 6 on the sphere from t0 to t1, each with its own adaptive Dopri5 steps.
+
+    Parameters
+    ----------
+    P, U : arrays, shape=[b, h, d, d]: instance b's P_eta (P'_eta when ``modulation`` is given) and U_eta.
+    causal : alpha_ij = 0 for j > i.
+    y0 : array, shape=[b, l, d], every token on the unit sphere.
+    rtol, atol : each instance's tolerances (as ``AdaptiveStepSize(rtol, atol)`` for that instance alone).
+    modulation : one ``CosineDiagonal`` per head: P_eta(t) = diag(D_eta(t)) P'_eta, the same D for every instance.
+    max_steps : each instance's step budget (accepted and rejected); spent, ``MaxStepsReached`` names the instance.
+    workers : threads, each integrating a contiguous group of instances (the compiled loop releases the GIL).
+    """
+    y0 = as_finite_array("y0", y0)
+    P, U = as_finite_array("P", P), as_finite_array("U", U)
+    if y0.ndim != 3:
+        raise ValueError(f"y0 must have shape [b, l, d]; got {y0.shape}.")
+    batch, _, dim = y0.shape
+    if P.ndim != 4 or P.shape[0] != batch or P.shape[2:] != (dim, dim):
+        raise ValueError(f"P must have shape [b={batch}, h, d={dim}, d={dim}]; got {P.shape}.")
+    if U.shape != P.shape:
+        raise ValueError(f"U must have the shape of P {P.shape}; got {U.shape}.")
+    drift0 = float(np.max(np.abs(np.sum(y0 * y0, axis=-1) - 1.0)))
+    if drift0 > 1e-8:  # as sim.solve: the retraction keeps a state on the sphere, it does not put it there
+        raise ValueError(f"y0 must lie on the unit sphere (max |y^T y - 1| = {drift0:.3g} > 1e-8).")
+    t0, t1 = float(t0), float(t1)
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
+    AdaptiveStepSize(rtol=rtol, atol=atol)  # the same checks of the tolerances
+    if int(max_steps) != max_steps or max_steps < 1:
+        raise ValueError(f"max_steps={max_steps!r} must be a positive integer.")
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers={workers!r} must be a positive integer.")
+    heads = P.shape[1]
+    if modulation is None:
+        arrays = [np.zeros((heads, dim)) for _ in range(3)] + [np.zeros((heads, dim), dtype=np.bool_)]
+    else:
+        if len(modulation) != heads or not all(isinstance(m, CosineDiagonal) for m in modulation):
+            raise ValueError(f"modulation must hold one CosineDiagonal per head ({heads}); got {modulation!r}.")
+        arrays = [np.ascontiguousarray(np.stack([np.broadcast_to(getattr(m, name), (dim,)) for m in modulation]),
+                                       dtype=dtype)
+                  for name, dtype in (("amplitude", np.float64), ("omega", np.float64), ("phase", np.float64),
+                                      ("sine", np.bool_))]
+    P, U, y0 = (np.ascontiguousarray(a) for a in (P, U, y0))
+    y1 = np.empty_like(y0)
+    stats = np.empty((batch, 5))
+    groups = instance_groups(batch, int(workers))
+
+    def run(group: slice) -> None:
+        _dopri5_instances(y0[group], P[group], U[group], bool(causal), modulation is not None, *arrays, t0, t1,
+                          float(rtol), float(atol), int(max_steps), y1[group], stats[group],
+                          field_scratch(*y0.shape[1:]))
+
+    if len(groups) == 1:
+        run(groups[0])
+    else:
+        with worker_pool(len(groups)) as pool:
+            list(pool.map(run, groups))
+    status = stats[:, 0].astype(int)
+    for code, error in ((OUT_OF_STEPS, MaxStepsReached), (NOT_FINITE, FloatingPointError)):
+        failed = np.flatnonzero(status == code)
+        if failed.size:
+            what = (f"spent max_steps={max_steps} before t1={t1:g}" if code == OUT_OF_STEPS
+                    else "became non-finite")
+            raise error(f"instance {int(failed[0])} (of {failed.size} such) {what}; pass a larger max_steps only "
+                        "if the problem honestly needs it.")
+    return Integration(y1, stats[:, 1].astype(int), stats[:, 2].astype(int), stats[:, 3].astype(int), stats[:, 4])
+
+
+def solve_field(field: AttentionField, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
+                max_steps: int = MAX_STEPS, workers: int = 1) -> Integration:
+    """``solve_instances`` for the instances ``y0 : [b, l, d]`` of one ``AttentionField`` on the sphere whose heads
+    are constant matrices or ``Modulated`` by a ``CosineDiagonal`` (all of them alike)."""
+    if not field.manifold.is_sphere:
+        raise ValueError("field must live on the sphere (W = I): the compiled integration retracts by x / |x|.")
+    heads = field.P
+    modulated = [isinstance(p, Modulated) and isinstance(p.diagonal, CosineDiagonal) for p in heads]
+    if any(modulated) and not all(modulated) or not any(modulated) and any(callable(p) for p in heads):
+        raise ValueError("field's heads P_eta must all be constant matrices or all Modulated by a CosineDiagonal.")
+    if any(field.U is not None and callable(u) for u in (field.U or ())):
+        raise ValueError("field's value matrices U_eta must be constant.")
+    y0 = as_finite_array("y0", y0)
+    if y0.ndim != 3:
+        raise ValueError(f"y0 must have shape [b, l, d]; got {y0.shape}.")
+    batch, dim = len(y0), y0.shape[-1]
+    base = np.stack([p.base if modulated[0] else p for p in heads])
+    values = field.values(t0)
+    P = np.ascontiguousarray(np.broadcast_to(base, (batch, *base.shape)))
+    U = np.ascontiguousarray(np.broadcast_to(values, (batch, *values.shape)))
+    modulation = tuple(p.diagonal for p in heads) if modulated[0] else None
+    if P.shape[-1] != dim:
+        raise ValueError(f"y0 must have last axis d = {P.shape[-1]}; got shape {y0.shape}.")
+    return solve_instances(P, U, field.causal, y0, t1, rtol=rtol, atol=atol, t0=t0, modulation=modulation,
+                           max_steps=max_steps, workers=workers)
