@@ -92,7 +92,7 @@ def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, si
     y_flat, z_flat, next_flat = y.reshape(size), z.reshape(size), y_next.reshape(size)
     k = stages.reshape(7, size)
     error = np.empty(size)
-    # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (as sim.solvers._initial_step)
+    # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (as sim.solvers.AdaptiveStepSize.initial_step)
     _evaluate(t0, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[0], scratch)
     evaluations = 1
     span = t1 - t0
