@@ -16,6 +16,19 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "search":
+        return _search(parser, args)
+    if args.command == "search-bench":
+        return _search_bench(args)
+    from .products import limit_threads
+
+    with limit_threads(args.blas_threads):
+        return _figure(args) if args.command == "figure" else _bench(args)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     figure = commands.add_parser("figure", help="simulate, check and plot one of the paper's figures 1-6")
@@ -51,42 +64,44 @@ def main(argv: list[str] | None = None) -> int:
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
-    args = parser.parse_args(argv)
-    if args.command == "search":
-        return _search(parser, args)
-    if args.command == "search-bench":
-        from .search_bench import measure
+    return parser
 
-        numbers = measure(args.claim, args.instances, args.t1)
-        if args.out:
-            args.out.write_text(json.dumps(numbers, indent=1))
-        print(json.dumps(numbers, indent=1))
-        return 0
-    from .products import limit_threads
 
-    with limit_threads(args.blas_threads):
-        if args.command == "figure":
-            from .figures import make_figure
+def _figure(args) -> int:
+    from .figures import make_figure
 
-            output = make_figure(args.number, args.out, size=args.size)
-            print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
-                              "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
-            return 0 if output.result.verdict == "verified" else 1
-        if args.part in ("all", "scipy"):
-            from .bench import run_benchmark, write_outputs
+    output = make_figure(args.number, args.out, size=args.size)
+    print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
+                      "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
+    return 0 if output.result.verdict == "verified" else 1
 
-            results = run_benchmark(quick=args.quick)
-            write_outputs(results, out=args.out, section=args.section)
-            print(json.dumps(results["summary"], indent=1))
-        if args.part in ("all", "peers"):
-            from .peer_bench import run_peer_benchmark, table
 
-            peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
-            if args.peers_out:
-                args.peers_out.parent.mkdir(parents=True, exist_ok=True)
-                args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
-            print(table(peers))
-        return 0
+def _bench(args) -> int:
+    if args.part in ("all", "scipy"):
+        from .bench import run_benchmark, write_outputs
+
+        results = run_benchmark(quick=args.quick)
+        write_outputs(results, out=args.out, section=args.section)
+        print(json.dumps(results["summary"], indent=1))
+    if args.part in ("all", "peers"):
+        from .peer_bench import run_peer_benchmark, table
+
+        peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
+        if args.peers_out:
+            args.peers_out.parent.mkdir(parents=True, exist_ok=True)
+            args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
+        print(table(peers))
+    return 0
+
+
+def _search_bench(args) -> int:
+    from .search_bench import measure
+
+    numbers = measure(args.claim, args.instances, args.t1)
+    if args.out:
+        args.out.write_text(json.dumps(numbers, indent=1))
+    print(json.dumps(numbers, indent=1))
+    return 0
 
 
 def _positive(text: str) -> int:
