@@ -145,3 +145,19 @@ def test_unknown_family_is_refused_naming_the_supported_ones():
         adapter_class(config)
     with pytest.raises(ValueError, match="has no loop adapter"):
         adapter_for(torch.nn.Linear(2, 2))
+
+
+def test_inputs_without_masks_drop_every_mask_and_keep_the_positions():
+    """The authors' way of calling blocks (the causality control): the same tokens, positions and rotary
+    (cos, sin) for every attention kind, every mask None; the inputs it came from keep their masks."""
+    adapter = adapter_for(load_model("tiny-gemma3", "random", seed=0, attn_implementation="eager"))
+    inputs = adapter.block_inputs(9, torch.device("cpu"), torch.float32)
+    assert set(inputs.masks) == {"full_attention", "sliding_attention"} and set(inputs.rotary) == set(inputs.masks)
+    bare = inputs.without_masks()
+    assert bare.tokens == inputs.tokens == 9
+    assert torch.equal(bare.position_ids, inputs.position_ids)
+    assert bare.masks == {"full_attention": None, "sliding_attention": None}
+    assert bare.rotary.keys() == inputs.rotary.keys()
+    for kind, (cos, sin) in inputs.rotary.items():
+        assert bare.rotary[kind][0] is cos and bare.rotary[kind][1] is sin
+    assert all(mask is not None for mask in inputs.masks.values())
