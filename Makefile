@@ -58,13 +58,13 @@ mutants: $(STAMP)
 	mkdir -p build/mutants
 	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
 	rm -f mutants/mutmut-stats.json
-	start=$$(date +%s); \
-	  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 $(BIN)/mutmut run $(MUTANTS_SCOPE) && \
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m reports.mutation measure \
+	  build/mutants/run.json -- nice -n 10 sh -c "$(BIN)/mutmut run $(MUTANTS_SCOPE) && \
 	  $(BIN)/cosmic-ray init tests/mutation/kernels.toml $(KERNELS_SESSION) --force && \
 	  $(BIN)/cr-filter-operators $(KERNELS_SESSION) tests/mutation/kernels.toml && \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" nice -n 10 $(BIN)/cosmic-ray exec tests/mutation/kernels.toml $(KERNELS_SESSION) && \
-	  $(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
-	    --cosmic-ray $(KERNELS_SESSION) --seconds $$(( $$(date +%s) - start ))
+	  PATH=$(CURDIR)/$(BIN):\$$PATH $(BIN)/cosmic-ray exec tests/mutation/kernels.toml $(KERNELS_SESSION)"
+	$(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
+	  --cosmic-ray $(KERNELS_SESSION) --run build/mutants/run.json
 
 clean:
 	rm -rf $(VENV) build mutants .pytest_cache .hypothesis
