@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from empirical import adapter_for, authors_prompts, load_model, looped_consensus, misalignment
-from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, adapter_class
+from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, _is_norm_module, adapter_class
 from empirical.loop import embed, run_pass
 from empirical.models import TINY_CONFIGS, TINY_MODELS, builtin_config
 
@@ -92,9 +92,10 @@ def test_attention_implementations_agree(name, implementation):
 FFN_OUTPUT = ("mlp.c_proj", "mlp.down_proj", "mlp.fc2", "mlp.fc_out", "mlp.dense_4h_to_h", "fc2")
 
 
-@pytest.mark.parametrize("name", TINY_MODELS)
-def test_no_ffn_block_is_the_block_with_its_ffn_silenced(name):
-    model = load_model(name, "random", seed=1)
+@pytest.mark.parametrize("name,implementation", IMPLEMENTATIONS)
+def test_no_ffn_block_is_the_block_with_its_ffn_silenced(name, implementation):
+    """Under every attention implementation: eager's explicit causal mask must reach the attention sublayer too."""
+    model = load_model(name, "random", seed=1, attn_implementation=implementation)
     adapter = adapter_for(model)
     x = torch.randn(2, 9, adapter.width, generator=torch.Generator().manual_seed(2))
     inputs = adapter.block_inputs(9, x.device, x.dtype)
@@ -161,3 +162,41 @@ def test_inputs_without_masks_drop_every_mask_and_keep_the_positions():
     for kind, (cos, sin) in inputs.rotary.items():
         assert bare.rotary[kind][0] is cos and bare.rotary[kind][1] is sin
     assert all(mask is not None for mask in inputs.masks.values())
+
+
+def test_opt_350m_layout_with_an_input_projection_and_post_ln_blocks_reproduces_the_forward():
+    """OPT-350m's shape (embeddings narrower than the blocks, ``project_in``; post-LN blocks, no final norm): the
+    embeddings, every block and the (identity) final norm as in the model's own forward; the no-FFN ablation is
+    refused for it, the full block is not."""
+    from transformers import AutoModelForCausalLM
+
+    config = builtin_config("tiny-opt")
+    config.word_embed_proj_dim, config.do_layer_norm_before = 16, False
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    adapter = adapter_for(model)
+    assert adapter.decoder.project_in is not None and adapter.decoder.final_layer_norm is None
+    ids = _ids(adapter)
+    outputs, hidden = _blocks_of_the_models_own_forward(model, adapter, ids)
+    x, _ = embed(adapter, ids)
+    torch.testing.assert_close(x, hidden[0], atol=ATOL, rtol=0)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    with torch.no_grad():
+        for index in range(adapter.num_layers):
+            x = adapter.block(index, x, inputs)
+            torch.testing.assert_close(x, outputs[index], atol=ATOL, rtol=0)
+        torch.testing.assert_close(adapter.final_norm(x), outputs[-1], atol=0, rtol=0)
+        with pytest.raises(ValueError, match="post-LN OPT"):
+            adapter.block(0, x, inputs, ffn=False)
+
+
+def test_norm_modules_are_recognised_as_transformers_initialiser_does():
+    """By class: nn.LayerNorm and its subclasses, and any class named like a LayerNorm or an RMSNorm (OLMo's own
+    LayerNorm is not an nn.LayerNorm); a linear layer is not a norm."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
+
+    assert not isinstance(OlmoLayerNorm(8), torch.nn.LayerNorm)
+    assert all(_is_norm_module(m) for m in (torch.nn.LayerNorm(8), OlmoLayerNorm(8), LlamaRMSNorm(8)))
+    assert not _is_norm_module(torch.nn.Linear(8, 8))
