@@ -5,7 +5,7 @@ import torch
 
 from empirical import adapter_for, authors_prompts, load_model, looped_consensus, misalignment
 from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, _is_norm_module, adapter_class
-from empirical.loop import embed, run_pass
+from empirical.loop import NonFiniteActivations, embed, run_pass
 from empirical.models import TINY_CONFIGS, TINY_MODELS, builtin_config
 
 #: (tiny model, attention implementation): every implementation transformers offers for each family.
@@ -200,3 +200,46 @@ def test_norm_modules_are_recognised_as_transformers_initialiser_does():
     assert not isinstance(OlmoLayerNorm(8), torch.nn.LayerNorm)
     assert all(_is_norm_module(m) for m in (torch.nn.LayerNorm(8), OlmoLayerNorm(8), LlamaRMSNorm(8)))
     assert not _is_norm_module(torch.nn.Linear(8, 8))
+
+
+def _by_hand(adapter, ids, passes, ffn):
+    """E of ``passes`` looped passes from embed and run_pass: the embeddings, then every block of each pass."""
+    x, e0 = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    columns = [e0[:, None]]
+    for k in range(passes):
+        result = run_pass(adapter, x, inputs, ffn=ffn, pass_index=k)
+        x = result.hidden
+        columns.append(result.E.T)
+    return torch.cat(columns, dim=1)
+
+
+def test_looped_consensus_feeds_each_pass_its_predecessors_output():
+    """E after the embeddings and after every block of every pass, each pass fed the last one's final-norm output;
+    with the FFN unless ``ffn=False``; ``before_pass(k)`` called before pass k = 0, 1, ...; one pass suffices.
+    In bfloat16, so the masks and rotary (cos, sin) must be built in the model's dtype."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, dtype=torch.bfloat16, attn_implementation="eager"))
+    ids = _ids(adapter)
+    layers = adapter.num_layers
+    calls = []
+    E = looped_consensus(adapter, ids, 3, before_pass=calls.append)
+    assert calls == [0, 1, 2] and E.shape == (ids.shape[0], 3 * layers + 1)
+    torch.testing.assert_close(E, _by_hand(adapter, ids, 3, ffn=True), atol=0, rtol=0)
+    without = looped_consensus(adapter, ids, 1, ffn=False)
+    torch.testing.assert_close(without, _by_hand(adapter, ids, 1, ffn=False), atol=0, rtol=0)
+    assert (without - E[:, :layers + 1]).abs().max() > 1e-3  # control: the FFN changes E
+    with pytest.raises(ValueError, match="passes=0 must be at least 1"):
+        looped_consensus(adapter, ids, 0)
+
+
+def test_non_finite_activations_name_the_pass_and_block_they_appear_in():
+    """A NaN weight set before the second pass: the error names pass 2, block 1, and its measurement (the
+    second pass's first, after the embeddings' and the first pass's)."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+
+    def poison(k):
+        if k == 1:
+            adapter.blocks[0].mlp.down_proj.weight.fill_(float("nan"))
+
+    with pytest.raises(NonFiniteActivations, match=f"in pass 2 \\(block 1, measurement {adapter.num_layers + 1},"):
+        looped_consensus(adapter, _ids(adapter), 2, before_pass=poison)

@@ -50,6 +50,8 @@ BAD_INPUTS = [
                  "point must have last axis d = 3", id="differential-dimension"),
     pytest.param(lambda: Ellipsoid(I3).is_tangent(np.ones(4), np.ones(3)), ValueError,
                  "vector must have last axis d = 3", id="is-tangent-dimension"),
+    pytest.param(lambda: Ellipsoid(I3).belongs(np.ones(4)), ValueError, "point must have last axis d = 3",
+                 id="belongs-dimension"),
     pytest.param(lambda: Ellipsoid().random_point_in_hemisphere(1.0, np.random.default_rng(0), (4, 3)),
                  ValueError, "v must have at least 1 axes", id="hemisphere-scalar-v"),
     pytest.param(lambda: Ellipsoid().random_point_in_hemisphere([np.nan, 1.0, 0.0], np.random.default_rng(0), (4, 3)),
