@@ -243,3 +243,10 @@ def test_non_finite_activations_name_the_pass_and_block_they_appear_in():
 
     with pytest.raises(NonFiniteActivations, match=f"in pass 2 \\(block 1, measurement {adapter.num_layers + 1},"):
         looped_consensus(adapter, _ids(adapter), 2, before_pass=poison)
+
+
+def test_a_decoder_model_without_its_rotary_module_is_refused_clearly():
+    model = load_model("tiny-llama", "random")
+    del model.model.rotary_emb
+    with pytest.raises(ValueError, match="has no model.rotary_emb; DecoderLayerAdapter needs"):
+        adapter_for(model)

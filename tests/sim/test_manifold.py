@@ -171,3 +171,18 @@ def test_membership_tests_default_to_a_tolerance_of_rounding_size():
     assert Ellipsoid().belongs([1.0, 0.0, 0.0]) and not Ellipsoid().belongs(off)
     assert Ellipsoid().is_tangent([0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
     assert not Ellipsoid().is_tangent([1e-9, 1.0, 0.0], [1.0, 0.0, 0.0])
+
+
+def test_norm_and_submersion_compute_in_float64_from_float32_input(manifold, rng):
+    """float32 input is widened first: (0.6, 0.8, 0) in float32 is 4.8e-8 off the unit sphere in float64, a
+    difference float32 arithmetic rounds away."""
+    x = rng.standard_normal((6, 3)).astype(np.float32)
+    for f in (manifold.norm, manifold.submersion):
+        assert f(x).dtype == np.float64
+        np.testing.assert_allclose(f(x), f(x.astype(np.float64)), rtol=0, atol=0)
+    assert Ellipsoid().submersion(np.array([0.6, 0.8, 0.0], dtype=np.float32)) > 1e-8
+
+
+def test_belongs_accepts_a_deviation_equal_to_atol():
+    # an exact point deviates by 0.0: the test is |x^T W x - 1| <= atol, inclusive
+    assert Ellipsoid().belongs([1.0, 0.0, 0.0], atol=0.0)
