@@ -37,6 +37,12 @@ BAD_INPUTS = [
                  r"W must be symmetric positive definite; max \|W - W\^T\|", id="W-not-symmetric"),
     pytest.param(lambda: Ellipsoid(np.ones((2, 3))), ValueError, r"W must be a square \(d, d\) matrix",
                  id="W-not-square"),
+    pytest.param(lambda: Ellipsoid(np.array([[np.nan, 0.0], [0.0, 1.0]])), ValueError, "W must be finite",
+                 id="W-nan"),
+    # max |W| = 1: the tolerance is 1e-12 and the asymmetry 1.5e-12 exceeds it
+    pytest.param(lambda: Ellipsoid(np.array([[1.0, 1.5e-12], [0.0, 1.0]])), ValueError,
+                 "W must be symmetric positive definite; max", id="W-asymmetry-above-tolerance"),
+    pytest.param(lambda: Ellipsoid(np.diag([1.0, 0.0])), ValueError, "smallest eigenvalue is 0", id="W-singular"),
     pytest.param(lambda: Ellipsoid(I3).project(np.ones(4)), ValueError, "point must have last axis d = 3",
                  id="project-dimension"),
     pytest.param(lambda: Ellipsoid().project(2.0), ValueError, "point must have at least 1 axes", id="project-scalar"),

@@ -88,3 +88,10 @@ def test_reduce_simplifies_small_residuals_only():
     big = sum(sp.sin(sp.Symbol(f"b{k}")) ** 2 + sp.cos(sp.Symbol(f"b{k}")) ** 2 for k in range(terms)) - terms
     assert sp.count_ops(big) > SIMPLIFY_LIMIT
     assert reduce(big) != 0  # too large for simplify: the expanded residual is returned, not a false zero
+
+
+def test_gram_entries_are_real_symbols():
+    """A Gram entry is a real number, which sympy may use: |<x,x>| squared is <x,x>^2, conj(<x,y>) is <x,y>."""
+    entry = Form("W").entry("x", "y")
+    assert entry.is_real is True
+    assert sp.conjugate(entry) == entry and sp.Abs(entry) ** 2 == entry ** 2
