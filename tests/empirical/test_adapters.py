@@ -250,3 +250,32 @@ def test_a_decoder_model_without_its_rotary_module_is_refused_clearly():
     del model.model.rotary_emb
     with pytest.raises(ValueError, match="has no model.rotary_emb; DecoderLayerAdapter needs"):
         adapter_for(model)
+
+
+def test_a_bare_pass_measures_nothing_and_reaches_the_same_state():
+    """``measure=False`` (the benchmark's loop): E of shape (0, prompts), the same final-norm output."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+    ids = _ids(adapter)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    measured, bare = run_pass(adapter, x, inputs), run_pass(adapter, x, inputs, measure=False)
+    assert measured.E.shape == (adapter.num_layers, ids.shape[0]) and bare.E.shape == (0, ids.shape[0])
+    torch.testing.assert_close(bare.hidden, measured.hidden, atol=0, rtol=0)
+
+
+def test_a_one_block_model_loops_and_a_nan_is_named_in_pass_1_by_default():
+    from transformers import AutoModelForCausalLM
+
+    config = builtin_config("tiny-llama")
+    config.num_hidden_layers = 1
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        adapter = adapter_for(AutoModelForCausalLM.from_config(config).eval())
+    ids = _ids(adapter)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    assert run_pass(adapter, x, inputs).E.shape == (1, ids.shape[0])
+    with torch.no_grad():
+        adapter.blocks[0].mlp.down_proj.weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteActivations, match=r"in pass 1 \(block 1, measurement 1,"):
+        run_pass(adapter, x, inputs)
