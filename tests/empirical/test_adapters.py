@@ -279,3 +279,16 @@ def test_a_one_block_model_loops_and_a_nan_is_named_in_pass_1_by_default():
         adapter.blocks[0].mlp.down_proj.weight.fill_(float("nan"))
     with pytest.raises(NonFiniteActivations, match=r"in pass 1 \(block 1, measurement 1,"):
         run_pass(adapter, x, inputs)
+
+
+def test_embed_takes_prompts_up_to_the_context_and_names_non_finite_embeddings():
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+    n = adapter.context_length
+    ids = torch.tensor(authors_prompts(2, n, adapter.vocab_size, 0, adapter.zero_embedding_ids()))
+    assert embed(adapter, ids)[0].shape == (2, n, adapter.width)  # exactly the context: accepted
+    with pytest.raises(ValueError, match=f"prompts of {n + 1} tokens are longer"):
+        embed(adapter, torch.cat([ids, ids[:, :1]], dim=1))
+    with torch.no_grad():
+        adapter.model.get_input_embeddings().weight[int(ids[1, 3])] = float("nan")
+    with pytest.raises(NonFiniteActivations, match=r"in the embeddings \(block 1, measurement 1, prompt 1\)"):
+        embed(adapter, ids)
