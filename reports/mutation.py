@@ -187,7 +187,8 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     title = "Mutation testing of the core modules"
     if not Path(summary_path).exists():
         return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
-                                    "mutmut over the core modules and writes it (about an hour on 2 cores).", order=90)
+                                    "mutmut over the core modules and writes it (README \"Mutation testing\" gives "
+                                    "the time measured).", order=90)
     summary = json.loads(Path(summary_path).read_text())
     rows = []
     for name, m in [*sorted(summary["modules"].items()), ("all", summary["totals"])]:
