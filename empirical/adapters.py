@@ -189,10 +189,6 @@ class LoopAdapter:
         module = self._final_norm_module()
         return module(x.to(_device_of(module, x)))
 
-    def embedding_parameters(self) -> list[nn.Parameter]:
-        """The embedding tables (for reports on what a draw changed)."""
-        raise NotImplementedError
-
     def zero_embedding_ids(self) -> list[int]:
         """Token ids whose embedding row is the zero vector: padding rows (``padding_idx``), which the
         initialisers zero (random Phi-3 and OLMo-2 keep them zero; tied OPT and Gemma 3 draws fill them
@@ -380,9 +376,6 @@ class DecoderLayerAdapter(LoopAdapter):
     def _final_norm_module(self):
         return getattr(self.base, self.layout.final_norm)
 
-    def embedding_parameters(self):
-        return [getattr(self.base, self.layout.embed).weight]
-
 
 class OPTAdapter(LoopAdapter):
     """OPT (``OPTForCausalLM``): blocks ``model.decoder.layers`` in the shared calling convention, learned
@@ -435,9 +428,6 @@ class OPTAdapter(LoopAdapter):
     def _final_norm_module(self):
         return self.decoder.final_layer_norm or nn.Identity()
 
-    def embedding_parameters(self):
-        return [self.decoder.embed_tokens.weight, self.decoder.embed_positions.weight]
-
 
 # -- the transformer.h layout (GPT-2, GPT-Neo, GPT-J) ------------------------------------------------
 
@@ -469,10 +459,6 @@ class _TransformerHAdapter(LoopAdapter):
 
     def _final_norm_module(self):
         return self.model.transformer.ln_f
-
-    def embedding_parameters(self):
-        transformer = self.model.transformer
-        return [transformer.wte.weight] + ([transformer.wpe.weight] if hasattr(transformer, "wpe") else [])
 
 
 class GPT2Adapter(_TransformerHAdapter):

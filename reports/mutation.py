@@ -9,6 +9,11 @@ checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant na
 selected test reaches counts as undetected. A listed
 equivalent counts apart only while it survives: one that a test now kills, or that no longer exists, is
 reported as stale, never dropped silently.
+
+``python -m reports.mutation measure OUT -- COMMAND`` runs the mutation tools and records what the run cost
+(``OUT``, build/mutants/run.json): the git revision measured, wall and CPU time, and the machine's load average
+sampled during the run (a shared machine's load inflates the wall time, not the CPU time). The summary takes one
+such record per segment of a run (``--run``, repeatable: a run resumed after an interruption).
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
+import resource
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -50,10 +59,10 @@ def mutmut_outcomes(exit_codes: Mapping[str, int | None], scope: tuple[str, ...]
 
 
 def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, scope: tuple[str, ...] = ("*",),
-              seconds: float | None = None) -> dict[str, Any]:
+              runs: tuple[Mapping[str, Any], ...] = ()) -> dict[str, Any]:
     """The per-module counts of ``outcomes`` (mutant name -> one of OUTCOMES but "equivalent") with
-    ``equivalents`` (mutant name -> reason) applied; ``scope`` the globs mutmut ran, ``seconds`` the run's wall
-    time, if measured."""
+    ``equivalents`` (mutant name -> reason) applied; ``scope`` the globs mutmut ran, ``runs`` what the run's
+    segments cost (``measure``'s records), if measured."""
     unknown = set(outcomes.values()) - set(OUTCOMES) | ({"equivalent"} & set(outcomes.values()))
     if unknown:
         raise ValueError(f"outcomes must be among {OUTCOMES} (not 'equivalent': the list decides); got {unknown}.")
@@ -72,7 +81,7 @@ def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, sc
     totals["score"] = _score(totals)
     stale = {name: reason for name, reason in sorted(equivalents.items()) if outcomes.get(name) != "survived"}
     return {"modules": modules, "totals": totals, "equivalents": dict(sorted(equivalents.items())),
-            "stale_equivalents": stale, "scope": list(scope), "seconds": seconds}
+            "stale_equivalents": stale, "scope": list(scope), "runs": [dict(run) for run in runs]}
 
 
 def _score(counts: Mapping[str, int]) -> float | None:
@@ -122,6 +131,45 @@ def read_cosmic_ray(session: Path) -> dict[str, str]:
     return outcomes
 
 
+def revision(folder: Path = Path(".")) -> str:
+    """The git commit checked out in ``folder``, with "+modified" when tracked files differ from it, or "unknown"
+    outside a git work tree."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit = git("rev-parse", "HEAD").strip()
+        modified = git("status", "--porcelain", "--untracked-files=no").strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+modified" if modified else "")
+
+
+def measure(command: list[str], *, interval: float = 30.0) -> dict[str, Any]:
+    """Run ``command`` and return what it cost: its exit code, the revision it ran on (read before it starts:
+    cosmic-ray modifies the tree while it runs), wall seconds, CPU seconds (user + system of every process it
+    started and waited for) and the 1-minute load average sampled every ``interval`` seconds."""
+    if not command:
+        raise ValueError("command must name the program to run (after `--`).")
+    measured = revision()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    process = subprocess.Popen(command)
+    load = [os.getloadavg()[0]]
+    while True:
+        try:
+            code = process.wait(timeout=interval)
+            break
+        except subprocess.TimeoutExpired:
+            load.append(os.getloadavg()[0])
+    seconds = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"command": command, "exit_code": code, "revision": measured, "seconds": seconds, "cpu_seconds": cpu,
+            "load_average": {"mean": sum(load) / len(load), "max": max(load), "samples": len(load)},
+            "cores": os.cpu_count()}
+
+
 def read_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
     """The checked-in equivalent mutants: ``[equivalent]`` table of mutant name -> one-line reason."""
     import tomllib  # Python >= 3.11, like mutmut's own configuration reading; only `make mutants` calls this
@@ -139,14 +187,14 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     title = "Mutation testing of the core modules"
     if not Path(summary_path).exists():
         return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
-                                    "mutmut over the core modules and writes it (about an hour on 2 cores).", order=90)
+                                    "mutmut over the core modules and writes it (README \"Mutation testing\" gives "
+                                    "the time measured).", order=90)
     summary = json.loads(Path(summary_path).read_text())
     rows = []
     for name, m in [*sorted(summary["modules"].items()), ("all", summary["totals"])]:
         score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
         rows.append((name, m["total"], m["killed"], m["timeout"], m["survived"], m["equivalent"], m["no tests"],
                      m["excluded"], m["not checked"] + m["other"], score))
-    seconds = summary.get("seconds")
     text = ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
             "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
@@ -156,8 +204,7 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
             "by construction (tests/mutation/kernels.toml) are counted as excluded.")
     if summary.get("scope", ["*"]) != ["*"]:
         text += " Mutants in scope (mutmut's names): " + ", ".join(f"`{g}`" for g in summary["scope"]) + "."
-    if seconds is not None:
-        text += f" Wall time of the run: {seconds / 60:.0f} min."
+    text += " " + _cost(summary.get("runs", []))
     if summary["stale_equivalents"]:
         text += (" Listed as equivalent but no longer surviving (stale entries to remove): "
                  + ", ".join(summary["stale_equivalents"]) + ".")
@@ -169,7 +216,28 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     return ReportSection(title, text, tables=tuple(tables), order=90)
 
 
+def _cost(runs: list[Mapping[str, Any]]) -> str:
+    """What the run cost, in words: revision, wall and CPU time, load average (over its segments)."""
+    if not runs:
+        return "The run's cost was not measured."
+    revisions = sorted({run["revision"] for run in runs})
+    cpu = [run["cpu_seconds"] for run in runs]
+    loads = [run["load_average"] for run in runs if run.get("load_average")]
+    text = (f"Measured at revision {', '.join(revisions)}" + (f" in {len(runs)} segments" if len(runs) > 1 else "")
+            + f": {sum(run['seconds'] for run in runs) / 60:.0f} min of wall time, ")
+    text += ("CPU time not measured" if None in cpu else f"{sum(cpu) / 60:.0f} min of CPU time")
+    if loads:
+        mean = sum(load["mean"] * load["samples"] for load in loads) / sum(load["samples"] for load in loads)
+        text += (f", load average {mean:.1f} (at most {max(load['max'] for load in loads):.1f}) on "
+                 f"{runs[0].get('cores')} cores: the machine was shared, which inflates the wall time")
+    return text + "."
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["measure"]:
+        return _measure_command(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reports.mutation",
                                      description="Summarise a mutmut run into build/mutants/summary.json.")
     parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
@@ -177,18 +245,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
     parser.add_argument("--scope", nargs="+", default=["*"], help="the mutant-name globs `mutmut run` was given")
     parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the Numba kernels")
-    parser.add_argument("--seconds", type=float, default=None, help="the run's measured wall time")
+    parser.add_argument("--run", type=Path, action="append", default=[],
+                        help="what a segment of the run cost (`measure`'s record; repeat for each segment)")
     args = parser.parse_args(argv)
     outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
     if args.cosmic_ray is not None:
         outcomes.update(read_cosmic_ray(args.cosmic_ray))
-    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), seconds=args.seconds)
+    runs = tuple(json.loads(path.read_text()) for path in args.run)
+    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), runs=runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1, ensure_ascii=False))
     t = summary["totals"]
     print(f"{t['total']} mutants: {t['killed']} killed, {t['timeout']} timed out, {t['survived']} survived, "
           f"{t['equivalent']} equivalent, {t['no tests']} untested; score {t['score']}", file=sys.stderr)
     return 0
+
+
+def _measure_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.mutation measure",
+                                     description="Run a command and record its revision, wall and CPU time, load.")
+    parser.add_argument("out", type=Path, help="the record to write (build/mutants/run.json)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    record = measure(command)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1))
+    print(f"{record['seconds'] / 60:.1f} min wall, {record['cpu_seconds'] / 60:.1f} min CPU, load average "
+          f"{record['load_average']['mean']:.1f} at {record['revision']}", file=sys.stderr)
+    return record["exit_code"]
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from empirical import adapter_for, authors_prompts, load_model, looped_consensus, misalignment
-from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, adapter_class
-from empirical.loop import embed, run_pass
+from empirical.adapters import ADAPTERS, DECODER_LAYOUTS, _is_norm_module, adapter_class
+from empirical.loop import NonFiniteActivations, embed, run_pass
 from empirical.models import TINY_CONFIGS, TINY_MODELS, builtin_config
 
 #: (tiny model, attention implementation): every implementation transformers offers for each family.
@@ -92,9 +92,10 @@ def test_attention_implementations_agree(name, implementation):
 FFN_OUTPUT = ("mlp.c_proj", "mlp.down_proj", "mlp.fc2", "mlp.fc_out", "mlp.dense_4h_to_h", "fc2")
 
 
-@pytest.mark.parametrize("name", TINY_MODELS)
-def test_no_ffn_block_is_the_block_with_its_ffn_silenced(name):
-    model = load_model(name, "random", seed=1)
+@pytest.mark.parametrize("name,implementation", IMPLEMENTATIONS)
+def test_no_ffn_block_is_the_block_with_its_ffn_silenced(name, implementation):
+    """Under every attention implementation: eager's explicit causal mask must reach the attention sublayer too."""
+    model = load_model(name, "random", seed=1, attn_implementation=implementation)
     adapter = adapter_for(model)
     x = torch.randn(2, 9, adapter.width, generator=torch.Generator().manual_seed(2))
     inputs = adapter.block_inputs(9, x.device, x.dtype)
@@ -145,3 +146,149 @@ def test_unknown_family_is_refused_naming_the_supported_ones():
         adapter_class(config)
     with pytest.raises(ValueError, match="has no loop adapter"):
         adapter_for(torch.nn.Linear(2, 2))
+
+
+def test_inputs_without_masks_drop_every_mask_and_keep_the_positions():
+    """The authors' way of calling blocks (the causality control): the same tokens, positions and rotary
+    (cos, sin) for every attention kind, every mask None; the inputs it came from keep their masks."""
+    adapter = adapter_for(load_model("tiny-gemma3", "random", seed=0, attn_implementation="eager"))
+    inputs = adapter.block_inputs(9, torch.device("cpu"), torch.float32)
+    assert set(inputs.masks) == {"full_attention", "sliding_attention"} and set(inputs.rotary) == set(inputs.masks)
+    bare = inputs.without_masks()
+    assert bare.tokens == inputs.tokens == 9
+    assert torch.equal(bare.position_ids, inputs.position_ids)
+    assert bare.masks == {"full_attention": None, "sliding_attention": None}
+    assert bare.rotary.keys() == inputs.rotary.keys()
+    for kind, (cos, sin) in inputs.rotary.items():
+        assert bare.rotary[kind][0] is cos and bare.rotary[kind][1] is sin
+    assert all(mask is not None for mask in inputs.masks.values())
+
+
+def test_opt_350m_layout_with_an_input_projection_and_post_ln_blocks_reproduces_the_forward():
+    """OPT-350m's shape (embeddings narrower than the blocks, ``project_in``; post-LN blocks, no final norm): the
+    embeddings, every block and the (identity) final norm as in the model's own forward; the no-FFN ablation is
+    refused for it, the full block is not."""
+    from transformers import AutoModelForCausalLM
+
+    config = builtin_config("tiny-opt")
+    config.word_embed_proj_dim, config.do_layer_norm_before = 16, False
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    adapter = adapter_for(model)
+    assert adapter.decoder.project_in is not None and adapter.decoder.final_layer_norm is None
+    ids = _ids(adapter)
+    outputs, hidden = _blocks_of_the_models_own_forward(model, adapter, ids)
+    x, _ = embed(adapter, ids)
+    torch.testing.assert_close(x, hidden[0], atol=ATOL, rtol=0)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    with torch.no_grad():
+        for index in range(adapter.num_layers):
+            x = adapter.block(index, x, inputs)
+            torch.testing.assert_close(x, outputs[index], atol=ATOL, rtol=0)
+        torch.testing.assert_close(adapter.final_norm(x), outputs[-1], atol=0, rtol=0)
+        with pytest.raises(ValueError, match="post-LN OPT"):
+            adapter.block(0, x, inputs, ffn=False)
+
+
+def test_norm_modules_are_recognised_as_transformers_initialiser_does():
+    """By class: nn.LayerNorm and its subclasses, and any class named like a LayerNorm or an RMSNorm (OLMo's own
+    LayerNorm is not an nn.LayerNorm); a linear layer is not a norm."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
+
+    assert not isinstance(OlmoLayerNorm(8), torch.nn.LayerNorm)
+    assert all(_is_norm_module(m) for m in (torch.nn.LayerNorm(8), OlmoLayerNorm(8), LlamaRMSNorm(8)))
+    assert not _is_norm_module(torch.nn.Linear(8, 8))
+
+
+def _by_hand(adapter, ids, passes, ffn):
+    """E of ``passes`` looped passes from embed and run_pass: the embeddings, then every block of each pass."""
+    x, e0 = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    columns = [e0[:, None]]
+    for k in range(passes):
+        result = run_pass(adapter, x, inputs, ffn=ffn, pass_index=k)
+        x = result.hidden
+        columns.append(result.E.T)
+    return torch.cat(columns, dim=1)
+
+
+def test_looped_consensus_feeds_each_pass_its_predecessors_output():
+    """E after the embeddings and after every block of every pass, each pass fed the last one's final-norm output;
+    with the FFN unless ``ffn=False``; ``before_pass(k)`` called before pass k = 0, 1, ...; one pass suffices.
+    In bfloat16, so the masks and rotary (cos, sin) must be built in the model's dtype."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, dtype=torch.bfloat16, attn_implementation="eager"))
+    ids = _ids(adapter)
+    layers = adapter.num_layers
+    calls = []
+    E = looped_consensus(adapter, ids, 3, before_pass=calls.append)
+    assert calls == [0, 1, 2] and E.shape == (ids.shape[0], 3 * layers + 1)
+    torch.testing.assert_close(E, _by_hand(adapter, ids, 3, ffn=True), atol=0, rtol=0)
+    without = looped_consensus(adapter, ids, 1, ffn=False)
+    torch.testing.assert_close(without, _by_hand(adapter, ids, 1, ffn=False), atol=0, rtol=0)
+    assert (without - E[:, :layers + 1]).abs().max() > 1e-3  # control: the FFN changes E
+    with pytest.raises(ValueError, match="passes=0 must be at least 1"):
+        looped_consensus(adapter, ids, 0)
+
+
+def test_non_finite_activations_name_the_pass_and_block_they_appear_in():
+    """A NaN weight set before the second pass: the error names pass 2, block 1, and its measurement (the
+    second pass's first, after the embeddings' and the first pass's)."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+
+    def poison(k):
+        if k == 1:
+            adapter.blocks[0].mlp.down_proj.weight.fill_(float("nan"))
+
+    with pytest.raises(NonFiniteActivations, match=f"in pass 2 \\(block 1, measurement {adapter.num_layers + 1},"):
+        looped_consensus(adapter, _ids(adapter), 2, before_pass=poison)
+
+
+def test_a_decoder_model_without_its_rotary_module_is_refused_clearly():
+    model = load_model("tiny-llama", "random")
+    del model.model.rotary_emb
+    with pytest.raises(ValueError, match="has no model.rotary_emb; DecoderLayerAdapter needs"):
+        adapter_for(model)
+
+
+def test_a_bare_pass_measures_nothing_and_reaches_the_same_state():
+    """``measure=False`` (the benchmark's loop): E of shape (0, prompts), the same final-norm output."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+    ids = _ids(adapter)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    measured, bare = run_pass(adapter, x, inputs), run_pass(adapter, x, inputs, measure=False)
+    assert measured.E.shape == (adapter.num_layers, ids.shape[0]) and bare.E.shape == (0, ids.shape[0])
+    torch.testing.assert_close(bare.hidden, measured.hidden, atol=0, rtol=0)
+
+
+def test_a_one_block_model_loops_and_a_nan_is_named_in_pass_1_by_default():
+    from transformers import AutoModelForCausalLM
+
+    config = builtin_config("tiny-llama")
+    config.num_hidden_layers = 1
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        adapter = adapter_for(AutoModelForCausalLM.from_config(config).eval())
+    ids = _ids(adapter)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    assert run_pass(adapter, x, inputs).E.shape == (1, ids.shape[0])
+    with torch.no_grad():
+        adapter.blocks[0].mlp.down_proj.weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteActivations, match=r"in pass 1 \(block 1, measurement 1,"):
+        run_pass(adapter, x, inputs)
+
+
+def test_embed_takes_prompts_up_to_the_context_and_names_non_finite_embeddings():
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4))
+    n = adapter.context_length
+    ids = torch.tensor(authors_prompts(2, n, adapter.vocab_size, 0, adapter.zero_embedding_ids()))
+    assert embed(adapter, ids)[0].shape == (2, n, adapter.width)  # exactly the context: accepted
+    with pytest.raises(ValueError, match=f"prompts of {n + 1} tokens are longer"):
+        embed(adapter, torch.cat([ids, ids[:, :1]], dim=1))
+    with torch.no_grad():
+        adapter.model.get_input_embeddings().weight[int(ids[1, 3])] = float("nan")
+    with pytest.raises(NonFiniteActivations, match=r"in the embeddings \(block 1, measurement 1, prompt 1\)"):
+        embed(adapter, ids)

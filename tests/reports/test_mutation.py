@@ -1,11 +1,12 @@
 """The mutation summary counts every mutant once, keeps equivalents apart, and the report section shows it."""
 
 import json
+import sys
 
 import pytest
 
-from reports.mutation import (EQUIVALENTS, SUMMARY, main, module_name, mutmut_outcomes, read_cosmic_ray,
-                              read_equivalents, section, summarise)
+from reports.mutation import (EQUIVALENTS, SUMMARY, main, measure, module_name, mutmut_outcomes, read_cosmic_ray,
+                              read_equivalents, revision, section, summarise)
 
 # mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
 FAKE_RUN = {
@@ -19,6 +20,9 @@ FAKE_RUN = {
 }
 OUTCOMES = mutmut_outcomes(FAKE_RUN)
 EQUIVALENT = {"sim.manifold.xǁSphereǁproject__mutmut_3": "a copy instead of a view: same values"}
+#: What a segment of a run cost, as `measure` records it.
+RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seconds": 120.0, "cpu_seconds": 180.0,
+       "load_average": {"mean": 4.0, "max": 6.0, "samples": 5}, "cores": 2}
 
 
 def test_module_name_drops_the_function_and_the_mutant_number():
@@ -37,7 +41,7 @@ def test_mutmut_exit_codes_become_outcomes_within_the_scope():
 
 
 def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
-    summary = summarise(OUTCOMES, EQUIVALENT, seconds=60.0)
+    summary = summarise(OUTCOMES, EQUIVALENT, runs=(RUN,))
     manifold = summary["modules"]["sim.manifold"]
     assert (manifold["killed"], manifold["timeout"], manifold["survived"], manifold["equivalent"]) == (1, 1, 1, 1)
     assert manifold["survivors"] == ["sim.manifold.xǁSphereǁproject__mutmut_2"]
@@ -84,14 +88,24 @@ def section_of(summary, folder):
 
 
 def test_section_tabulates_a_summary_per_module_with_its_survivors(tmp_path):
-    result = section_of(summarise(OUTCOMES, EQUIVALENT, seconds=120.0), tmp_path)
+    result = section_of(summarise(OUTCOMES, EQUIVALENT, runs=(RUN,)), tmp_path)
     counts, survivors = result.tables
     rows = {row[0]: row for row in counts.rows}
     assert rows["sim.manifold"] == ("sim.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
     assert rows["all"][-1] == "60.0%"
     assert set(survivors.rows) == {("sim.manifold.xǁSphereǁproject__mutmut_2",),
                                    ("reports.records.x_worst_verdict__mutmut_2",)}
-    assert "2 min" in result.text
+    assert ("revision abc123: 2 min of wall time, 3 min of CPU time, load average 4.0 (at most 6.0) on 2 cores"
+            in result.text)
+
+
+def test_section_adds_up_the_segments_of_a_resumed_run_and_says_what_was_not_measured(tmp_path):
+    later = {**RUN, "revision": "def456", "cpu_seconds": None, "load_average": {"mean": 1.0, "max": 9.0, "samples": 15}}
+    text = section_of(summarise(OUTCOMES, EQUIVALENT, runs=(RUN, later)), tmp_path).text
+    # (4 x 5 + 1 x 15) / 20 samples: the mean of every sample
+    assert ("revision abc123, def456 in 2 segments: 4 min of wall time, CPU time not measured, load average 1.8 "
+            "(at most 9.0)") in text
+    assert "cost was not measured" in section_of(summarise(OUTCOMES, EQUIVALENT), tmp_path).text
 
 
 def test_section_without_a_summary_says_how_to_make_one(tmp_path):
@@ -134,14 +148,39 @@ def test_command_writes_the_summary_from_mutmut_results(tmp_path):
     equivalents = tmp_path / "equivalent.toml"
     equivalents.write_text('[equivalent]\n"sim.manifold.xǁSphereǁproject__mutmut_3" = "same values"\n')
     out = tmp_path / "build" / "summary.json"
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(RUN))
     _cosmic_ray_session(tmp_path / "kernels.sqlite")
     assert main([str(tmp_path / "mutants"), str(out), "--equivalents", str(equivalents), "--scope", "sim.*",
-                 "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--seconds", "90"]) == 0
+                 "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--run", str(run), "--run", str(run)]) == 0
     written = json.loads(out.read_text())
-    assert (written["totals"]["equivalent"], written["totals"]["total"], written["seconds"]) == (1, 10, 90.0)
+    assert (written["totals"]["equivalent"], written["totals"]["total"], written["runs"]) == (1, 10, [RUN, RUN])
     assert written["modules"]["sim.kernels"]["excluded"] == 1
     with pytest.raises(FileNotFoundError, match="make mutants"):
         main([str(tmp_path / "empty"), str(out)])
+
+
+def test_measure_records_exit_code_cpu_time_load_and_revision(tmp_path):
+    burn = "import sys; sum(i * i for i in range(3_000_000)); sys.exit(3)"  # about 0.2 s of CPU, then exit 3
+    record = measure([sys.executable, "-c", burn], interval=0.05)
+    assert record["exit_code"] == 3
+    assert record["cpu_seconds"] > 0.05  # the child's CPU time is counted ...
+    assert record["load_average"]["samples"] >= 2  # ... and the load sampled while it ran (0.2 s > 0.05 s)
+    assert record["revision"] == revision() != "unknown"  # the tests run in the project's git work tree
+    idle = measure([sys.executable, "-c", "pass"])
+    assert idle["cpu_seconds"] < record["cpu_seconds"]  # control: an idle child costs less
+    with pytest.raises(ValueError, match="command must"):
+        measure([])
+
+
+def test_measure_command_writes_its_record_and_returns_the_exit_code(tmp_path):
+    out = tmp_path / "build" / "run.json"
+    assert main(["measure", str(out), "--", sys.executable, "-c", "raise SystemExit(2)"]) == 2
+    assert json.loads(out.read_text())["command"][-1] == "raise SystemExit(2)"
+
+
+def test_revision_outside_a_git_work_tree_is_unknown(tmp_path):
+    assert revision(tmp_path) == "unknown"
 
 
 @pytest.mark.full

@@ -328,3 +328,14 @@ def test_a_head_of_unknown_dimension_must_return_a_square_matrix(matrix):
     field = AttentionField(P=(lambda t: matrix,))  # no W, no constant matrix: d is not known in advance
     with pytest.raises(ValueError, match=r"^P\[0\]\(t\) must return a \(d, d\) matrix; at t=0.5 "):
         field.query_key(0.5)
+
+
+@pytest.mark.parametrize("matrix, message", [
+    pytest.param(np.ones((3, 4)), r"P\[0\] \(head 1\) must be a square \(d, d\) matrix; got shape \(3, 4\)",
+                 id="not-square"),
+    pytest.param(np.ones(3), r"P\[0\] \(head 1\) must be a square \(d, d\) matrix; got shape \(3,\)", id="vector"),
+    pytest.param(np.ones((3, 3, 3)), r"P\[0\] \(head 1\) must be a square \(d, d\) matrix", id="three-axes"),
+])
+def test_a_constant_head_matrix_must_be_square(matrix, message):
+    with pytest.raises(ValueError, match=message):
+        AttentionField(P=(matrix,))

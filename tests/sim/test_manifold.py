@@ -171,3 +171,41 @@ def test_membership_tests_default_to_a_tolerance_of_rounding_size():
     assert Ellipsoid().belongs([1.0, 0.0, 0.0]) and not Ellipsoid().belongs(off)
     assert Ellipsoid().is_tangent([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
     assert not Ellipsoid().is_tangent([1.0, 0.0, 0.0], [1e-9, 1.0, 0.0])
+
+
+def test_norm_and_submersion_compute_in_float64_from_float32_input(manifold, rng):
+    """float32 input is widened first: (0.6, 0.8, 0) in float32 is 4.8e-8 off the unit sphere in float64, a
+    difference float32 arithmetic rounds away."""
+    x = rng.standard_normal((6, 3)).astype(np.float32)
+    for f in (manifold.norm, manifold.submersion):
+        assert f(x).dtype == np.float64
+        np.testing.assert_allclose(f(x), f(x.astype(np.float64)), rtol=0, atol=0)
+    assert Ellipsoid().submersion(np.array([0.6, 0.8, 0.0], dtype=np.float32)) > 1e-8
+
+
+def test_belongs_accepts_a_deviation_equal_to_atol():
+    # an exact point deviates by 0.0: the test is |x^T W x - 1| <= atol, inclusive
+    assert Ellipsoid().belongs([1.0, 0.0, 0.0], atol=0.0)
+
+
+def test_drift_of_float32_points_is_measured_in_float64():
+    """Only C-contiguous float64 rows take the sphere's kernels; float32 rows are widened like everywhere else."""
+    point = np.array([[0.6, 0.8, 0.0]], dtype=np.float32)
+    assert Ellipsoid().drift(point) == abs(Ellipsoid().submersion(point)[0]) > 1e-8
+
+
+def test_retract_of_a_strided_view_is_the_projection(rng):
+    points = rng.standard_normal((3, 8)).T  # (8, 3), not C-contiguous: the numpy formula serves it
+    assert not points.flags.c_contiguous
+    np.testing.assert_allclose(Ellipsoid().retract(points), Ellipsoid().project(points), rtol=0, atol=ATOL)
+
+
+def test_a_one_by_one_w_is_an_ellipsoid_of_two_points():
+    np.testing.assert_allclose(Ellipsoid(np.array([[4.0]])).project(np.array([[3.0], [-1.0]])), [[0.5], [-0.5]],
+                               rtol=0, atol=ATOL)
+
+
+def test_w_symmetry_tolerance_scales_with_its_largest_entry():
+    # 1e-12 * max(1, max |W|): exactly at it is accepted; with max |W| = 4 an asymmetry of 2e-12 is within it
+    Ellipsoid(np.array([[1.0, 1e-12], [0.0, 1.0]]))
+    Ellipsoid(np.array([[4.0, 2e-12], [0.0, 1.0]]))

@@ -88,3 +88,19 @@ def test_reduce_simplifies_small_residuals_only():
     big = sum(sp.sin(sp.Symbol(f"b{k}")) ** 2 + sp.cos(sp.Symbol(f"b{k}")) ** 2 for k in range(terms)) - terms
     assert sp.count_ops(big) > SIMPLIFY_LIMIT
     assert reduce(big) != 0  # too large for simplify: the expanded residual is returned, not a false zero
+
+
+def test_gram_entries_are_real_symbols():
+    """A Gram entry is a real number, which sympy may use: |<x,x>| squared is <x,x>^2, conj(<x,y>) is <x,y>."""
+    entry = Form("W").entry("x", "y")
+    assert entry.is_real is True
+    assert sp.conjugate(entry) == entry and sp.Abs(entry) ** 2 == entry ** 2
+
+
+def test_reduce_never_proves_a_nonzero_residual_zero():
+    """1/<x,x> has numerator 1, and exp(<x,x>) - exp(<y,y>) two different exponentials: neither is 0; the
+    residual exp(2<x,x>) + <x,x> comes back with its exponential intact."""
+    xx, yy = Form("W").entry("x", "x"), Form("W").entry("y", "y")
+    assert reduce(1 / xx) != 0
+    assert reduce(sp.exp(xx) - sp.exp(yy)) != 0
+    assert sp.simplify(reduce(sp.exp(2 * xx) + xx) - (sp.exp(2 * xx) + xx)) == 0
