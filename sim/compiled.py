@@ -2,15 +2,19 @@
 
 ``sim.solve`` steps a batch with one step size, that of its most demanding instance, and pays Python's and
 numpy's overhead per step; for systems of 2-10 tokens in dimension 2-4 (the searches', ``sim bench`` problem (a))
-that overhead is most of the time. Here the whole adaptive loop runs inside one compiled function per instance:
-the same method and controller as ``solve(field, Dopri5(), ..., controller=AdaptiveStepSize(rtol, atol))``
+that overhead is most of the time. Here the whole adaptive loop runs inside one compiled function: the same
+method and controller as ``solve(field, Dopri5(), ..., controller=AdaptiveStepSize(rtol, atol))``
 (Dormand-Prince 5(4), first-same-as-last, scipy's starting step and step-size rule, the error of the instance as
 the RMS of e / (atol + rtol max(|y|, |y_next|)), every accepted step retracted to the sphere by pi(x) = x / |x|,
 eq. 2), but each instance with its own step size and time grid.
 
-The field is the suite's compiled eq. 6, ``sim.instances.instance_field_`` (the one ``InstanceField`` uses), on
-the sphere (W = I). The matrices are constant per instance, or P_eta(t) = D_eta(t) P'_eta with the diagonal
-``D_eta(t)`` a ``sim.scenarios.CosineDiagonal`` (Figs. 1-3).
+``LANES`` (8) instances are integrated side by side, one per lane of the arrays' last axis, so that every loop
+runs along the lanes and the compiler vectorises it (a system of 4 tokens leaves the loops over tokens too short
+to); each lane keeps its own t, step size, accepted/rejected counts and status, and a lane whose instance ended
+takes the next one. A lane's arithmetic is its own, the same whatever its neighbours (``workers`` changes no bit).
+The field is the suite's compiled eq. 6 in that form, ``sim.instances.lanes_field_``, on the sphere (W = I). The
+matrices are constant per instance, or P_eta(t) = D_eta(t) P'_eta with the diagonal ``D_eta(t)`` a
+``sim.scenarios.CosineDiagonal`` (Figs. 1-3).
 
 Shapes: ``y0 : [b, l, d]``; ``P, U : [b, h, d, d]`` (P' when modulated); a modulation's arrays ``[h, d]``.
 """

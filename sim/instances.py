@@ -3,7 +3,8 @@
 ``sim.AttentionField`` holds one set of matrices for a whole batch of states; a search integrates thousands of
 different instances (2-10 tokens in dimension 2-4), so :class:`InstanceField` takes one set per instance and
 evaluates all of them in a few batched products. It is handed to ``sim.solve`` like any field (Dopri5, one step
-size for the batch, every step retracted to the sphere).
+size for the batch, every step retracted to the sphere). ``lanes_field_`` is the same eq. 6 for ``LANES``
+instances side by side (``sim.compiled``'s integrations).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def instance_field_(y, P, U, causal, out, scratch):
     (the matrices at the time of the evaluation), dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j) written
     into ``out : [l, d]``; ``scratch`` from ``field_scratch(l, d)`` (nothing is allocated here).
 
-    Used by ``_field_kernel`` (``InstanceField``, many instances per call) and by the whole compiled integrations
-    of ``sim.compiled`` (one instance at a time, each with its own step size). Rows of alpha sum to 1/sqrt(d) (the
-    sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp. The loops over j run along the rows of y^T (contiguous),
-    so that Numba vectorises them, the exp too (``exp_nonpositive_``)."""
+    Used by ``_field_kernel`` (``InstanceField``, many instances per call); the whole compiled integrations of
+    ``sim.compiled`` use its form for ``LANES`` instances side by side, ``lanes_field_``. Rows of alpha sum to
+    1/sqrt(d) (the sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp. The loops over j run along the rows of
+    y^T (contiguous), so that Numba vectorises them, the exp too (``exp_nonpositive_``)."""
     columns, scores, bits, scale, work = scratch
     tokens, dim = y.shape
     heads = P.shape[0]
@@ -157,7 +158,7 @@ def lanes_field_(y, P, U, causal, identity, out, scratch):
     lanes, so that the compiler vectorises them over the instances (a system of 4 tokens in d = 3 leaves a loop
     over j too short to vectorise), and no sum is reordered (no fastmath flag here)."""
     scores, bits, scale, work = scratch
-    tokens, dim, lanes = y.shape
+    tokens, dim, _ = y.shape
     heads = P.shape[0]
     root = np.sqrt(dim)
     for i in range(tokens):
