@@ -2,15 +2,19 @@
 
 ``sim.solve`` steps a batch with one step size, that of its most demanding instance, and pays Python's and
 numpy's overhead per step; for systems of 2-10 tokens in dimension 2-4 (the searches', ``sim bench`` problem (a))
-that overhead is most of the time. Here the whole adaptive loop runs inside one compiled function per instance:
-the same method and controller as ``solve(field, Dopri5(), ..., controller=AdaptiveStepSize(rtol, atol))``
+that overhead is most of the time. Here the whole adaptive loop runs inside one compiled function: the same
+method and controller as ``solve(field, Dopri5(), ..., controller=AdaptiveStepSize(rtol, atol))``
 (Dormand-Prince 5(4), first-same-as-last, scipy's starting step and step-size rule, the error of the instance as
 the RMS of e / (atol + rtol max(|y|, |y_next|)), every accepted step retracted to the sphere by pi(x) = x / |x|,
 eq. 2), but each instance with its own step size and time grid.
 
-The field is the suite's compiled eq. 6, ``sim.instances.instance_field_`` (the one ``InstanceField`` uses), on
-the sphere (W = I). The matrices are constant per instance, or P_eta(t) = D_eta(t) P'_eta with the diagonal
-``D_eta(t)`` a ``sim.scenarios.CosineDiagonal`` (Figs. 1-3).
+``LANES`` (8) instances are integrated side by side, one per lane of the arrays' last axis, so that every loop
+runs along the lanes and the compiler vectorises it (a system of 4 tokens leaves the loops over tokens too short
+to); each lane keeps its own t, step size, accepted/rejected counts and status, and a lane whose instance ended
+takes the next one. A lane's arithmetic is its own, the same whatever its neighbours (``workers`` changes no bit).
+The field is the suite's compiled eq. 6 in that form, ``sim.instances.lanes_field_``, on the sphere (W = I). The
+matrices are constant per instance, or P_eta(t) = D_eta(t) P'_eta with the diagonal ``D_eta(t)`` a
+``sim.scenarios.CosineDiagonal`` (Figs. 1-3).
 
 Shapes: ``y0 : [b, l, d]``; ``P, U : [b, h, d, d]`` (P' when modulated); a modulation's arrays ``[h, d]``.
 """
@@ -24,7 +28,7 @@ from numba import njit
 
 from .batching import instance_groups
 from .dynamics import AttentionField
-from .instances import field_scratch, instance_field_
+from .instances import LANES, lanes_field_, lanes_scratch
 from .manifold import as_finite_array
 from .products import worker_pool
 from .scenarios import CosineDiagonal, Modulated
@@ -45,149 +49,205 @@ OK, OUT_OF_STEPS, NOT_FINITE = 0, 1, 2
 
 @njit(cache=True, nogil=True)
 def _matrices_at(t, base, amplitude, omega, phase, sine, out):
-    """P_eta(t) = diag(D_eta(t)) P'_eta into ``out : [h, d, d]``; D_eta(t)_c = amplitude cos(omega t + phase) (sin
-    where ``sine``), all ``[h, d]``."""
+    """Each lane's P_eta(t_q) = diag(D_eta(t_q)) P'_eta into ``out : [h, d, d, LANES]``, ``t, base`` per lane
+    (``[LANES]``, ``[h, d, d, LANES]``); D_eta(t)_c = amplitude cos(omega t + phase) (sin where ``sine``), all
+    ``[h, d]``."""
     heads, dim = amplitude.shape
     for eta in range(heads):
         for c in range(dim):
-            argument = omega[eta, c] * t + phase[eta, c]
-            scale = amplitude[eta, c] * (np.sin(argument) if sine[eta, c] else np.cos(argument))
-            for e in range(dim):
-                out[eta, c, e] = scale * base[eta, c, e]
+            for q in range(LANES):
+                argument = omega[eta, c] * t[q] + phase[eta, c]
+                scale = amplitude[eta, c] * (np.sin(argument) if sine[eta, c] else np.cos(argument))
+                for e in range(dim):
+                    out[eta, c, e, q] = scale * base[eta, c, e, q]
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(t, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, out, scratch):
-    """dy/dt at (t, y) into ``out``: the matrices at t (when modulated), then eq. 6 (``instance_field_``)."""
+def _evaluate(t, y, base, U, causal, identity, modulated, amplitude, omega, phase, sine, P_t, out, scratch):
+    """dy/dt at each lane's (t, y) into ``out``: the matrices at t (when modulated), then eq. 6 (``lanes_field_``)."""
     if modulated:
         _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
-        instance_field_(y, P_t, U, causal, out, scratch)
+        lanes_field_(y, P_t, U, causal, identity, out, scratch)
     else:
-        instance_field_(y, base, U, causal, out, scratch)
+        lanes_field_(y, base, U, causal, identity, out, scratch)
 
 
 @njit(cache=True, nogil=True)
-def _scaled_norm(x, y, y_next, rtol, atol):
-    """RMS of x / (atol + rtol max(|y|, |y_next|)) over the instance's entries (1-d arrays)."""
-    total = 0.0
+def _scaled_norms(x, y, y_next, rtol, atol, out):
+    """Each lane's RMS of x / (atol + rtol max(|y|, |y_next|)) over its entries into ``out : [LANES]``; x, y,
+    y_next : ``[size, LANES]``."""
+    for q in range(LANES):
+        out[q] = 0.0
     for m in range(x.shape[0]):
-        ratio = x[m] / (atol + rtol * max(abs(y[m]), abs(y_next[m])))
-        total += ratio * ratio
-    return np.sqrt(total / x.shape[0])
+        for q in range(LANES):
+            ratio = x[m, q] / (atol + rtol * max(abs(y[m, q]), abs(y_next[m, q])))
+            out[q] += ratio * ratio
+    for q in range(LANES):
+        out[q] = np.sqrt(out[q] / x.shape[0])
 
 
 @njit(cache=True, nogil=True)
-def _dopri5_instance(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-                     y_end, scratch):
-    """Integrate one instance from t0 to t1 (adaptive Dopri5, retracted to the sphere after every accepted step);
-    the end state into ``y_end : [l, d]``; ``scratch`` the field's (``field_scratch``). Returns (status, steps,
-    rejected, evaluations, max drift)."""
-    tokens, dim = y0.shape
+def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol,
+                      max_steps, y_end, stats, scratch):
+    """Integrate every instance from t0 to t1 with its own adaptive Dopri5 steps (retracted to the sphere after
+    every accepted step), ``LANES`` at a time side by side (``lanes_field_``): a lane whose instance ends (t1
+    reached, its step budget spent, a non-finite error) takes the next instance, the others carry on (their
+    arithmetic is the lane's own: a lane's results do not depend on its neighbours). ``y0, y_end : [b, l, d]``,
+    ``P, U : [b, h, d, d]``, ``stats : [b, 5]`` (status, steps, rejected, evaluations, max drift)."""
+    batch, tokens, dim = y0.shape
     size = tokens * dim
+    base = np.empty((*P.shape[1:], LANES))
+    values = np.empty((*U.shape[1:], LANES))
     P_t = np.empty(base.shape)
-    stages = np.empty((7, tokens, dim))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
-    z = np.empty((tokens, dim))
-    y = y0.copy()
-    y_next = np.empty((tokens, dim))
-    y_flat, z_flat, next_flat = y.reshape(size), z.reshape(size), y_next.reshape(size)
-    k = stages.reshape(7, size)
-    error = np.empty(size)
-    # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (as sim.solvers.AdaptiveStepSize.initial_step)
-    _evaluate(t0, y, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[0], scratch)
-    evaluations = 1
-    span = t1 - t0
-    d0 = _scaled_norm(y_flat, y_flat, y_flat, rtol, atol)
-    d1 = _scaled_norm(k[0], y_flat, y_flat, rtol, atol)
-    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
-    h0 = min(h0, span)
-    for m in range(size):
-        z_flat[m] = y_flat[m] + h0 * k[0, m]
-    _evaluate(t0 + h0, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[1], scratch)
-    evaluations += 1
-    for m in range(size):
-        error[m] = k[1, m] - k[0, m]
-    d2 = _scaled_norm(error, y_flat, y_flat, rtol, atol) / h0
-    if d1 <= 1e-15 and d2 <= 1e-15:
-        h1 = max(1e-6, h0 * 1e-3)
-    else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
-    dt = min(100 * h0, h1, span)
+    stages = np.empty((7, tokens, dim, LANES))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
+    z = np.empty((tokens, dim, LANES))
+    y = np.empty((tokens, dim, LANES))
+    y_next = np.empty((tokens, dim, LANES))
+    y_flat, z_flat, next_flat = y.reshape(size, LANES), z.reshape(size, LANES), y_next.reshape(size, LANES)
+    k = stages.reshape(7, size, LANES)
+    error = np.empty((size, LANES))
+    norms = np.empty((3, LANES))
+    lane_stats = np.zeros((LANES, 5))
+    times = np.empty(LANES)
+    t = np.full(LANES, t0)
+    dt = np.zeros(LANES)
+    step = np.zeros(LANES)
+    slot = np.zeros(LANES, dtype=np.int64)  # the instance in each lane
+    active = np.zeros(LANES, dtype=np.bool_)
+    fresh = np.zeros(LANES, dtype=np.bool_)
+    landed = np.zeros(LANES, dtype=np.bool_)
+    last_rejected = np.zeros(LANES, dtype=np.bool_)
     tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
+    span = t1 - t0
     exponent = -1.0 / 5.0  # -1 / (embedded order + 1)
-    t = t0
-    steps = 0
-    rejected = 0
-    drift = 0.0
-    last_rejected = False
-    while t1 - t > tiny:
-        if steps + rejected >= max_steps:
-            y_end[:] = y
-            return OUT_OF_STEPS, steps, rejected, evaluations, drift
-        landed = t + dt >= t1 - tiny
-        step = t1 - t if landed else dt
+    for q in range(LANES):  # every lane holds a valid instance (the first) until it is given its own
+        y[..., q], base[..., q], values[..., q] = y0[0], P[0], U[0]
+    waiting = 0
+    while True:
+        started = 0
+        for q in range(LANES):  # load the next instances into the free lanes
+            fresh[q] = not active[q] and waiting < batch
+            if fresh[q]:
+                slot[q], active[q], last_rejected[q], t[q] = waiting, True, False, t0
+                y[..., q], base[..., q], values[..., q] = y0[waiting], P[waiting], U[waiting]
+                lane_stats[q, 0], lane_stats[q, 1], lane_stats[q, 2], lane_stats[q, 3] = OK, 0, 0, 2
+                lane_stats[q, 4] = 0.0
+                waiting += 1
+                started += 1
+        if started:  # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (sim.solvers._initial_step)
+            _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, z,
+                      scratch)
+            for m in range(size):
+                for q in range(LANES):
+                    if fresh[q]:
+                        k[0, m, q] = z_flat[m, q]
+            _scaled_norms(y_flat, y_flat, y_flat, rtol, atol, norms[0])
+            _scaled_norms(k[0], y_flat, y_flat, rtol, atol, norms[1])
+            for q in range(LANES):
+                d0, d1 = norms[0, q], norms[1, q]
+                step[q] = min(1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1, span)  # h0
+                times[q] = t0 + step[q]
+            for m in range(size):
+                for q in range(LANES):
+                    z_flat[m, q] = y_flat[m, q] + step[q] * k[0, m, q]
+            _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
+                      stages[1], scratch)
+            for m in range(size):
+                for q in range(LANES):
+                    error[m, q] = k[1, m, q] - k[0, m, q]
+            _scaled_norms(error, y_flat, y_flat, rtol, atol, norms[2])
+            for q in range(LANES):
+                if fresh[q]:
+                    h0, d1, d2 = step[q], norms[1, q], norms[2, q] / step[q]
+                    if d1 <= 1e-15 and d2 <= 1e-15:
+                        h1 = max(1e-6, h0 * 1e-3)
+                    else:
+                        h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
+                    dt[q] = min(100 * h0, h1, span)
+        running = 0
+        for q in range(LANES):
+            running += active[q]
+        if not running:
+            return
+        for q in range(LANES):
+            if active[q] and lane_stats[q, 1] + lane_stats[q, 2] >= max_steps:
+                lane_stats[q, 0] = OUT_OF_STEPS
+            landed[q] = t[q] + dt[q] >= t1 - tiny
+            step[q] = (t1 - t[q] if landed[q] else dt[q]) if active[q] and lane_stats[q, 0] == OK else 0.0
         for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
             for m in range(size):
-                acc = y_flat[m]
-                for j in range(s):
-                    acc += (step * _A[s, j]) * k[j, m]
-                z_flat[m] = acc
-            _evaluate(t + _C[s] * step, z, base, U, causal, modulated, amplitude, omega, phase, sine, P_t,
+                for q in range(LANES):
+                    acc = y_flat[m, q]
+                    for j in range(s):
+                        acc += (step[q] * _A[s, j]) * k[j, m, q]
+                    z_flat[m, q] = acc
+            for q in range(LANES):
+                times[q] = t[q] + _C[s] * step[q]
+            _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
                       stages[s], scratch)
         for m in range(size):  # b_2 = 0
-            acc = y_flat[m] + (step * _B[0]) * k[0, m]
-            for j in range(2, 6):
-                acc += (step * _B[j]) * k[j, m]
-            next_flat[m] = acc
-        _evaluate(t + step, y_next, base, U, causal, modulated, amplitude, omega, phase, sine, P_t, stages[6],
-                  scratch)
-        evaluations += 6
+            for q in range(LANES):
+                acc = y_flat[m, q] + (step[q] * _B[0]) * k[0, m, q]
+                for j in range(2, 6):
+                    acc += (step[q] * _B[j]) * k[j, m, q]
+                next_flat[m, q] = acc
+        for q in range(LANES):
+            times[q] = t[q] + step[q]
+        _evaluate(times, y_next, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
+                  stages[6], scratch)
         for m in range(size):  # e_2 = 0
-            acc = (step * _E[0]) * k[0, m]
-            for j in range(2, 7):
-                acc += (step * _E[j]) * k[j, m]
-            error[m] = acc
-        err = _scaled_norm(error, y_flat, next_flat, rtol, atol)
-        if not np.isfinite(err):
-            y_end[:] = y
-            return NOT_FINITE, steps, rejected, evaluations, drift
-        if err > 1.0:
-            dt = step * max(_MIN_FACTOR, _SAFETY * err ** exponent)
-            rejected += 1
-            last_rejected = True
-            continue
-        factor = _MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** exponent)
-        if last_rejected:
-            factor = min(1.0, factor)
-        last_rejected = False
-        if not (step < dt and factor >= 1.0):  # a step shortened to land on t1 keeps the proposal
-            dt = step * factor
-        t = t1 if landed else t + step
-        for i in range(tokens):  # retraction pi(x) = x / |x| (eq. 2), then the drift |y_i^T y_i - 1|
-            total = 0.0
-            for e in range(dim):
-                total += y_next[i, e] * y_next[i, e]
-            inverse = 1.0 / np.sqrt(total)
-            total = 0.0
-            for e in range(dim):
-                y[i, e] = y_next[i, e] * inverse
-                total += y[i, e] * y[i, e]
-            drift = max(drift, abs(total - 1.0))
-        for m in range(size):  # first same as last: f(t + dt, y_next) before the retraction
-            k[0, m] = k[6, m]
-        steps += 1
-    y_end[:] = y
-    return OK, steps, rejected, evaluations, drift
+            for q in range(LANES):
+                acc = (step[q] * _E[0]) * k[0, m, q]
+                for j in range(2, 7):
+                    acc += (step[q] * _E[j]) * k[j, m, q]
+                error[m, q] = acc
+        _scaled_norms(error, y_flat, next_flat, rtol, atol, norms[0])
+        for q in range(LANES):
+            if not active[q]:
+                continue
+            if lane_stats[q, 0] == OK:
+                _control(q, norms[0, q], exponent, t1, tiny, landed, last_rejected, step, dt, t, y, y_next, k,
+                         lane_stats)
+            if lane_stats[q, 0] != OK or not t1 - t[q] > tiny:  # the instance ended: its results out
+                active[q] = False
+                y_end[slot[q]] = y[..., q]
+                stats[slot[q]] = lane_stats[q]
 
 
 @njit(cache=True, nogil=True)
-def _dopri5_instances(y0, base, U, causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-                      y_end, stats, scratch):
-    """``_dopri5_instance`` on every instance; ``stats : [b, 5]`` (status, steps, rejected, evaluations, drift)."""
-    for b in range(y0.shape[0]):
-        status, steps, rejected, evaluations, drift = _dopri5_instance(
-            y0[b], base[b], U[b], causal, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol, max_steps,
-            y_end[b], scratch)
-        stats[b, 0], stats[b, 1], stats[b, 2], stats[b, 3], stats[b, 4] = status, steps, rejected, evaluations, drift
+def _control(q, err, exponent, t1, tiny, landed, last_rejected, step, dt, t, y, y_next, k, lane_stats):
+    """Lane q's step after its error ``err``: rejected (a shorter dt), or accepted (t advanced, y_next retracted
+    into y, the FSAL stage kept as k_1, the drift updated); scipy's step-size rule, as sim.solvers."""
+    tokens, dim, _ = y.shape
+    lane_stats[q, 3] += 6
+    if not np.isfinite(err):
+        lane_stats[q, 0] = NOT_FINITE
+        return
+    if err > 1.0:
+        dt[q] = step[q] * max(_MIN_FACTOR, _SAFETY * err ** exponent)
+        lane_stats[q, 2] += 1
+        last_rejected[q] = True
+        return
+    factor = _MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** exponent)
+    if last_rejected[q]:
+        factor = min(1.0, factor)
+    last_rejected[q] = False
+    if not (step[q] < dt[q] and factor >= 1.0):  # a step shortened to land on t1 keeps the proposal
+        dt[q] = step[q] * factor
+    t[q] = t1 if landed[q] else t[q] + step[q]
+    for i in range(tokens):  # retraction pi(x) = x / |x| (eq. 2), then the drift |y_i^T y_i - 1|
+        total = 0.0
+        for e in range(dim):
+            total += y_next[i, e, q] * y_next[i, e, q]
+        inverse = 1.0 / np.sqrt(total)
+        total = 0.0
+        for e in range(dim):
+            y[i, e, q] = y_next[i, e, q] * inverse
+            total += y[i, e, q] * y[i, e, q]
+        lane_stats[q, 4] = max(lane_stats[q, 4], abs(total - 1.0))
+    for m in range(k.shape[1]):  # first same as last: f(t + dt, y_next) before the retraction
+        k[0, m, q] = k[6, m, q]
+    lane_stats[q, 1] += 1
 
 
 @dataclass(frozen=True)
@@ -252,14 +312,15 @@ def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: flo
                   for name, dtype in (("amplitude", np.float64), ("omega", np.float64), ("phase", np.float64),
                                       ("sine", np.bool_))]
     P, U, y0 = (np.ascontiguousarray(a) for a in (P, U, y0))
+    identity = bool(np.all(U == np.eye(dim)))  # every U_eta = I: the field skips its product
     y1 = np.empty_like(y0)
     stats = np.empty((batch, 5))
     groups = instance_groups(batch, int(workers))
 
     def run(group: slice) -> None:
-        _dopri5_instances(y0[group], P[group], U[group], bool(causal), modulation is not None, *arrays, t0, t1,
-                          float(rtol), float(atol), int(max_steps), y1[group], stats[group],
-                          field_scratch(*y0.shape[1:]))
+        _dopri5_instances(y0[group], P[group], U[group], bool(causal), identity, modulation is not None, *arrays,
+                          t0, t1, float(rtol), float(atol), int(max_steps), y1[group], stats[group],
+                          lanes_scratch(*y0.shape[1:]))
 
     if len(groups) == 1:
         run(groups[0])

@@ -3,7 +3,8 @@
 ``sim.AttentionField`` holds one set of matrices for a whole batch of states; a search integrates thousands of
 different instances (2-10 tokens in dimension 2-4), so :class:`InstanceField` takes one set per instance and
 evaluates all of them in a few batched products. It is handed to ``sim.solve`` like any field (Dopri5, one step
-size for the batch, every step retracted to the sphere).
+size for the batch, every step retracted to the sphere). ``lanes_field_`` is the same eq. 6 for ``LANES``
+instances side by side (``sim.compiled``'s integrations).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def instance_field_(y, P, U, causal, out, scratch):
     (the matrices at the time of the evaluation), dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j) written
     into ``out : [l, d]``; ``scratch`` from ``field_scratch(l, d)`` (nothing is allocated here).
 
-    Used by ``_field_kernel`` (``InstanceField``, many instances per call) and by the whole compiled integrations
-    of ``sim.compiled`` (one instance at a time, each with its own step size). Rows of alpha sum to 1/sqrt(d) (the
-    sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp. The loops over j run along the rows of y^T (contiguous),
-    so that Numba vectorises them, the exp too (``exp_nonpositive_``)."""
+    Used by ``_field_kernel`` (``InstanceField``, many instances per call); the whole compiled integrations of
+    ``sim.compiled`` use its form for ``LANES`` instances side by side, ``lanes_field_``. Rows of alpha sum to
+    1/sqrt(d) (the sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp. The loops over j run along the rows of
+    y^T (contiguous), so that Numba vectorises them, the exp too (``exp_nonpositive_``)."""
     columns, scores, bits, scale, work = scratch
     tokens, dim = y.shape
     heads = P.shape[0]
@@ -141,3 +142,90 @@ class InstanceField:
         out = np.empty_like(y)
         _field_kernel(y, self.P, self.U, self.causal, out, field_scratch(y.shape[1], y.shape[2]))
         return out
+
+
+#: Instances integrated side by side by ``lanes_field_`` and ``sim.compiled``: one AVX-512 register of float64
+#: (two AVX2 registers); every array of the lanes' form has this last axis.
+LANES = 8
+
+
+@njit(cache=True, nogil=True)
+def lanes_field_(y, P, U, causal, identity, out, scratch):
+    """eq. 6 on the sphere for ``LANES`` instances side by side, each with its own state and matrices:
+    ``y : [l, d, LANES]``, ``P, U : [h, d, d, LANES]`` (the matrices at each lane's time); dy/dt written into
+    ``out : [l, d, LANES]``; ``scratch`` from ``lanes_scratch(l, d)``; ``identity`` says every U_eta = I (its
+    product skipped). Each lane does ``instance_field_``'s arithmetic for its instance; the loops run along the
+    lanes, so that the compiler vectorises them over the instances (a system of 4 tokens in d = 3 leaves a loop
+    over j too short to vectorise), and no sum is reordered (no fastmath flag here)."""
+    scores, bits, scale, work = scratch
+    tokens, dim, _ = y.shape
+    heads = P.shape[0]
+    root = np.sqrt(dim)
+    for i in range(tokens):
+        count = i + 1 if causal else tokens
+        for e in range(dim):
+            for q in range(LANES):
+                work[2, e, q] = 0.0
+        for eta in range(heads):
+            for e in range(dim):  # (y_i^T P_eta)_e
+                for q in range(LANES):
+                    work[0, e, q] = y[i, 0, q] * P[eta, 0, e, q]
+                for c in range(1, dim):
+                    for q in range(LANES):
+                        work[0, e, q] += y[i, c, q] * P[eta, c, e, q]
+            for j in range(count):  # s_ij = sum_e (y_i^T P_eta)_e y_je
+                for q in range(LANES):
+                    scores[j, q] = work[0, 0, q] * y[j, 0, q]
+                for e in range(1, dim):
+                    for q in range(LANES):
+                        scores[j, q] += work[0, e, q] * y[j, e, q]
+            for q in range(LANES):
+                work[3, 0, q] = scores[0, q]
+            for j in range(1, count):
+                for q in range(LANES):
+                    work[3, 0, q] = max(work[3, 0, q], scores[j, q])
+            for j in range(count):  # log-sum-exp: every exponent <= 0
+                for q in range(LANES):
+                    scores[j, q] -= work[3, 0, q]
+            exp_nonpositive_(scores.reshape(scores.size), count * LANES, bits, scale)
+            for q in range(LANES):
+                work[3, 1, q] = scores[0, q]
+            for j in range(1, count):
+                for q in range(LANES):
+                    work[3, 1, q] += scores[j, q]
+            for q in range(LANES):
+                work[3, 1, q] = 1.0 / (work[3, 1, q] * root)
+            for e in range(dim):  # m_i^eta = sum_j alpha_ij^eta y_j
+                for q in range(LANES):
+                    work[1, e, q] = scores[0, q] * y[0, e, q]
+                for j in range(1, count):
+                    for q in range(LANES):
+                        work[1, e, q] += scores[j, q] * y[j, e, q]
+                for q in range(LANES):
+                    work[1, e, q] *= work[3, 1, q]
+            if identity:
+                for e in range(dim):
+                    for q in range(LANES):
+                        work[2, e, q] += work[1, e, q]
+            else:
+                for e in range(dim):  # U_eta m_i^eta
+                    for q in range(LANES):
+                        acc = U[eta, e, 0, q] * work[1, 0, q]
+                        for c in range(1, dim):
+                            acc += U[eta, e, c, q] * work[1, c, q]
+                        work[2, e, q] += acc
+        for q in range(LANES):
+            work[3, 2, q] = y[i, 0, q] * work[2, 0, q]
+        for e in range(1, dim):
+            for q in range(LANES):
+                work[3, 2, q] += y[i, e, q] * work[2, e, q]
+        for e in range(dim):
+            for q in range(LANES):
+                out[i, e, q] = work[2, e, q] - work[3, 2, q] * y[i, e, q]
+
+
+def lanes_scratch(tokens: int, dim: int):
+    """The scratch arrays of ``lanes_field_``: the scores ``[l, LANES]``, the exp's int64 bits ``[l LANES]`` and
+    the same memory as float64, and ``[4, max(d, 3), LANES]`` for y_i^T P, m_i, f_i and per-lane scalars."""
+    bits = np.empty(tokens * LANES, dtype=np.int64)
+    return np.empty((tokens, LANES)), bits, bits.view(np.float64), np.empty((4, max(dim, 3), LANES))

@@ -13,7 +13,7 @@ import sim.compiled as compiled
 from sim import AdaptiveStepSize, Dopri5, Ellipsoid, solve
 from sim.compiled import solve_field, solve_instances
 from sim.conjectures import chunk_seed, get_family
-from sim.instances import InstanceField, instance_field_
+from sim.instances import InstanceField, lanes_field_
 from sim.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
 from tests.sim.test_witnesses import eq6
@@ -102,18 +102,18 @@ def test_each_instance_takes_the_steps_it_would_take_alone():
 def _mutant(old: str, new: str):
     """A copy of sim.compiled whose eq. 6 kernel has ``old`` replaced by ``new`` in its source (recompiled, the
     integrator re-jitted around it); the module's Python wrappers run on the copies."""
-    source = inspect.getsource(instance_field_.py_func)
+    source = inspect.getsource(lanes_field_.py_func)
     assert source.count(old) == 1, old
-    namespace = dict(instance_field_.py_func.__globals__)
+    namespace = dict(lanes_field_.py_func.__globals__)
     undecorated = "\n".join(line for line in source.splitlines() if not line.startswith("@njit"))
     exec(compile(undecorated.replace(old, new), "<mutant>", "exec"), namespace)
-    kernel = njit(nogil=True)(namespace["instance_field_"])
+    kernel = njit(nogil=True)(namespace["lanes_field_"])
     module = types.ModuleType("mutant")
     module.__dict__.update(vars(compiled))
-    for name in ("_evaluate", "_dopri5_instance", "_dopri5_instances"):
+    for name in ("_evaluate", "_dopri5_instances"):
         function = getattr(compiled, name).py_func
         module.__dict__[name] = njit(nogil=True)(types.FunctionType(function.__code__, module.__dict__, name))
-    module.instance_field_ = kernel
+    module.lanes_field_ = kernel
     for name in ("solve_instances", "solve_field"):
         function = getattr(compiled, name)
         module.__dict__[name] = types.FunctionType(function.__code__, module.__dict__, name, function.__defaults__,
@@ -123,8 +123,8 @@ def _mutant(old: str, new: str):
 
 
 @pytest.mark.parametrize("old, new", [
-    ("out[i, e] = work[2, e] - radial * y[i, e]", "out[i, e] = work[2, e] + radial * y[i, e]"),  # projection's sign
-    ("work[1, e] = acc * inverse", "work[1, e] = acc"),  # the softmax normaliser Z_i dropped
+    ("out[i, e, q] = work[2, e, q] - work[3, 2, q]", "out[i, e, q] = work[2, e, q] + work[3, 2, q]"),  # projection
+    ("work[1, e, q] *= work[3, 1, q]", "work[1, e, q] *= 1.0"),  # the softmax normaliser Z_i dropped
 ])
 def test_control_a_broken_kernel_fails_the_agreement(old, new):
     deviations = _deviations(_mutant(old, new))
