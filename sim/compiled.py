@@ -134,7 +134,7 @@ def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, p
                 lane_stats[q, 4] = 0.0
                 waiting += 1
                 started += 1
-        if started:  # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (sim.solvers._initial_step)
+        if started:  # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (sim.solvers.AdaptiveStepSize.initial_step)
             _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, z,
                       scratch)
             for m in range(size):
