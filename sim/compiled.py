@@ -63,10 +63,9 @@ def _matrices_at(t, base, amplitude, omega, phase, sine, out):
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(t, y, field, out):
+def _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, out):
     """dy/dt at each lane's (t, y) into ``out`` (``t : [LANES]``, ``y, out : [l, d, LANES]``): the matrices at t
-    (when modulated), then eq. 6 (``lanes_field_``); ``field`` as built by ``_dopri5_instances``."""
-    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
+    (when modulated), then eq. 6 (``lanes_field_``); the arguments between as in ``_dopri5_instances``' field."""
     if modulated:
         _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
         lanes_field_(y, P_t, values, causal, identity, out, scratch)
@@ -113,7 +112,8 @@ def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, 
     d, LANES]``, ``error : [l d, LANES]``, ``norms : [3, LANES]``; ``times, step`` ``[LANES]`` scratch."""
     size = error.shape[0]
     y_flat, z_flat, k = y.reshape(size, LANES), z.reshape(size, LANES), stages.reshape(7, size, LANES)
-    _evaluate(t, y, field, z)
+    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
+    _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, z)
     for m in range(size):
         for q in range(LANES):
             if fresh[q]:
@@ -127,7 +127,8 @@ def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, 
     for m in range(size):
         for q in range(LANES):
             z_flat[m, q] = y_flat[m, q] + step[q] * k[0, m, q]
-    _evaluate(times, z, field, stages[1])
+    _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+              P_t, scratch, stages[1])
     for m in range(size):
         for q in range(LANES):
             error[m, q] = k[1, m, q] - k[0, m, q]
@@ -154,13 +155,13 @@ def _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step):
 
 
 @njit(cache=True, nogil=True)
-def _dopri5_step(t, step, y, field, stages, z, y_next, times, error):
+def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error):
     """One Dormand-Prince 5(4) step of ``step : [LANES]`` from each lane's (t, y): stages k_2 .. k_6 and the FSAL
     stage f(t + step, y_next) into ``stages : [7, l, d, LANES]`` (k_1 given), ``y_next : [l, d, LANES]`` and the
-    embedded error estimate into ``error : [l d, LANES]``; ``z`` ``[l, d, LANES]``, ``times`` ``[LANES]`` scratch."""
+    embedded error estimate into ``error : [l d, LANES]``; ``z`` ``[l, d, LANES]``, ``times`` ``[LANES]`` scratch;
+    ``y_flat, z_flat, next_flat : [l d, LANES]`` and ``k : [7, l d, LANES]`` views of y, z, y_next and stages."""
     size = error.shape[0]
-    y_flat, z_flat, next_flat = y.reshape(size, LANES), z.reshape(size, LANES), y_next.reshape(size, LANES)
-    k = stages.reshape(7, size, LANES)
+    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
     for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
         for m in range(size):
             for q in range(LANES):
@@ -170,7 +171,8 @@ def _dopri5_step(t, step, y, field, stages, z, y_next, times, error):
                 z_flat[m, q] = acc
         for q in range(LANES):
             times[q] = t[q] + _C[s] * step[q]
-        _evaluate(times, z, field, stages[s])
+        _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+                  P_t, scratch, stages[s])
     for m in range(size):  # b_2 = 0
         for q in range(LANES):
             acc = y_flat[m, q] + (step[q] * _B[0]) * k[0, m, q]
@@ -179,7 +181,8 @@ def _dopri5_step(t, step, y, field, stages, z, y_next, times, error):
             next_flat[m, q] = acc
     for q in range(LANES):
         times[q] = t[q] + step[q]
-    _evaluate(times, y_next, field, stages[6])
+    _evaluate(times, y_next, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+              P_t, scratch, stages[6])
     for m in range(size):  # e_2 = 0
         for q in range(LANES):
             acc = (step[q] * _E[0]) * k[0, m, q]
@@ -203,6 +206,7 @@ def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, p
     stages = np.empty((7, tokens, dim, LANES))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
     z, y, y_next = np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES))
     y_flat, next_flat, k = y.reshape(-1, LANES), y_next.reshape(-1, LANES), stages.reshape(7, -1, LANES)
+    z_flat = z.reshape(-1, LANES)
     error = np.empty(y_flat.shape)
     norms = np.empty((3, LANES))
     lane_stats = np.zeros((LANES, 5))
@@ -227,7 +231,7 @@ def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, p
         if not running:
             return
         _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step)
-        _dopri5_step(t, step, y, field, stages, z, y_next, times, error)
+        _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error)
         _scaled_norms(error, y_flat, next_flat, rtol, atol, norms[0])
         for q in range(LANES):
             if not active[q]:
