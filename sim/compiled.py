@@ -63,13 +63,14 @@ def _matrices_at(t, base, amplitude, omega, phase, sine, out):
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(t, y, base, U, causal, identity, modulated, amplitude, omega, phase, sine, P_t, out, scratch):
-    """dy/dt at each lane's (t, y) into ``out``: the matrices at t (when modulated), then eq. 6 (``lanes_field_``)."""
+def _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, out):
+    """dy/dt at each lane's (t, y) into ``out`` (``t : [LANES]``, ``y, out : [l, d, LANES]``): the matrices at t
+    (when modulated), then eq. 6 (``lanes_field_``); the arguments between as in ``_dopri5_instances``' field."""
     if modulated:
         _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
-        lanes_field_(y, P_t, U, causal, identity, out, scratch)
+        lanes_field_(y, P_t, values, causal, identity, out, scratch)
     else:
-        lanes_field_(y, base, U, causal, identity, out, scratch)
+        lanes_field_(y, base, values, causal, identity, out, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -87,6 +88,110 @@ def _scaled_norms(x, y, y_next, rtol, atol, out):
 
 
 @njit(cache=True, nogil=True)
+def _load_lanes(y0, P, U, t0, waiting, slot, active, fresh, last_rejected, t, y, base, values, lane_stats):
+    """Give the free lanes (``fresh`` marks them, ``[LANES]``) the next instances of ``y0 : [b, l, d]``,
+    ``P, U : [b, h, d, d]`` from index ``waiting`` on: state ``y : [l, d, LANES]``, matrices ``base, values :
+    [h, d, d, LANES]``, t = t0 and ``lane_stats : [LANES, 5]`` reset; returns how many were loaded."""
+    started = 0
+    for q in range(LANES):
+        fresh[q] = not active[q] and waiting < y0.shape[0]
+        if fresh[q]:
+            slot[q], active[q], last_rejected[q], t[q] = waiting, True, False, t0
+            y[..., q], base[..., q], values[..., q] = y0[waiting], P[waiting], U[waiting]
+            lane_stats[q, 0], lane_stats[q, 1], lane_stats[q, 2], lane_stats[q, 3] = OK, 0, 0, 2
+            lane_stats[q, 4] = 0.0
+            waiting += 1
+            started += 1
+    return started
+
+
+@njit(cache=True, nogil=True)
+def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, norms, times, step, dt):
+    """The fresh lanes' k_1 = f(t0, y0) into ``stages[0]`` and their starting step into ``dt : [LANES]``: Hairer,
+    Norsett & Wanner's (sim.solvers.AdaptiveStepSize.initial_step). ``y, z : [l, d, LANES]``, ``stages : [7, l,
+    d, LANES]``, ``error : [l d, LANES]``, ``norms : [3, LANES]``; ``times, step`` ``[LANES]`` scratch."""
+    size = error.shape[0]
+    y_flat, z_flat, k = y.reshape(size, LANES), z.reshape(size, LANES), stages.reshape(7, size, LANES)
+    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
+    _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, z)
+    for m in range(size):
+        for q in range(LANES):
+            if fresh[q]:
+                k[0, m, q] = z_flat[m, q]
+    _scaled_norms(y_flat, y_flat, y_flat, rtol, atol, norms[0])
+    _scaled_norms(k[0], y_flat, y_flat, rtol, atol, norms[1])
+    for q in range(LANES):
+        d0, d1 = norms[0, q], norms[1, q]
+        step[q] = min(1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1, span)  # h0
+        times[q] = t0 + step[q]
+    for m in range(size):
+        for q in range(LANES):
+            z_flat[m, q] = y_flat[m, q] + step[q] * k[0, m, q]
+    _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+              P_t, scratch, stages[1])
+    for m in range(size):
+        for q in range(LANES):
+            error[m, q] = k[1, m, q] - k[0, m, q]
+    _scaled_norms(error, y_flat, y_flat, rtol, atol, norms[2])
+    for q in range(LANES):
+        if fresh[q]:
+            h0, d1, d2 = step[q], norms[1, q], norms[2, q] / step[q]
+            if d1 <= 1e-15 and d2 <= 1e-15:
+                h1 = max(1e-6, h0 * 1e-3)
+            else:
+                h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
+            dt[q] = min(100 * h0, h1, span)
+
+
+@njit(cache=True, nogil=True)
+def _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step):
+    """Each lane's step this round into ``step : [LANES]``: dt, or what is left to t1 when that lands on it
+    (``landed``), 0 for a lane without a running instance; a lane whose budget is spent gets OUT_OF_STEPS."""
+    for q in range(LANES):
+        if active[q] and lane_stats[q, 1] + lane_stats[q, 2] >= max_steps:
+            lane_stats[q, 0] = OUT_OF_STEPS
+        landed[q] = t[q] + dt[q] >= t1 - tiny
+        step[q] = (t1 - t[q] if landed[q] else dt[q]) if active[q] and lane_stats[q, 0] == OK else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error):
+    """One Dormand-Prince 5(4) step of ``step : [LANES]`` from each lane's (t, y): stages k_2 .. k_6 and the FSAL
+    stage f(t + step, y_next) into ``stages : [7, l, d, LANES]`` (k_1 given), ``y_next : [l, d, LANES]`` and the
+    embedded error estimate into ``error : [l d, LANES]``; ``z`` ``[l, d, LANES]``, ``times`` ``[LANES]`` scratch;
+    ``y_flat, z_flat, next_flat : [l d, LANES]`` and ``k : [7, l d, LANES]`` views of y, z, y_next and stages."""
+    size = error.shape[0]
+    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
+    for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
+        for m in range(size):
+            for q in range(LANES):
+                acc = y_flat[m, q]
+                for j in range(s):
+                    acc += (step[q] * _A[s, j]) * k[j, m, q]
+                z_flat[m, q] = acc
+        for q in range(LANES):
+            times[q] = t[q] + _C[s] * step[q]
+        _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+                  P_t, scratch, stages[s])
+    for m in range(size):  # b_2 = 0
+        for q in range(LANES):
+            acc = y_flat[m, q] + (step[q] * _B[0]) * k[0, m, q]
+            for j in range(2, 6):
+                acc += (step[q] * _B[j]) * k[j, m, q]
+            next_flat[m, q] = acc
+    for q in range(LANES):
+        times[q] = t[q] + step[q]
+    _evaluate(times, y_next, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
+              P_t, scratch, stages[6])
+    for m in range(size):  # e_2 = 0
+        for q in range(LANES):
+            acc = (step[q] * _E[0]) * k[0, m, q]
+            for j in range(2, 7):
+                acc += (step[q] * _E[j]) * k[j, m, q]
+            error[m, q] = acc
+
+
+@njit(cache=True, nogil=True)
 def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol,
                       max_steps, y_end, stats, scratch):
     """Integrate every instance from t0 to t1 with its own adaptive Dopri5 steps (retracted to the sphere after
@@ -94,113 +199,39 @@ def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, p
     reached, its step budget spent, a non-finite error) takes the next instance, the others carry on (their
     arithmetic is the lane's own: a lane's results do not depend on its neighbours). ``y0, y_end : [b, l, d]``,
     ``P, U : [b, h, d, d]``, ``stats : [b, 5]`` (status, steps, rejected, evaluations, max drift)."""
-    batch, tokens, dim = y0.shape
-    size = tokens * dim
+    _, tokens, dim = y0.shape
     base = np.empty((*P.shape[1:], LANES))
     values = np.empty((*U.shape[1:], LANES))
-    P_t = np.empty(base.shape)
+    field = (base, values, causal, identity, modulated, amplitude, omega, phase, sine, np.empty(base.shape), scratch)
     stages = np.empty((7, tokens, dim, LANES))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
-    z = np.empty((tokens, dim, LANES))
-    y = np.empty((tokens, dim, LANES))
-    y_next = np.empty((tokens, dim, LANES))
-    y_flat, z_flat, next_flat = y.reshape(size, LANES), z.reshape(size, LANES), y_next.reshape(size, LANES)
-    k = stages.reshape(7, size, LANES)
-    error = np.empty((size, LANES))
+    z, y, y_next = np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES))
+    y_flat, next_flat, k = y.reshape(-1, LANES), y_next.reshape(-1, LANES), stages.reshape(7, -1, LANES)
+    z_flat = z.reshape(-1, LANES)
+    error = np.empty(y_flat.shape)
     norms = np.empty((3, LANES))
     lane_stats = np.zeros((LANES, 5))
-    times = np.empty(LANES)
-    t = np.full(LANES, t0)
-    dt = np.zeros(LANES)
-    step = np.zeros(LANES)
+    times, t, dt, step = np.empty(LANES), np.full(LANES, t0), np.zeros(LANES), np.zeros(LANES)
     slot = np.zeros(LANES, dtype=np.int64)  # the instance in each lane
-    active = np.zeros(LANES, dtype=np.bool_)
-    fresh = np.zeros(LANES, dtype=np.bool_)
-    landed = np.zeros(LANES, dtype=np.bool_)
-    last_rejected = np.zeros(LANES, dtype=np.bool_)
+    active, fresh = np.zeros(LANES, dtype=np.bool_), np.zeros(LANES, dtype=np.bool_)
+    landed, last_rejected = np.zeros(LANES, dtype=np.bool_), np.zeros(LANES, dtype=np.bool_)
     tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
-    span = t1 - t0
     exponent = -1.0 / 5.0  # -1 / (embedded order + 1)
     for q in range(LANES):  # every lane holds a valid instance (the first) until it is given its own
         y[..., q], base[..., q], values[..., q] = y0[0], P[0], U[0]
     waiting = 0
     while True:
-        started = 0
-        for q in range(LANES):  # load the next instances into the free lanes
-            fresh[q] = not active[q] and waiting < batch
-            if fresh[q]:
-                slot[q], active[q], last_rejected[q], t[q] = waiting, True, False, t0
-                y[..., q], base[..., q], values[..., q] = y0[waiting], P[waiting], U[waiting]
-                lane_stats[q, 0], lane_stats[q, 1], lane_stats[q, 2], lane_stats[q, 3] = OK, 0, 0, 2
-                lane_stats[q, 4] = 0.0
-                waiting += 1
-                started += 1
-        if started:  # k_1 = f(t0, y0), then Hairer, Norsett & Wanner's starting step (sim.solvers.AdaptiveStepSize.initial_step)
-            _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, z,
-                      scratch)
-            for m in range(size):
-                for q in range(LANES):
-                    if fresh[q]:
-                        k[0, m, q] = z_flat[m, q]
-            _scaled_norms(y_flat, y_flat, y_flat, rtol, atol, norms[0])
-            _scaled_norms(k[0], y_flat, y_flat, rtol, atol, norms[1])
-            for q in range(LANES):
-                d0, d1 = norms[0, q], norms[1, q]
-                step[q] = min(1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1, span)  # h0
-                times[q] = t0 + step[q]
-            for m in range(size):
-                for q in range(LANES):
-                    z_flat[m, q] = y_flat[m, q] + step[q] * k[0, m, q]
-            _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
-                      stages[1], scratch)
-            for m in range(size):
-                for q in range(LANES):
-                    error[m, q] = k[1, m, q] - k[0, m, q]
-            _scaled_norms(error, y_flat, y_flat, rtol, atol, norms[2])
-            for q in range(LANES):
-                if fresh[q]:
-                    h0, d1, d2 = step[q], norms[1, q], norms[2, q] / step[q]
-                    if d1 <= 1e-15 and d2 <= 1e-15:
-                        h1 = max(1e-6, h0 * 1e-3)
-                    else:
-                        h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
-                    dt[q] = min(100 * h0, h1, span)
+        started = _load_lanes(y0, P, U, t0, waiting, slot, active, fresh, last_rejected, t, y, base, values,
+                              lane_stats)
+        waiting += started
+        if started:
+            _starting_steps(t, t0, t1 - t0, rtol, atol, fresh, y, field, stages, z, error, norms, times, step, dt)
         running = 0
         for q in range(LANES):
             running += active[q]
         if not running:
             return
-        for q in range(LANES):
-            if active[q] and lane_stats[q, 1] + lane_stats[q, 2] >= max_steps:
-                lane_stats[q, 0] = OUT_OF_STEPS
-            landed[q] = t[q] + dt[q] >= t1 - tiny
-            step[q] = (t1 - t[q] if landed[q] else dt[q]) if active[q] and lane_stats[q, 0] == OK else 0.0
-        for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
-            for m in range(size):
-                for q in range(LANES):
-                    acc = y_flat[m, q]
-                    for j in range(s):
-                        acc += (step[q] * _A[s, j]) * k[j, m, q]
-                    z_flat[m, q] = acc
-            for q in range(LANES):
-                times[q] = t[q] + _C[s] * step[q]
-            _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
-                      stages[s], scratch)
-        for m in range(size):  # b_2 = 0
-            for q in range(LANES):
-                acc = y_flat[m, q] + (step[q] * _B[0]) * k[0, m, q]
-                for j in range(2, 6):
-                    acc += (step[q] * _B[j]) * k[j, m, q]
-                next_flat[m, q] = acc
-        for q in range(LANES):
-            times[q] = t[q] + step[q]
-        _evaluate(times, y_next, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t,
-                  stages[6], scratch)
-        for m in range(size):  # e_2 = 0
-            for q in range(LANES):
-                acc = (step[q] * _E[0]) * k[0, m, q]
-                for j in range(2, 7):
-                    acc += (step[q] * _E[j]) * k[j, m, q]
-                error[m, q] = acc
+        _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step)
+        _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error)
         _scaled_norms(error, y_flat, next_flat, rtol, atol, norms[0])
         for q in range(LANES):
             if not active[q]:
@@ -266,21 +297,9 @@ class Integration:
         return float(np.max(self.drift))
 
 
-def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
-                    modulation: tuple[CosineDiagonal, ...] | None = None, max_steps: int = MAX_STEPS,
-                    workers: int = 1) -> Integration:
-    """Integrate every instance of eq. 6 on the sphere from t0 to t1, each with its own adaptive Dopri5 steps.
-
-    Parameters
-    ----------
-    P, U : arrays, shape=[b, h, d, d]: instance b's P_eta (P'_eta when ``modulation`` is given) and U_eta.
-    causal : alpha_ij = 0 for j > i.
-    y0 : array, shape=[b, l, d], every token on the unit sphere.
-    rtol, atol : each instance's tolerances (as ``AdaptiveStepSize(rtol, atol)`` for that instance alone).
-    modulation : one ``CosineDiagonal`` per head: P_eta(t) = diag(D_eta(t)) P'_eta, the same D for every instance.
-    max_steps : each instance's step budget (accepted and rejected); spent, ``MaxStepsReached`` names the instance.
-    workers : threads, each integrating a contiguous group of instances (the compiled loop releases the GIL).
-    """
+def _checked_inputs(P, U, y0, t0, t1, rtol, atol, max_steps, workers):
+    """``solve_instances``' arguments checked: ``P, U : [b, h, d, d]`` and ``y0 : [b, l, d]`` (on the unit sphere)
+    as C-contiguous float64, ``t0 < t1`` as floats; a ``ValueError`` naming the argument otherwise."""
     y0 = as_finite_array("y0", y0)
     P, U = as_finite_array("P", P), as_finite_array("U", U)
     if y0.ndim != 3:
@@ -301,17 +320,53 @@ def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: flo
         raise ValueError(f"max_steps={max_steps!r} must be a positive integer.")
     if int(workers) != workers or workers < 1:
         raise ValueError(f"workers={workers!r} must be a positive integer.")
-    heads = P.shape[1]
-    if modulation is None:
-        arrays = [np.zeros((heads, dim)) for _ in range(3)] + [np.zeros((heads, dim), dtype=np.bool_)]
-    else:
-        if len(modulation) != heads or not all(isinstance(m, CosineDiagonal) for m in modulation):
-            raise ValueError(f"modulation must hold one CosineDiagonal per head ({heads}); got {modulation!r}.")
-        arrays = [np.ascontiguousarray(np.stack([np.broadcast_to(getattr(m, name), (dim,)) for m in modulation]),
-                                       dtype=dtype)
-                  for name, dtype in (("amplitude", np.float64), ("omega", np.float64), ("phase", np.float64),
-                                      ("sine", np.bool_))]
     P, U, y0 = (np.ascontiguousarray(a) for a in (P, U, y0))
+    return P, U, y0, t0, t1
+
+
+def _modulation_arrays(modulation, heads: int, dim: int) -> list[np.ndarray]:
+    """The compiled loop's form of ``modulation`` (one ``CosineDiagonal`` per head, or None): its amplitude,
+    omega, phase (float64) and sine (bool), each ``[h, d]`` (zeros when None, then unused)."""
+    if modulation is None:
+        return [np.zeros((heads, dim)) for _ in range(3)] + [np.zeros((heads, dim), dtype=np.bool_)]
+    if len(modulation) != heads or not all(isinstance(m, CosineDiagonal) for m in modulation):
+        raise ValueError(f"modulation must hold one CosineDiagonal per head ({heads}); got {modulation!r}.")
+    return [np.ascontiguousarray(np.stack([np.broadcast_to(getattr(m, name), (dim,)) for m in modulation]),
+                                 dtype=dtype)
+            for name, dtype in (("amplitude", np.float64), ("omega", np.float64), ("phase", np.float64),
+                                ("sine", np.bool_))]
+
+
+def _raise_failures(status: np.ndarray, max_steps: int, t1: float) -> None:
+    """``MaxStepsReached`` (OUT_OF_STEPS) or ``FloatingPointError`` (NOT_FINITE) naming the first such instance
+    of ``status : [b]``; nothing when every instance is OK."""
+    for code, error in ((OUT_OF_STEPS, MaxStepsReached), (NOT_FINITE, FloatingPointError)):
+        failed = np.flatnonzero(status == code)
+        if failed.size:
+            what = (f"spent max_steps={max_steps} before t1={t1:g}" if code == OUT_OF_STEPS
+                    else "became non-finite")
+            raise error(f"instance {int(failed[0])} (of {failed.size} such) {what}; pass a larger max_steps only "
+                        "if the problem honestly needs it.")
+
+
+def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
+                    modulation: tuple[CosineDiagonal, ...] | None = None, max_steps: int = MAX_STEPS,
+                    workers: int = 1) -> Integration:
+    """Integrate every instance of eq. 6 on the sphere from t0 to t1, each with its own adaptive Dopri5 steps.
+
+    Parameters
+    ----------
+    P, U : arrays, shape=[b, h, d, d]: instance b's P_eta (P'_eta when ``modulation`` is given) and U_eta.
+    causal : alpha_ij = 0 for j > i.
+    y0 : array, shape=[b, l, d], every token on the unit sphere.
+    rtol, atol : each instance's tolerances (as ``AdaptiveStepSize(rtol, atol)`` for that instance alone).
+    modulation : one ``CosineDiagonal`` per head: P_eta(t) = diag(D_eta(t)) P'_eta, the same D for every instance.
+    max_steps : each instance's step budget (accepted and rejected); spent, ``MaxStepsReached`` names the instance.
+    workers : threads, each integrating a contiguous group of instances (the compiled loop releases the GIL).
+    """
+    P, U, y0, t0, t1 = _checked_inputs(P, U, y0, t0, t1, rtol, atol, max_steps, workers)
+    batch, _, dim = y0.shape
+    arrays = _modulation_arrays(modulation, P.shape[1], dim)
     identity = bool(np.all(U == np.eye(dim)))  # every U_eta = I: the field skips its product
     y1 = np.empty_like(y0)
     stats = np.empty((batch, 5))
@@ -327,14 +382,7 @@ def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: flo
     else:
         with worker_pool(len(groups)) as pool:
             list(pool.map(run, groups))
-    status = stats[:, 0].astype(int)
-    for code, error in ((OUT_OF_STEPS, MaxStepsReached), (NOT_FINITE, FloatingPointError)):
-        failed = np.flatnonzero(status == code)
-        if failed.size:
-            what = (f"spent max_steps={max_steps} before t1={t1:g}" if code == OUT_OF_STEPS
-                    else "became non-finite")
-            raise error(f"instance {int(failed[0])} (of {failed.size} such) {what}; pass a larger max_steps only "
-                        "if the problem honestly needs it.")
+    _raise_failures(stats[:, 0].astype(int), max_steps, t1)
     return Integration(y1, stats[:, 1].astype(int), stats[:, 2].astype(int), stats[:, 3].astype(int), stats[:, 4])
 
 

@@ -150,82 +150,117 @@ LANES = 8
 
 
 @njit(cache=True, nogil=True)
+def _lanes_scores(y, P, eta, causal, work, scores):
+    """Each lane's s_ij = y_i^T P_eta y_j (j <= i when ``causal``) into ``scores : [l, l, LANES]``, with
+    (y_i^T P_eta)_e in ``work[0] : [d, LANES]``; ``y : [l, d, LANES]``, ``P : [h, d, d, LANES]``."""
+    tokens, dim, _ = y.shape
+    for i in range(tokens):
+        for e in range(dim):  # (y_i^T P_eta)_e
+            for q in range(LANES):
+                work[0, e, q] = y[i, 0, q] * P[eta, 0, e, q]
+            for c in range(1, dim):
+                for q in range(LANES):
+                    work[0, e, q] += y[i, c, q] * P[eta, c, e, q]
+        for j in range(i + 1 if causal else tokens):  # s_ij = sum_e (y_i^T P_eta)_e y_je
+            for q in range(LANES):
+                scores[i, j, q] = work[0, 0, q] * y[j, 0, q]
+            for e in range(1, dim):
+                for q in range(LANES):
+                    scores[i, j, q] += work[0, e, q] * y[j, e, q]
+
+
+@njit(cache=True, nogil=True)
+def _lanes_softmax(scores, causal, root, bits, scale, rows):
+    """Each lane's exp(s_ij - max_j s_ij) in place in ``scores : [l, l, LANES]`` (log-sum-exp) and
+    1 / (Z_i sqrt(d)) into ``rows[1] : [l, LANES]`` (``root`` = sqrt(d)); ``rows[0]`` holds the row maxima."""
+    tokens = scores.shape[0]
+    for i in range(tokens):
+        count = i + 1 if causal else tokens
+        for q in range(LANES):
+            rows[0, i, q] = scores[i, 0, q]
+        for j in range(1, count):
+            for q in range(LANES):
+                rows[0, i, q] = max(rows[0, i, q], scores[i, j, q])
+        for j in range(count):  # log-sum-exp: every exponent <= 0
+            for q in range(LANES):
+                scores[i, j, q] -= rows[0, i, q]
+        exp_nonpositive_(scores[i].reshape(scores[i].size), count * LANES, bits, scale)
+        for q in range(LANES):
+            rows[1, i, q] = scores[i, 0, q]
+        for j in range(1, count):
+            for q in range(LANES):
+                rows[1, i, q] += scores[i, j, q]
+        for q in range(LANES):
+            rows[1, i, q] = 1.0 / (rows[1, i, q] * root)
+
+
+@njit(cache=True, nogil=True)
+def _lanes_attend(y, U, eta, causal, identity, scores, rows, work, out):
+    """Each lane's m_i^eta = sum_j alpha_ij^eta y_j (alpha = ``scores : [l, l, LANES]`` times ``rows[1]``) in
+    ``work[1] : [d, LANES]``, then U_eta m_i^eta (m_i itself when ``identity``) added to ``out[i] : [d, LANES]``;
+    ``y, out : [l, d, LANES]``, ``U : [h, d, d, LANES]``."""
+    tokens, dim, _ = y.shape
+    for i in range(tokens):
+        count = i + 1 if causal else tokens
+        for e in range(dim):  # m_i^eta = sum_j alpha_ij^eta y_j
+            for q in range(LANES):
+                work[1, e, q] = scores[i, 0, q] * y[0, e, q]
+            for j in range(1, count):
+                for q in range(LANES):
+                    work[1, e, q] += scores[i, j, q] * y[j, e, q]
+            for q in range(LANES):
+                work[1, e, q] *= rows[1, i, q]
+        if identity:
+            for e in range(dim):
+                for q in range(LANES):
+                    out[i, e, q] += work[1, e, q]
+        else:
+            for e in range(dim):  # U_eta m_i^eta
+                for q in range(LANES):
+                    acc = U[eta, e, 0, q] * work[1, 0, q]
+                    for c in range(1, dim):
+                        acc += U[eta, e, c, q] * work[1, c, q]
+                    out[i, e, q] += acc
+
+
+@njit(cache=True, nogil=True)
+def _lanes_tangent(y, rows, out):
+    """Each lane's f_i - (y_i^T f_i) y_i in place of f = ``out : [l, d, LANES]`` (the projection P_{y_i}),
+    y_i^T f_i kept in ``rows[2] : [l, LANES]``; ``y : [l, d, LANES]``."""
+    tokens, dim, _ = y.shape
+    for i in range(tokens):
+        for q in range(LANES):
+            rows[2, i, q] = y[i, 0, q] * out[i, 0, q]
+        for e in range(1, dim):
+            for q in range(LANES):
+                rows[2, i, q] += y[i, e, q] * out[i, e, q]
+        for e in range(dim):
+            for q in range(LANES):
+                out[i, e, q] = out[i, e, q] - rows[2, i, q] * y[i, e, q]
+
+
+@njit(cache=True, nogil=True)
 def lanes_field_(y, P, U, causal, identity, out, scratch):
     """eq. 6 on the sphere for ``LANES`` instances side by side, each with its own state and matrices:
     ``y : [l, d, LANES]``, ``P, U : [h, d, d, LANES]`` (the matrices at each lane's time); dy/dt written into
     ``out : [l, d, LANES]``; ``scratch`` from ``lanes_scratch(l, d)``; ``identity`` says every U_eta = I (its
     product skipped). Each lane does ``instance_field_``'s arithmetic for its instance; the loops run along the
     lanes, so that the compiler vectorises them over the instances (a system of 4 tokens in d = 3 leaves a loop
-    over j too short to vectorise), and no sum is reordered (no fastmath flag here)."""
-    scores, bits, scale, work = scratch
-    tokens, dim, _ = y.shape
-    heads = P.shape[0]
-    root = np.sqrt(dim)
-    for i in range(tokens):
-        count = i + 1 if causal else tokens
-        for e in range(dim):
-            for q in range(LANES):
-                work[2, e, q] = 0.0
-        for eta in range(heads):
-            for e in range(dim):  # (y_i^T P_eta)_e
-                for q in range(LANES):
-                    work[0, e, q] = y[i, 0, q] * P[eta, 0, e, q]
-                for c in range(1, dim):
-                    for q in range(LANES):
-                        work[0, e, q] += y[i, c, q] * P[eta, c, e, q]
-            for j in range(count):  # s_ij = sum_e (y_i^T P_eta)_e y_je
-                for q in range(LANES):
-                    scores[j, q] = work[0, 0, q] * y[j, 0, q]
-                for e in range(1, dim):
-                    for q in range(LANES):
-                        scores[j, q] += work[0, e, q] * y[j, e, q]
-            for q in range(LANES):
-                work[3, 0, q] = scores[0, q]
-            for j in range(1, count):
-                for q in range(LANES):
-                    work[3, 0, q] = max(work[3, 0, q], scores[j, q])
-            for j in range(count):  # log-sum-exp: every exponent <= 0
-                for q in range(LANES):
-                    scores[j, q] -= work[3, 0, q]
-            exp_nonpositive_(scores.reshape(scores.size), count * LANES, bits, scale)
-            for q in range(LANES):
-                work[3, 1, q] = scores[0, q]
-            for j in range(1, count):
-                for q in range(LANES):
-                    work[3, 1, q] += scores[j, q]
-            for q in range(LANES):
-                work[3, 1, q] = 1.0 / (work[3, 1, q] * root)
-            for e in range(dim):  # m_i^eta = sum_j alpha_ij^eta y_j
-                for q in range(LANES):
-                    work[1, e, q] = scores[0, q] * y[0, e, q]
-                for j in range(1, count):
-                    for q in range(LANES):
-                        work[1, e, q] += scores[j, q] * y[j, e, q]
-                for q in range(LANES):
-                    work[1, e, q] *= work[3, 1, q]
-            if identity:
-                for e in range(dim):
-                    for q in range(LANES):
-                        work[2, e, q] += work[1, e, q]
-            else:
-                for e in range(dim):  # U_eta m_i^eta
-                    for q in range(LANES):
-                        acc = U[eta, e, 0, q] * work[1, 0, q]
-                        for c in range(1, dim):
-                            acc += U[eta, e, c, q] * work[1, c, q]
-                        work[2, e, q] += acc
-        for q in range(LANES):
-            work[3, 2, q] = y[i, 0, q] * work[2, 0, q]
-        for e in range(1, dim):
-            for q in range(LANES):
-                work[3, 2, q] += y[i, e, q] * work[2, e, q]
-        for e in range(dim):
-            for q in range(LANES):
-                out[i, e, q] = work[2, e, q] - work[3, 2, q] * y[i, e, q]
+    over j too short to vectorise), and no sum is reordered (no fastmath flag here). One head at a time for all
+    tokens (scores, softmax, attention summed into ``out`` in the order of the heads), then the projection."""
+    scores, bits, scale, work, rows = scratch
+    out[...] = 0.0
+    for eta in range(P.shape[0]):
+        _lanes_scores(y, P, eta, causal, work, scores)
+        _lanes_softmax(scores, causal, np.sqrt(y.shape[1]), bits, scale, rows)
+        _lanes_attend(y, U, eta, causal, identity, scores, rows, work, out)
+    _lanes_tangent(y, rows, out)
 
 
 def lanes_scratch(tokens: int, dim: int):
-    """The scratch arrays of ``lanes_field_``: the scores ``[l, LANES]``, the exp's int64 bits ``[l LANES]`` and
-    the same memory as float64, and ``[4, max(d, 3), LANES]`` for y_i^T P, m_i, f_i and per-lane scalars."""
+    """The scratch arrays of ``lanes_field_``: the scores ``[l, l, LANES]``, the exp's int64 bits ``[l LANES]``
+    and the same memory as float64, ``[2, d, LANES]`` for y_i^T P and m_i, and ``[3, l, LANES]`` for each row's
+    max, 1 / (Z_i sqrt(d)) and y_i^T f_i."""
     bits = np.empty(tokens * LANES, dtype=np.int64)
-    return np.empty((tokens, LANES)), bits, bits.view(np.float64), np.empty((4, max(dim, 3), LANES))
+    return (np.empty((tokens, tokens, LANES)), bits, bits.view(np.float64), np.empty((2, dim, LANES)),
+            np.empty((3, tokens, LANES)))

@@ -99,18 +99,25 @@ def test_each_instance_takes_the_steps_it_would_take_alone():
     assert together.max_drift <= 1e-12  # retracted to the sphere after every step (the solvers' drift target)
 
 
+#: The functions of sim.instances making up the compiled eq. 6 of the integrations.
+_LANES_KERNEL = ("_lanes_scores", "_lanes_softmax", "_lanes_attend", "_lanes_tangent", "lanes_field_")
+
+
 def _mutant(old: str, new: str):
-    """A copy of sim.compiled whose eq. 6 kernel has ``old`` replaced by ``new`` in its source (recompiled, the
-    integrator re-jitted around it); the module's Python wrappers run on the copies."""
-    source = inspect.getsource(lanes_field_.py_func)
-    assert source.count(old) == 1, old
+    """A copy of sim.compiled whose eq. 6 kernel (``lanes_field_`` and its helpers) has ``old`` replaced by ``new``
+    in its source (recompiled, the integrator re-jitted around it); the module's Python wrappers run on the
+    copies."""
     namespace = dict(lanes_field_.py_func.__globals__)
-    undecorated = "\n".join(line for line in source.splitlines() if not line.startswith("@njit"))
-    exec(compile(undecorated.replace(old, new), "<mutant>", "exec"), namespace)
-    kernel = njit(nogil=True)(namespace["lanes_field_"])
+    sources = {name: inspect.getsource(namespace[name].py_func) for name in _LANES_KERNEL}
+    assert sum(source.count(old) for source in sources.values()) == 1, old
+    for name, source in sources.items():
+        undecorated = "\n".join(line for line in source.splitlines() if not line.startswith("@njit"))
+        exec(compile(undecorated.replace(old, new), "<mutant>", "exec"), namespace)
+        namespace[name] = njit(nogil=True)(namespace[name])
+    kernel = namespace["lanes_field_"]
     module = types.ModuleType("mutant")
     module.__dict__.update(vars(compiled))
-    for name in ("_evaluate", "_dopri5_instances"):
+    for name in ("_evaluate", "_starting_steps", "_dopri5_step", "_dopri5_instances"):
         function = getattr(compiled, name).py_func
         module.__dict__[name] = njit(nogil=True)(types.FunctionType(function.__code__, module.__dict__, name))
     module.lanes_field_ = kernel
@@ -123,8 +130,8 @@ def _mutant(old: str, new: str):
 
 
 @pytest.mark.parametrize("old, new", [
-    ("out[i, e, q] = work[2, e, q] - work[3, 2, q]", "out[i, e, q] = work[2, e, q] + work[3, 2, q]"),  # projection
-    ("work[1, e, q] *= work[3, 1, q]", "work[1, e, q] *= 1.0"),  # the softmax normaliser Z_i dropped
+    ("out[i, e, q] = out[i, e, q] - rows[2, i, q]", "out[i, e, q] = out[i, e, q] + rows[2, i, q]"),  # projection
+    ("work[1, e, q] *= rows[1, i, q]", "work[1, e, q] *= 1.0"),  # the softmax normaliser Z_i dropped
 ])
 def test_control_a_broken_kernel_fails_the_agreement(old, new):
     deviations = _deviations(_mutant(old, new))
