@@ -23,6 +23,8 @@ import torch
 from scipy.integrate import solve_ivp
 from threadpoolctl import threadpool_info
 
+from reports.files import atomic_write
+
 from .dynamics import AttentionField
 from .manifold import Ellipsoid
 from .products import matmul as field_matmul, solver_threads, worker_pool
@@ -458,12 +460,10 @@ def _section_text(results: dict[str, Any]) -> str:
 
 
 def write_outputs(results: dict[str, Any], *, out: Path | None = None, section: Path | None = None) -> None:
-    """Write the results JSON to ``out`` and the report section JSON to ``section`` (temp file, then rename)."""
+    """Write the results JSON to ``out`` and the report section JSON to ``section`` (atomically)."""
     for path, payload in ((out, results), (section, report_section(results) if section else None)):
         if path is None:
             continue
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(json.dumps(payload, indent=1, default=float))
-        temporary.replace(path)
+        atomic_write(path, lambda stream, payload=payload: json.dump(payload, stream, indent=1, default=float))

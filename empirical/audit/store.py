@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from reports.files import write_json
 from reports.records import jsonable
 
 from .measure import AuditSettings, audit_model, rate_summary
@@ -86,7 +87,5 @@ def write_audit(result: dict[str, Any], out: Path) -> Path:
     """Write ``out/audit.json`` atomically and return its path."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.json"
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(jsonable(result), indent=1))
-    temporary.replace(path)
+    write_json(path, jsonable(result))
     return path
