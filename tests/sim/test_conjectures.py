@@ -32,14 +32,20 @@ def _diameter(y):
     return float(diameter(None, None, y[None])[0])
 
 
+@pytest.mark.parametrize("values", ["drawn", "identity"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_instance_field_matches_the_project_field(causal):
+def test_instance_field_matches_the_project_field(causal, values):
+    """11 instances: a full group of LANES = 8 and a part-filled one; U_eta = I takes the kernel's shortcut."""
     rng = np.random.default_rng(1)
-    P, U = rng.standard_normal((2, 5, 2, 3, 3))
-    y = rng.standard_normal((5, 4, 3))
+    P, U = rng.standard_normal((2, 11, 2, 3, 3))
+    if values == "identity":
+        U = np.broadcast_to(np.eye(3), U.shape).copy()
+    y = rng.standard_normal((11, 4, 3))
     y /= np.linalg.norm(y, axis=-1, keepdims=True)
-    batched = InstanceField(P, U, causal)(0.0, y)
-    for b in range(5):
+    field = InstanceField(P, U, causal)
+    assert field.identity == (values == "identity")
+    batched = field(0.0, y)
+    for b in range(11):
         single = AttentionField(P=tuple(P[b]), U=tuple(U[b]), causal=causal)(0.0, y[b])
         np.testing.assert_allclose(batched[b], single, rtol=1e-12, atol=1e-14)
     # control: the other mask gives another field
