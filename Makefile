@@ -40,32 +40,31 @@ report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
 
 # Mutation testing of the core modules (README "Mutation testing"): mutmut (pyproject.toml [tool.mutmut]) over the
-# Python code, cosmic-ray (tests/mutation/kernels.toml) over the Numba kernels, which mutmut does not mutate;
-# the summary goes to build/mutants/summary.json, which the report's mutation section shows. Niced: the machine
-# is shared. One thread for torch and BLAS: mutmut forks each mutant's test process from one that already ran
-# torch, and torch's OpenMP pool does not survive a fork (measured: every forked test of a torch model hung until
-# mutmut's time limit, 180 s each, while the same mutant failed in seconds in a fresh process). mutmut keeps its
-# copies in mutants/; cosmic-ray mutates sim/kernels.py in place, one mutant at a time, and restores it (do not
-# edit the tree while it runs).
+# Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/kernels.py,
+# sim/instances.py, sim/compiled.py), which mutmut does not mutate; the summary goes to build/mutants/summary.json,
+# which the report's mutation section shows. Niced: the machine is shared. One thread for torch and BLAS: mutmut
+# forks each mutant's test process from one that already ran torch, and torch's OpenMP pool does not survive a fork
+# (measured: every forked test of a torch model hung until mutmut's time limit, 180 s each, while the same mutant
+# failed in seconds in a fresh process). mutmut keeps its copies in mutants/; cosmic-ray's two workers each mutate
+# their own git clone of the committed tree (commit first: uncommitted changes are not in the clones).
 # The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
 MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
   'sim.solvers.euler.*' 'sim.solvers.rk4.*' 'sim.solvers.discrete.*' 'sim.solvers.dopri5.*' \
   'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
   'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \
-  'sim.dynamics.*' 'empirical.loop.*' 'empirical.adapters.*'
-KERNELS_SESSION := build/mutants/kernels.sqlite
+  'sim.dynamics.*' 'sim.instances.*' 'sim.compiled.*' 'empirical.loop.*' 'empirical.adapters.*'
+COMPILED_SESSION := build/mutants/compiled.sqlite
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'
 	mkdir -p build/mutants
 	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
 	rm -f mutants/mutmut-stats.json
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m reports.mutation measure \
-	  build/mutants/run.json -- nice -n 10 sh -c "$(BIN)/mutmut run $(MUTANTS_SCOPE) && \
-	  $(BIN)/cosmic-ray init tests/mutation/kernels.toml $(KERNELS_SESSION) --force && \
-	  $(BIN)/cr-filter-operators $(KERNELS_SESSION) tests/mutation/kernels.toml && \
-	  PATH=$(CURDIR)/$(BIN):\$$PATH $(BIN)/cosmic-ray exec tests/mutation/kernels.toml $(KERNELS_SESSION)"
+	  build/mutants/run-mutmut.json -- nice -n 10 $(BIN)/mutmut run $(MUTANTS_SCOPE)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m reports.mutation measure build/mutants/run-compiled.json -- \
+	  nice -n 10 $(BIN)/python -m reports.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION)
 	$(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
-	  --cosmic-ray $(KERNELS_SESSION) --run build/mutants/run.json
+	  --cosmic-ray $(COMPILED_SESSION) --run build/mutants/run-mutmut.json --run build/mutants/run-compiled.json
 
 clean:
 	rm -rf $(VENV) build mutants .pytest_cache .hypothesis

@@ -1,8 +1,8 @@
 """Mutation testing of the core modules: the summary `make mutants` writes, and the report's section on it.
 
-`make mutants` runs mutmut (configuration: ``[tool.mutmut]`` in pyproject.toml) and, for the Numba kernels that
-mutmut cannot reach, cosmic-ray (tests/mutation/kernels.toml); then ``python -m reports.mutation DIR OUT
---cosmic-ray SESSION`` reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the
+`make mutants` runs mutmut (configuration: ``[tool.mutmut]`` in pyproject.toml) and, for the Numba-compiled code
+that mutmut cannot reach, cosmic-ray (tests/mutation/compiled.toml, run by ``python -m reports.mutation compiled
+CONFIG SESSION``: reports/compiled_mutants.py); then ``python -m reports.mutation DIR OUT --cosmic-ray SESSION`` reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the
 checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes
 ``OUT`` (build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected
 = killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from .compiled_mutants import LEFT_TO_MUTMUT, run_session
 from .records import ReportSection, Table
 
 SUMMARY = Path("build/mutants/summary.json")
@@ -104,7 +105,8 @@ def read_results(folder: Path) -> dict[str, int | None]:
 
 def read_cosmic_ray(session: Path) -> dict[str, str]:
     """mutant name -> outcome from a cosmic-ray session (its SQLite file); a mutant its operator filter skipped
-    is "excluded" (the reasons are in tests/mutation/kernels.toml), a timeout is "timeout"."""
+    is "excluded" (the reasons are in tests/mutation/compiled.toml), a timeout is "timeout"; one left to mutmut
+    (``compiled_mutants.leave_to_mutmut``) is not listed: mutmut's results count it."""
     import sqlite3
 
     if not Path(session).exists():
@@ -117,6 +119,8 @@ def read_cosmic_ray(session: Path) -> dict[str, str]:
     for path, function, row, col, operator, occurrence, worker, test, output in rows:
         module = str(Path(path).with_suffix("")).replace("/", ".")
         worker, test = (None if v is None else v.lower() for v in (worker, test))  # cosmic-ray stores "KILLED"
+        if worker == "skipped" and output == LEFT_TO_MUTMUT:
+            continue
         if worker is None:
             outcome = "not checked"
         elif worker == "skipped":
@@ -199,9 +203,10 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
             "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
             "counted apart, each with its reason in tests/mutation/equivalent.toml. mutmut leaves decorated "
-            "functions alone, so the Numba kernels (sim.kernels) are mutated by cosmic-ray, which changes the file "
-            "itself; their tests run with NUMBA_DISABLE_JIT=1 (the same loops in Python); operators excluded there "
-            "by construction (tests/mutation/kernels.toml) are counted as excluded.")
+            "functions alone, so the Numba kernels (sim.kernels, sim.instances, sim.compiled) are mutated by "
+            "cosmic-ray, in git clones of the tree; their tests run with NUMBA_DISABLE_JIT=1 (the same loops in "
+            "Python); operators excluded there by construction (tests/mutation/compiled.toml) are counted as "
+            "excluded.")
     if summary.get("scope", ["*"]) != ["*"]:
         text += " Mutants in scope (mutmut's names): " + ", ".join(f"`{g}`" for g in summary["scope"]) + "."
     text += " " + _cost(summary.get("runs", []))
@@ -238,13 +243,15 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:]
     if argv[:1] == ["measure"]:
         return _measure_command(argv[1:])
+    if argv[:1] == ["compiled"]:
+        return _compiled_command(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reports.mutation",
                                      description="Summarise a mutmut run into build/mutants/summary.json.")
     parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
     parser.add_argument("out", type=Path, help="the summary to write (build/mutants/summary.json)")
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
     parser.add_argument("--scope", nargs="+", default=["*"], help="the mutant-name globs `mutmut run` was given")
-    parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the Numba kernels")
+    parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the compiled code")
     parser.add_argument("--run", type=Path, action="append", default=[],
                         help="what a segment of the run cost (`measure`'s record; repeat for each segment)")
     args = parser.parse_args(argv)
@@ -274,6 +281,15 @@ def _measure_command(argv: list[str]) -> int:
     print(f"{record['seconds'] / 60:.1f} min wall, {record['cpu_seconds'] / 60:.1f} min CPU, load average "
           f"{record['load_average']['mean']:.1f} at {record['revision']}", file=sys.stderr)
     return record["exit_code"]
+
+
+def _compiled_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.mutation compiled",
+                                     description="Run cosmic-ray's session over the Numba-compiled code.")
+    parser.add_argument("config", type=Path, help="cosmic-ray's configuration (tests/mutation/compiled.toml)")
+    parser.add_argument("session", type=Path, help="the session file to make (build/mutants/compiled.sqlite)")
+    args = parser.parse_args(argv)
+    return run_session(args.config, args.session)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
-import torch
 from threadpoolctl import ThreadpoolController
+
+if TYPE_CHECKING:
+    import torch
 
 #: Products with fewer multiply-adds per matrix (m k n) stay in numpy: below this PyTorch's per-call and
 #: per-matrix cost outweighs MKL's faster kernels. Measured here on stacks of 100 matrices: numpy 10% faster at
@@ -31,6 +33,14 @@ from threadpoolctl import ThreadpoolController
 TORCH_MIN_MULTIPLY_ADDS = 200_000
 
 _numpy_blas = None
+
+
+def _torch():
+    """PyTorch, imported on first use: it takes 1.5 s, which small systems (numpy products, the compiled
+    integrations) never need to pay."""
+    import torch
+
+    return torch
 
 
 def _numpy_blas_controller() -> ThreadpoolController:
@@ -47,7 +57,7 @@ def _shared_tensor(array: np.ndarray) -> torch.Tensor:
     e.g. a broadcast or a reversed view)."""
     if not array.flags.writeable or any(stride < 0 for stride in array.strides):
         array = array.copy()
-    return torch.from_numpy(array)
+    return _torch().from_numpy(array)
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -66,6 +76,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     columns = b.shape[-1] if b.ndim > 1 else 1
     if rows * a.shape[-1] * columns < TORCH_MIN_MULTIPLY_ADDS:
         return np.matmul(a, b, out=out)
+    torch = _torch()
     if out is None:
         return torch.matmul(_shared_tensor(a), _shared_tensor(b)).numpy()
     torch.matmul(_shared_tensor(a), _shared_tensor(b), out=torch.from_numpy(out))
@@ -94,6 +105,7 @@ def check_out(out: np.ndarray, shape: tuple[int, ...], *inputs: np.ndarray) -> N
 @contextmanager
 def _torch_threads(count: int) -> Iterator[None]:
     """PyTorch's intra-op pool (of the calling thread) on ``count`` threads within the block, restored after."""
+    torch = _torch()
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
@@ -128,4 +140,8 @@ def solver_threads(workers: int) -> Iterator[None]:
 def worker_pool(workers: int) -> ThreadPoolExecutor:
     """A pool of ``workers`` threads whose PyTorch products run on one thread each (set in every worker: a limit
     set in the main thread does not reach new threads). Use it inside ``solver_threads(workers)``."""
-    return ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,))
+    return ThreadPoolExecutor(workers, initializer=_one_torch_thread)
+
+
+def _one_torch_thread() -> None:
+    _torch().set_num_threads(1)

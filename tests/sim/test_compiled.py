@@ -161,3 +161,57 @@ def test_workers_give_the_same_result():
     one = solve_field(field, y0, 1.0, rtol=1e-8, atol=1e-8)
     two = solve_field(field, y0, 1.0, rtol=1e-8, atol=1e-8, workers=2)
     np.testing.assert_array_equal(one.y1, two.y1)  # the same per-instance arithmetic, bit for bit
+
+
+#: The small systems below keep every instance's run short, so that the tests also run with NUMBA_DISABLE_JIT=1 (the
+#: same loops in Python) in seconds: the tests `make mutants` runs on each mutant of sim/compiled.py and
+#: sim/instances.py (tests/mutation/compiled.toml). 11 instances: a full group of LANES = 8, then lanes freed by
+#: finished instances take the 3 left.
+SMALL_SEED, SMALL_COUNT = 11, 11
+
+
+def _small_instances(heads: int, values: str):
+    rng = np.random.default_rng(SMALL_SEED)
+    P = rng.normal(0.0, 1.5, (SMALL_COUNT, heads, 3, 3))
+    U = (np.broadcast_to(np.eye(3), P.shape).copy() if values == "identity"
+         else np.eye(3) + rng.normal(0.0, 0.5, P.shape))
+    y0 = rng.standard_normal((SMALL_COUNT, 3, 3))
+    return P, U, y0 / np.linalg.norm(y0, axis=-1, keepdims=True)
+
+
+def _assert_step_for_step(together, field_of, y0, t1, rtol, own_steps=True):
+    """Each instance of ``together`` (a compiled integration) ends where sim.solve's Dopri5 ends on that instance
+    alone (``field_of(b)``), after the same accepted and rejected steps and evaluations, on the sphere."""
+    for b in range(len(y0)):
+        alone = solve(field_of(b), Dopri5(), 0.0, t1, y0[b:b + 1], controller=AdaptiveStepSize(rtol=rtol, atol=rtol))
+        np.testing.assert_allclose(together.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+        assert (together.steps[b], together.rejected[b], together.evaluations[b]) == (
+            alone.steps, alone.rejected_steps, alone.evaluations), b
+        assert together.drift[b] <= 1e-12  # retracted after every accepted step
+    if own_steps:  # the instances differ in steps, and some steps are rejected: both paths of the controller run
+        assert len(set(together.steps.tolist())) > 1 and together.rejected.sum() > 0
+
+
+@pytest.mark.parametrize("causal, heads, values", [(False, 1, "identity"), (True, 2, "drawn")])
+def test_small_instances_run_step_for_step_as_sim_solve(causal, heads, values):
+    P, U, y0 = _small_instances(heads, values)
+    together = solve_instances(P, U, causal, y0, 1.5, rtol=1e-7, atol=1e-7)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], causal), y0, 1.5, 1e-7)
+
+
+def test_small_modulated_field_runs_step_for_step_as_sim_solve():
+    """Figure 2's P(t) = D(t) P' (the loop evaluates D(t) itself) on 3 instances of 3 tokens."""
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point_in_hemisphere(FIG3_V, np.random.default_rng(SMALL_SEED), (3, 3, 3))
+    together = solve_field(field, y0, 0.3, rtol=1e-7, atol=1e-7)
+    _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)  # (they share its steps)
+
+
+def test_small_instances_start_at_t0():
+    P, U, y0 = _small_instances(1, "drawn")
+    later = solve_instances(P[:2], U[:2], False, y0[:2], 1.5, t0=0.5, rtol=1e-7, atol=1e-7)
+    for b in range(2):
+        alone = solve(InstanceField(P[b:b + 1], U[b:b + 1]), Dopri5(), 0.5, 1.5, y0[b:b + 1],
+                      controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7))
+        np.testing.assert_allclose(later.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+        assert later.steps[b] == alone.steps

@@ -1,0 +1,92 @@
+"""cosmic-ray over the Numba-compiled code (tests/mutation/compiled.toml), which mutmut cannot reach.
+
+mutmut 3 leaves decorated functions alone, so the ``@njit`` kernels of ``sim/kernels.py``, ``sim/instances.py``
+and ``sim/compiled.py`` get none of its mutants; cosmic-ray mutates those files. Its mutants that fall inside an
+undecorated function or method (the Python wrappers: input checks, the workspace, the callers of the kernels)
+are marked skipped, "left to mutmut", which mutates those functions itself (``leave_to_mutmut``): each mutant is
+counted once.
+
+``run_session`` makes the session, applies the filters and executes it with cosmic-ray's HTTP distributor: one
+``cosmic-ray http-worker`` per configured URL, each in its own git clone of the committed tree (cosmic-ray's
+``cr-http-workers``), so the workers mutate their clones side by side and the working tree is never touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import socket
+import subprocess
+import time
+import tomllib
+from pathlib import Path
+
+#: Why a mutant inside an undecorated function is not run by cosmic-ray (the session's record of it).
+LEFT_TO_MUTMUT = "left to mutmut (an undecorated function: mutmut mutates it)"
+#: How long the workers may take to clone the tree and listen (measured: about 3 s each on this machine).
+WORKER_START_SECONDS = 120.0
+
+
+def mutmut_lines(source: str) -> list[tuple[int, int]]:
+    """The line ranges (first, last; 1-based) of the functions mutmut mutates in a module's ``source``: top-level
+    functions and methods of top-level classes that carry no decorator."""
+    ranges = []
+    for node in ast.parse(source).body:
+        functions = node.body if isinstance(node, ast.ClassDef) else [node]
+        ranges += [(f.lineno, f.end_lineno) for f in functions
+                   if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and not f.decorator_list]
+    return ranges
+
+
+def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
+    """Record as skipped, with ``LEFT_TO_MUTMUT``, every mutant of ``session`` (a cosmic-ray 8 session file) not
+    yet run whose first line lies in a function mutmut mutates (module paths relative to ``root``); return how
+    many. cosmic-ray's own filters record a skip the same way: a result row, so that ``exec`` passes it by."""
+    import sqlite3
+
+    pending = ("SELECT s.job_id, s.module_path, s.start_pos_row FROM mutation_specs s "
+               "LEFT JOIN work_results r USING (job_id) WHERE r.job_id IS NULL")
+    lines_by_module: dict[str, list[tuple[int, int]]] = {}
+    with sqlite3.connect(session) as db:
+        left = []
+        for job, module, row in db.execute(pending).fetchall():
+            if module not in lines_by_module:
+                lines_by_module[module] = mutmut_lines((root / module).read_text())
+            if any(first <= row <= last for first, last in lines_by_module[module]):
+                left.append((LEFT_TO_MUTMUT, job))
+        db.executemany("INSERT INTO work_results (worker_outcome, output, test_outcome, diff, job_id) "
+                       "VALUES ('SKIPPED', ?, NULL, NULL, ?)", left)
+    return len(left)
+
+
+def worker_ports(config: Path) -> list[int]:
+    """The localhost ports of the HTTP workers ``config`` names (``[cosmic-ray.distributor.http] worker-urls``)."""
+    urls = tomllib.loads(config.read_text())["cosmic-ray"]["distributor"]["http"]["worker-urls"]
+    return [int(url.rsplit(":", 1)[1]) for url in urls]
+
+
+def _wait_for(ports: list[int], workers: subprocess.Popen, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for port in ports:
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if workers.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"cosmic-ray's HTTP worker on port {port} did not start (exit code "
+                                   f"{workers.poll()}); is another run using the port?")
+            time.sleep(0.5)
+
+
+def run_session(config: Path, session: Path) -> int:
+    """cosmic-ray's session ``session`` of ``config``: made afresh, its operator filter and ``leave_to_mutmut``
+    applied, then executed by the configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
+    subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
+    subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)
+    print(f"{leave_to_mutmut(session)} mutants left to mutmut", flush=True)
+    workers = subprocess.Popen(["cr-http-workers", str(config), "."], start_new_session=True)
+    try:
+        _wait_for(worker_ports(config), workers, WORKER_START_SECONDS)
+        return subprocess.run(["cosmic-ray", "exec", str(config), str(session)]).returncode
+    finally:
+        workers.terminate()  # cr-http-workers stops its workers and removes their clones
+        workers.wait(timeout=60)

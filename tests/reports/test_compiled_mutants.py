@@ -1,0 +1,82 @@
+"""cosmic-ray's session over the compiled code leaves mutmut's functions to mutmut, and counts each mutant once."""
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from reports.compiled_mutants import LEFT_TO_MUTMUT, _wait_for, leave_to_mutmut, mutmut_lines, worker_ports
+from reports.mutation import read_cosmic_ray
+from tests.reports.test_mutation import _cosmic_ray_session
+
+#: A module as sim/compiled.py is laid out: a kernel (@njit), a wrapper, a class with a method and a property.
+MODULE = '''from numba import njit
+
+LIMIT = 2
+
+
+@njit(cache=True)
+def kernel(x):
+    return x + 1
+
+
+def wrapper(x):
+    return kernel(x) * 3
+
+
+class Holder:
+    def method(self):
+        return LIMIT - 1
+
+    @property
+    def value(self):
+        return LIMIT * 5
+'''
+
+
+def test_mutmut_lines_are_the_undecorated_functions_and_methods():
+    assert mutmut_lines(MODULE) == [(11, 12), (16, 17)]  # wrapper, Holder.method; not kernel, not the property
+
+
+def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_path):
+    """Rows 1-6 of the fabricated session: rows 1-5 have results; rows 11 and 16 (a wrapper, a method) are pending
+    and left to mutmut, row 8 (the kernel) and row 21 (a property: mutmut skips it) stay cosmic-ray's."""
+    import sqlite3
+
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "kernels.py").write_text(MODULE)
+    session = tmp_path / "session.sqlite"
+    _cosmic_ray_session(session)
+    with sqlite3.connect(session) as db:
+        for row, job in ((8, "g"), (11, "h"), (16, "i"), (21, "j")):
+            db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
+                       "'f', ?)", (row, row, job))
+    assert leave_to_mutmut(session, tmp_path) == 2
+    with sqlite3.connect(session) as db:
+        left = db.execute("SELECT job_id FROM work_results WHERE output = ?", (LEFT_TO_MUTMUT,)).fetchall()
+    assert sorted(left) == [("h",), ("i",)]
+    outcomes = read_cosmic_ray(session)
+    assert not any("@11:" in name or "@16:" in name for name in outcomes)  # mutmut's results count them
+    assert outcomes["sim.kernels.f@8:4:core/NumberReplacer#0"] == "not checked"  # still to run
+    assert outcomes["sim.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
+    assert leave_to_mutmut(session, tmp_path) == 0  # already recorded: nothing twice
+
+
+def test_worker_ports_come_from_the_configuration(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[cosmic-ray.distributor.http]\nworker-urls = ["http://localhost:9876", "http://localhost:9877"]\n')
+    assert worker_ports(config) == [9876, 9877]
+
+
+def test_a_worker_that_never_listens_fails_with_its_port():
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nothing listens there
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(RuntimeError, match=f"port {port} did not start"):
+            _wait_for([port], process, seconds=1.0)
+    finally:
+        process.kill()
+        process.wait()
