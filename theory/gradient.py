@@ -12,7 +12,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from reports.checks import check
+from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -221,8 +221,8 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
     table = Table("dropping a hypothesis", ("model", "max |g(F,X) - dPhi(X)|/|dPhi(X)|",
                                              "min dPhi/dt / |F|_1^2 (negative: Phi decreases)"), tuple(rows))
     common = dict(tables=(table,), seeds={"counterexamples": seed})
-    field_record = CheckResult(
-        "grad.field", "numeric", "verified" if not failing else "refuted",
+    field_record = claim_result(
+        "verified" if not failing else "refuted", claim="grad.field",
         detail="Necessity of the hypotheses: with U = I, the gradient identity g(F, X) = dPhi(X) fails as soon as W != P "
                "or P is not symmetric (largest relative gap over random instances shown). The general condition "
                "(P = P^T, W U = P) is verified symbolically; that W U = P is also necessary for this metric and "
@@ -232,8 +232,8 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
         tolerance=1e-3, tolerance_reason="a gradient identity that holds leaves a relative gap ~1e-9 (central "
                                          "differences); a gap above 1e-3 is a genuine failure", **common)
     decreasing = rows[0][2] < 0
-    convergence_record = CheckResult(
-        "grad.convergence", "numeric", "verified" if decreasing else "refuted",
+    convergence_record = claim_result(
+        "verified" if decreasing else "refuted", claim="grad.convergence",
         detail="The hypothesis W = P is needed for the monotonicity of Phi: with W != P (U = I) random instances "
                f"{'have' if decreasing else 'do NOT have'} dPhi/dt < 0 along (6) (min normalised rate "
                f"{rows[0][2]:.3e}), so Phi is then no Lyapunov function.",

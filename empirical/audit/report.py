@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from reports.checks import check, claim_result
 from reports.records import CheckResult, ReportSection, Table
 
 from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
@@ -256,6 +257,7 @@ def _paper_weights_text(results: list[dict[str, Any]]) -> str:
 
 
 # -- claim records -----------------------------------------------------------------------------------------
+@check("emp.audit-hemisphere", method="empirical")
 def hemisphere_record(results: list[dict[str, Any]]) -> CheckResult:
     numbers, all_inside = {}, True
     for result in results:
@@ -273,8 +275,8 @@ def hemisphere_record(results: list[dict[str, Any]]) -> CheckResult:
     if shorter:
         runs += (". In every run the prompts are shorter than the width (l <= n+1), the regime of Remark 4.3 where "
                  "generic points always share an open hemisphere; the margins say by how much")
-    return CheckResult(
-        "emp.audit-hemisphere", "empirical", "verified" if all_inside else "refuted",
+    return claim_result(
+        "verified" if all_inside else "refuted",
         detail=("Exact LP test (HiGHS; inside certified by a direction v with min cos(v, y_i) > 1e-10, outside by "
                 "Gordan's alternative) on every prompt's token states after every block and on every attention's "
                 "normalised input. " + ("All states lie in one open hemisphere. " if all_inside else
@@ -292,8 +294,9 @@ def _missing(ran: list[str]) -> dict[str, str]:
     return {model: get_command(model) for model in PAPER_MODELS if model not in {canonical(m) for m in ran}}
 
 
-def _not_run(claim: str, missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
-    return CheckResult(claim, "empirical", "not-run",
+def _not_run(missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
+    """The running check's not-run record: what it needs, and the commands that would run it."""
+    return claim_result("not-run",
                        detail=(f"Not run: {about} needs the trained weights of GPT-2 XL / GPT-Neo 2.7B, which are "
                                f"not on this machine (no named folder, not in the Hugging Face cache). To run it, "
                                + "; ".join(f"{model}: {command}" for model, command in missing.items())
@@ -328,6 +331,7 @@ def trained_paper_audits(settings: AuditSettings, folder: Path, *, weights_dirs:
     return audits, _missing([a["model"] for a in audits])
 
 
+@check("emp.rate", method="empirical")
 def rate_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.rate: trained weights converge faster than random weights of the same architecture, paired over the
     same prompts, with and without FFN. ``verified`` when every comparison of a trained paper model that ran
@@ -342,7 +346,7 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
     trained = [r for r in _trained_paper(results) if "trained_vs_random" in r]
     missing = _missing([r["model"] for r in trained])
     if not trained:
-        return _not_run("emp.rate", missing, "the comparison of pretrained and random weights", numbers)
+        return _not_run(missing, "the comparison of pretrained and random weights", numbers)
     verdicts = {f"{r['model']} [{variant}]": c["verdict"]
                 for r in trained for variant, c in r["trained_vs_random"].items()}
     held = all(v == "faster" for v in verdicts.values())
@@ -356,9 +360,9 @@ def rate_record(results: list[dict[str, Any]]) -> CheckResult:
                               "'indistinguishable': CI contains 0, faster convergence not observed at this budget).")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
-    return CheckResult("emp.rate", "empirical", "verified" if held else "refuted", detail,
-                       numbers={**numbers, "decisive": verdicts, "missing": missing},
-                       seeds={"random weights": s["seed"]})
+    return claim_result("verified" if held else "refuted", detail=detail,
+                        numbers={**numbers, "decisive": verdicts, "missing": missing},
+                        seeds={"random weights": s["seed"]})
 
 
 #: The FFN's effect on the rate the paper prints (Fig. 8): "the feed-forward layers increase the convergence
@@ -377,6 +381,7 @@ def _suite_ffn_effects(extra_rates: list[dict[str, Any]]) -> dict[str, dict[str,
             if len(pair) == 2 and len(pair[True]["rate"]["per_prompt"]) == len(pair[False]["rate"]["per_prompt"])}
 
 
+@check("emp.full", method="empirical")
 def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
     """emp.full, its rate part: the FFN increases the rate in trained GPT-2 XL and decreases it in trained
     GPT-Neo 2.7B. Decided on the figure-8 runs of the suite (with vs without FFN, paired over the same
@@ -400,7 +405,7 @@ def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] 
         where = "the audits of the trained models (with vs without FFN, paired over the same prompts)"
     missing = _missing(list(effects))
     if not effects:
-        return _not_run("emp.full", missing, "the FFN's effect on the rate in trained GPT-2 XL / GPT-Neo 2.7B", numbers)
+        return _not_run(missing, "the FFN's effect on the rate in trained GPT-2 XL / GPT-Neo 2.7B", numbers)
     held = all(c["verdict"] == PRINTED_FFN_EFFECT[m] for m, c in effects.items())
     detail = ("The rate part of the claim, as printed: the FFN increases the rate in GPT-2 XL ('faster') and decreases "
               f"it in GPT-Neo 2.7B ('slower'). Measured on {where}: "
@@ -411,8 +416,8 @@ def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] 
                       "contains 0).")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
-    return CheckResult("emp.full", "empirical", "verified" if held else "refuted", detail,
-                       numbers={**numbers, "decisive": {m: c["verdict"] for m, c in effects.items()},
+    return claim_result("verified" if held else "refuted", detail=detail,
+                        numbers={**numbers, "decisive": {m: c["verdict"] for m, c in effects.items()},
                                 "missing": missing})
 
 
@@ -427,6 +432,7 @@ SCOPE_THEOREMS = {
 }
 
 
+@check("emp.theory-scope", method="empirical")
 def scope_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.theory-scope: "our theoretical results predict this observation [figure 7] only when feedforward layers
     are absent". ``verified`` when, in every trained paper model that ran, every hypothesis of Theorem 5.1 or of
@@ -444,7 +450,7 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
     trained = _trained_paper(results)
     missing = _missing([r["model"] for r in trained])
     if not trained:
-        return _not_run("emp.theory-scope", missing, "the audit of the hypotheses in trained GPT-2 XL / GPT-Neo 2.7B",
+        return _not_run(missing, "the audit of the hypotheses in trained GPT-2 XL / GPT-Neo 2.7B",
                         numbers)
     covered, findings = {}, []
     for result in trained:
@@ -467,10 +473,11 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
                  "The theorems do not cover " + ", ".join(m for m, c in covered.items() if not c) + ".")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
-    return CheckResult("emp.theory-scope", "empirical", "verified" if held else "refuted", detail,
-                       numbers={**numbers, "covered_by": covered, "missing": missing})
+    return claim_result("verified" if held else "refuted", detail=detail,
+                        numbers={**numbers, "covered_by": covered, "missing": missing})
 
 
+@check("model.layernorm", method="numeric")
 def layernorm_records(results: list[dict[str, Any]]) -> list[CheckResult]:
     """model.layernorm on real LayerNorm modules with a constant gain (random-weight paper architectures)."""
     records = []
@@ -495,8 +502,8 @@ def layernorm_records(results: list[dict[str, Any]]) -> list[CheckResult]:
                           tolerance_reason="float32 states: LayerNorm over d <= 4096 entries is exact to ~1e-5 relative")
             label = run_label(result, weights)
             if corrected_ok and abs(radius["max"] - printed) > 1e-3 * printed:
-                records.append(CheckResult(
-                    "model.layernorm", "numeric", "discrepancy",
+                records.append(claim_result(
+                    "discrepancy",
                     detail=(f"The attention inputs of {label} (every block's ln_1, gain gamma0 = {gamma0:g}, all passes): "
                             f"|z - beta| lies in [{radius['min']:.4g}, {radius['max']:.4g}], not the printed radius "
                             f"(n+1) gamma0^2 = {printed:g}; sqrt(n+1)|gamma0| = {math.sqrt(width) * abs(gamma0):.4g} "
@@ -507,8 +514,8 @@ def layernorm_records(results: list[dict[str, Any]]) -> list[CheckResult]:
                                "(sqrt(n+1)|gamma0| as eps -> 0) within the hyperplane 1^T (z - beta) = 0"),
                     **common))
             else:
-                records.append(CheckResult("model.layernorm", "numeric", "failed",
-                                           detail=f"{label}: the normalised states are off the predicted surface.", **common))
+                records.append(claim_result("failed",
+                                            detail=f"{label}: the normalised states are off the predicted surface.", **common))
     return records
 
 
