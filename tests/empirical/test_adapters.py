@@ -292,3 +292,99 @@ def test_embed_takes_prompts_up_to_the_context_and_names_non_finite_embeddings()
         adapter.model.get_input_embeddings().weight[int(ids[1, 3])] = float("nan")
     with pytest.raises(NonFiniteActivations, match=r"in the embeddings \(block 1, measurement 1, prompt 1\)"):
         embed(adapter, ids)
+
+
+# -- sharded models: blocks on several devices ---------------------------------------------------------------------
+#: PyTorch's meta device (tensors with a shape and a device, no data) stands in for a second device on this
+#: CPU-only machine: an operation mixing a meta tensor with a CPU one fails, so a block or an input left on the
+#: wrong device shows.
+META = torch.device("meta")
+#: One family per adapter class: the generic decoder layer (rotary, full and sliding attention), OPT, transformer.h.
+SHARDED = ["tiny-gemma3", "tiny-opt", "tiny-gpt2"]
+
+
+@pytest.mark.parametrize("name", SHARDED)
+def test_each_block_runs_on_the_device_of_its_weights(name):
+    """Block 1 and the final norm moved to another device: the stream and the block's inputs follow each block's
+    weights there (with and without FFN), and block 0 stays where it was."""
+    adapter = adapter_for(load_model(name, "random", seed=3, attn_implementation="eager"))
+    ids = _ids(adapter)
+    x, _ = embed(adapter, ids)
+    inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
+    adapter.blocks[1].to(META)
+    adapter._final_norm_module().to(META)
+    with torch.no_grad():
+        first = adapter.block(0, x, inputs)
+        second = adapter.block(1, first, inputs)
+        attention_only = adapter.block(1, first, inputs, ffn=False)
+        normed = adapter.final_norm(first)
+    assert first.device.type == "cpu" and torch.isfinite(first).all()
+    assert second.device == attention_only.device == normed.device == META
+    assert second.shape == attention_only.shape == normed.shape == x.shape
+
+
+@pytest.mark.parametrize("name", SHARDED)
+def test_a_model_on_another_device_gets_its_positions_masks_and_embeddings_there(name, monkeypatch):
+    """The whole model on another device: positions, rotary and embeddings are made there, and transformers'
+    masking utilities are asked for masks there (recorded: they cannot run on the meta device, which has no
+    values for their checks)."""
+    import transformers.masking_utils as masking
+
+    asked = []
+    for maker in ("create_causal_mask", "create_sliding_window_causal_mask"):
+        monkeypatch.setattr(masking, maker, lambda **arguments: asked.append(arguments))
+    adapter = adapter_for(load_model(name, "random", seed=3, attn_implementation="eager"))
+    adapter.model.to(META)
+    inputs = adapter.block_inputs(9, META, torch.float32)
+    assert asked and all(a["inputs_embeds"].device == a["position_ids"].device == META for a in asked)
+    assert all(a["inputs_embeds"].shape[:2] == (1, 9) and a["position_ids"] is inputs.position_ids for a in asked)
+    assert inputs.position_ids.device == META and inputs.position_ids.shape == (1, 9)
+    assert all(c.device == s.device == META for c, s in inputs.rotary.values())
+    assert adapter.embed(torch.zeros((2, 9), dtype=torch.long, device=META)).shape == (2, 9, adapter.width)
+
+
+def test_block_inputs_move_to_another_device_once_and_whole():
+    adapter = adapter_for(load_model("tiny-gemma3", "random", seed=0, attn_implementation="eager"))
+    inputs = adapter.block_inputs(9, torch.device("cpu"), torch.float32)
+    assert inputs.on(torch.device("cpu")) is inputs  # already there: no copy
+    moved = inputs.on(META)
+    assert moved is inputs.on(META)  # built once per device
+    assert moved.tokens == 9 and moved.position_ids.device == META and moved.position_ids.shape == (1, 9)
+    assert set(moved.masks) == set(inputs.masks) == {"full_attention", "sliding_attention"}
+    for kind, mask in inputs.masks.items():
+        assert mask is not None and moved.masks[kind].device == META and moved.masks[kind].shape == mask.shape
+    assert set(moved.rotary) == set(inputs.rotary)
+    for kind, (cos, sin) in inputs.rotary.items():
+        assert moved.rotary[kind][0].device == moved.rotary[kind][1].device == META
+        assert moved.rotary[kind][0].shape == cos.shape and moved.rotary[kind][1].shape == sin.shape
+    sdpa = adapter_for(load_model("tiny-gemma3", "random", seed=0, attn_implementation="sdpa"))
+    causal_kernel = sdpa.block_inputs(9, torch.device("cpu"), torch.float32)
+    if any(m is None for m in causal_kernel.masks.values()):  # SDPA's is_causal: no mask to move, None stays None
+        assert all((m is None) == (causal_kernel.masks[k] is None) for k, m in causal_kernel.on(META).masks.items())
+
+
+@pytest.mark.parametrize("setting", [{"is_causal": False}, {"use_bidirectional_attention": True}])
+def test_a_bidirectional_configuration_is_refused(setting):
+    model = load_model("tiny-llama", "random")
+    for key, value in setting.items():
+        setattr(model.config, key, value)
+    with pytest.raises(ValueError, match="bidirectional attention .* the loop needs a causal LM"):
+        adapter_for(model)
+
+
+def test_an_unknown_layer_type_is_refused_naming_it():
+    model = load_model("tiny-gemma3", "random")
+    model.config.layer_types = ["full_attention", "chunked_attention"] + model.config.layer_types[2:]
+    with pytest.raises(ValueError, match=r"layer types \['chunked_attention'\]; the loop supports"):
+        adapter_for(model)
+
+
+def test_zero_embedding_ids_are_the_rows_that_are_zero_throughout():
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=0))
+    table = adapter.model.get_input_embeddings().weight
+    with torch.no_grad():
+        table[3] = 0.0
+        table[7] = 0.0
+        table[5, 0] = 0.0  # one zero entry does not make a zero row
+        table[6] = 1.0  # nor does a constant row
+    assert adapter.zero_embedding_ids() == [3, 7]

@@ -61,3 +61,56 @@ def test_constant_steps_are_always_accepted_with_the_same_step():
     rule = ConstantStepSize().rule(Dopri5(), 0.25)
     assert rule.adapt(None, 0.25) == (True, 0.25)
     assert rule.adapt(None, 0.1) == (True, 0.25)  # a step shortened to land on a save time changes nothing
+
+
+def _scipy_initial_step(field, t0, y0, span, rtol, atol):
+    """SciPy's own starting step for RK45 (``select_initial_step``, error estimator order 4) on one instance."""
+    from scipy.integrate._ivp.common import select_initial_step
+
+    def fun(t, z):
+        return field(t, z.reshape(y0.shape)).ravel()
+
+    return select_initial_step(fun, t0, y0.ravel(), t0 + span, np.inf, fun(t0, y0.ravel()), 1, 4, rtol, atol)
+
+
+@pytest.mark.parametrize("case", ["generic", "short span", "tight tolerance", "at rest"])
+def test_the_starting_step_is_scipys_on_one_instance(case):
+    """Hairer, Norsett & Wanner's starting step, as SciPy computes it, in each of its regimes: the generic one,
+    a span shorter than the first guess, a guess limited by 100 h0, and a state at rest (f = 0: h0 = 1e-6 and the
+    fallback h1 = max(1e-6, 1e-3 h0))."""
+    from sim import AttentionField
+
+    rng = np.random.default_rng(5)
+    field = AttentionField(P=(rng.normal(size=(3, 3)), rng.normal(size=(3, 3))), U=(np.eye(3), -np.eye(3)))
+    y0 = rng.standard_normal((1, 4, 3))
+    y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
+    rtol, atol, span, t0 = 1e-6, 1e-9, 3.0, 0.5
+    if case == "short span":
+        span = 1e-4
+    elif case == "tight tolerance":
+        rtol, atol = 1e-13, 1e-13
+    elif case == "at rest":
+        y0 = np.broadcast_to(np.array([0.0, 0.0, 1.0]), y0.shape).copy()  # consensus: dy/dt = 0
+    controller = AdaptiveStepSize(rtol=rtol, atol=atol)
+    ours = controller.initial_step(field, Dopri5(), t0, y0, field(t0, y0), span)
+    assert ours == pytest.approx(_scipy_initial_step(field, t0, y0, span, rtol, atol), rel=1e-12)
+    expected_regime = {"short span": ours == span, "at rest": ours == pytest.approx(1e-6),
+                       "generic": 0 < ours < span, "tight tolerance": 0 < ours < 1e-2}
+    assert expected_regime[case], ours
+
+
+def test_the_starting_step_of_a_batch_is_set_by_its_worst_instance():
+    """norm="max": the batch starts with the step of its hardest instance (here the fast one), not an average."""
+    from sim import AttentionField
+
+    field = AttentionField(P=(4.0 * np.eye(3),))
+    rng = np.random.default_rng(6)
+    slow = np.tile(np.array([0.0, 0.0, 1.0]), (4, 1)) + 1e-3 * rng.standard_normal((4, 3))
+    fast = rng.standard_normal((4, 3))
+    y0 = np.stack([slow, fast])
+    y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
+    controller = AdaptiveStepSize(rtol=1e-6, atol=1e-9)
+    batch = controller.initial_step(field, Dopri5(), 0.0, y0, field(0.0, y0), 5.0)
+    alone = [_scipy_initial_step(field, 0.0, y0[b:b + 1], 5.0, 1e-6, 1e-9) for b in range(2)]
+    assert alone[1] < alone[0] / 1.4
+    assert batch == pytest.approx(alone[1], rel=1e-12)  # its d1, d2 are the batch's largest: exactly its own step
