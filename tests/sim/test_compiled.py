@@ -215,3 +215,33 @@ def test_small_instances_start_at_t0():
                       controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7))
         np.testing.assert_allclose(later.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
         assert later.steps[b] == alone.steps
+
+
+def test_small_instances_at_rest_and_a_short_span_run_step_for_step_as_sim_solve():
+    """The starting step's other regimes, as sim.solve takes them (its own is SciPy's, tests/sim/test_controllers):
+    a state at consensus (f = 0 up to rounding: h0 = 1e-6, then 100 h0 or the fallback bound the first step), one
+    a rounding away from it, and a span shorter than any first guess (the first step lands on t1 from t0)."""
+    P, U, y0 = _small_instances(2, "drawn")
+    rest = np.broadcast_to(y0[0, :1], y0[0].shape)
+    y0 = np.stack([rest, rest + 1e-9 * np.arange(9).reshape(3, 3), y0[2], y0[3]])
+    y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
+    P, U = P[:4], np.broadcast_to(np.eye(3), P[:4].shape).copy()
+    for t1 in (1.5, 1e-3):
+        together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7)
+        _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, t1, 1e-7,
+                              own_steps=False)
+    # the short span: the moving instances land on t1 in one step; at rest the first step is 100 h0 = 1e-4
+    assert together.steps[2:].tolist() == [1, 1] and together.steps[0] > 1
+
+
+def test_the_step_budget_counts_accepted_and_rejected_steps():
+    """As sim.solve's max_steps: an instance that needs s accepted and r rejected steps runs with a budget of s + r
+    and is stopped, naming it, with s + r - 1."""
+    P, U, y0 = _small_instances(2, "drawn")
+    full = solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7)
+    hardest = int(np.argmax(full.steps + full.rejected))
+    budget = int(full.steps[hardest] + full.rejected[hardest])
+    assert full.rejected[hardest] > 0
+    solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget)  # enough
+    with pytest.raises(MaxStepsReached, match=f"instance {hardest} .* max_steps={budget - 1}"):
+        solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget - 1)
