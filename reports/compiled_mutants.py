@@ -14,6 +14,8 @@ counted once.
 from __future__ import annotations
 
 import ast
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -87,6 +89,10 @@ def run_session(config: Path, session: Path) -> int:
     try:
         _wait_for(worker_ports(config), workers, WORKER_START_SECONDS)
         return subprocess.run(["cosmic-ray", "exec", str(config), str(session)]).returncode
-    finally:
-        workers.terminate()  # cr-http-workers stops its workers and removes their clones
-        workers.wait(timeout=60)
+    finally:  # an interrupt to cr-http-workers' process group: the workers stop and it removes their clones
+        os.killpg(workers.pid, signal.SIGINT)
+        try:
+            workers.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(workers.pid, signal.SIGKILL)
+            workers.wait()
