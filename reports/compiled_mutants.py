@@ -6,7 +6,8 @@ undecorated function or method (the Python wrappers: input checks, the workspace
 are marked skipped, "left to mutmut", which mutates those functions itself (``leave_to_mutmut``): each mutant is
 counted once.
 
-``run_session`` makes the session, applies the filters and executes it with cosmic-ray's HTTP distributor: one
+``run_session`` makes the session, applies the filters (or, after tests were added, resets its survivors) and
+executes it with cosmic-ray's HTTP distributor: one
 ``cosmic-ray http-worker`` per configured URL, each in its own git clone of the committed tree (cosmic-ray's
 ``cr-http-workers``), so the workers mutate their clones side by side and the working tree is never touched.
 """
@@ -60,6 +61,15 @@ def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
     return len(left)
 
 
+def forget_survivors(session: Path) -> int:
+    """Delete the results of ``session``'s surviving mutants, so that ``cosmic-ray exec`` runs them again (after
+    tests were added: the killed ones stay killed, as tests are only added); return how many."""
+    import sqlite3
+
+    with sqlite3.connect(session) as db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
 def worker_ports(config: Path) -> list[int]:
     """The localhost ports of the HTTP workers ``config`` names (``[cosmic-ray.distributor.http] worker-urls``)."""
     urls = tomllib.loads(config.read_text())["cosmic-ray"]["distributor"]["http"]["worker-urls"]
@@ -79,12 +89,16 @@ def _wait_for(ports: list[int], workers: subprocess.Popen, seconds: float) -> No
             time.sleep(0.5)
 
 
-def run_session(config: Path, session: Path) -> int:
+def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
     """cosmic-ray's session ``session`` of ``config``: made afresh, its operator filter and ``leave_to_mutmut``
-    applied, then executed by the configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
-    subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
-    subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)
-    print(f"{leave_to_mutmut(session)} mutants left to mutmut", flush=True)
+    applied (or, with ``survivors``, the existing session's survivors set to run again), then executed by the
+    configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
+    if survivors:
+        print(f"{forget_survivors(session)} survivors to run again", flush=True)
+    else:
+        subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
+        subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)
+        print(f"{leave_to_mutmut(session)} mutants left to mutmut", flush=True)
     workers = subprocess.Popen(["cr-http-workers", str(config), "."], start_new_session=True)
     try:
         _wait_for(worker_ports(config), workers, WORKER_START_SECONDS)

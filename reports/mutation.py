@@ -288,8 +288,12 @@ def _compiled_command(argv: list[str]) -> int:
                                      description="Run cosmic-ray's session over the Numba-compiled code.")
     parser.add_argument("config", type=Path, help="cosmic-ray's configuration (tests/mutation/compiled.toml)")
     parser.add_argument("session", type=Path, help="the session file to make (build/mutants/compiled.sqlite)")
+    parser.add_argument("--survivors", action="store_true",
+                        help="run the session's surviving mutants again (after adding tests), not a new session")
     args = parser.parse_args(argv)
-    return run_session(args.config, args.session)
+    if args.survivors and not args.session.exists():
+        parser.error(f"--survivors needs an existing session; {args.session} does not exist (run `make mutants`).")
+    return run_session(args.config, args.session, survivors=args.survivors)
 
 
 if __name__ == "__main__":

@@ -80,3 +80,24 @@ def test_a_worker_that_never_listens_fails_with_its_port():
     finally:
         process.kill()
         process.wait()
+
+
+def test_forgotten_survivors_are_run_again_and_nothing_else(tmp_path):
+    from reports.compiled_mutants import forget_survivors
+
+    session = tmp_path / "session.sqlite"
+    _cosmic_ray_session(session)
+    before = read_cosmic_ray(session)
+    assert forget_survivors(session) == 1
+    after = read_cosmic_ray(session)
+    survivor = "sim.kernels.sphere_drift@3:4:core/NumberReplacer#0"
+    assert before[survivor] == "survived" and after[survivor] == "not checked"  # pending again for `exec`
+    assert {k: v for k, v in after.items() if k != survivor} == {k: v for k, v in before.items() if k != survivor}
+
+
+def test_running_survivors_again_needs_a_session(tmp_path, capsys):
+    from reports.mutation import main
+
+    with pytest.raises(SystemExit):
+        main(["compiled", "tests/mutation/compiled.toml", str(tmp_path / "none.sqlite"), "--survivors"])
+    assert "needs an existing session" in capsys.readouterr().err

@@ -245,3 +245,12 @@ def test_the_step_budget_counts_accepted_and_rejected_steps():
     solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget)  # enough
     with pytest.raises(MaxStepsReached, match=f"instance {hardest} .* max_steps={budget - 1}"):
         solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget - 1)
+
+
+def test_an_instance_that_becomes_non_finite_is_named():
+    """A matrix of entries 1e308 (finite) overflows the scores y_i^T P y_j to inf (inf - inf in the softmax): the
+    instance's error is not finite, and the call raises FloatingPointError naming it, not MaxStepsReached."""
+    P, U, y0 = _small_instances(1, "drawn")
+    P[1] = 1e308
+    with pytest.raises(FloatingPointError, match="instance 1 .* became non-finite"):
+        solve_instances(P[:3], U[:3], False, y0[:3], 1.5, rtol=1e-7, atol=1e-7)

@@ -52,6 +52,28 @@ def test_instance_field_matches_the_project_field(causal, values):
     assert np.max(np.abs(InstanceField(P, U, not causal)(0.0, y) - batched)) > 1e-3
 
 
+def test_instance_field_survives_scores_whose_exponential_overflows():
+    """Scores of order 1e4 (exp overflows float64 from ~709): each row is shifted by its own largest score, so the
+    field stays finite and equal to the project field's."""
+    rng = np.random.default_rng(2)
+    P = 3e3 * rng.standard_normal((3, 1, 3, 3))
+    U = np.broadcast_to(np.eye(3), P.shape).copy()
+    y = rng.standard_normal((3, 5, 3))
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    batched = InstanceField(P, U)(0.0, y)
+    assert np.all(np.isfinite(batched))
+    for b in range(3):
+        np.testing.assert_allclose(batched[b], AttentionField(P=tuple(P[b]))(0.0, y[b]), rtol=1e-12, atol=1e-14)
+
+
+def test_instance_field_is_immutable():
+    from dataclasses import FrozenInstanceError
+
+    field = InstanceField(np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2, 2)))
+    with pytest.raises(FrozenInstanceError):
+        field.causal = True
+
+
 def test_instance_field_rejects_a_batch_of_another_size():
     field = InstanceField(np.zeros((3, 1, 2, 2)), np.zeros((3, 1, 2, 2)))
     with pytest.raises(ValueError, match=r"y must have shape \[batch=3"):
