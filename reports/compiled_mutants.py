@@ -25,6 +25,10 @@ from pathlib import Path
 
 #: Why a mutant inside an undecorated function is not run by cosmic-ray (the session's record of it).
 LEFT_TO_MUTMUT = "left to mutmut (an undecorated function: mutmut mutates it)"
+#: Why a mutant of an ``@njit(...)`` option is not run: the mutants run with NUMBA_DISABLE_JIT=1, which makes
+#: ``njit`` return the function itself, and its options (cache, nogil, fastmath flags) say how the machine code is
+#: made, not what it computes (fastmath's reassociation is within the tests' tolerances).
+COMPILE_OPTION = "a Numba compile option: excluded by construction (@njit is a no-op in the Python runs)"
 #: How long the workers may take to clone the tree and listen (measured: about 3 s each on this machine).
 WORKER_START_SECONDS = 120.0
 
@@ -40,25 +44,41 @@ def mutmut_lines(source: str) -> list[tuple[int, int]]:
     return ranges
 
 
+def njit_lines(source: str) -> set[int]:
+    """The lines (1-based) of the ``@njit(...)`` decorators in a module's ``source``."""
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        for decorator in getattr(node, "decorator_list", ()):
+            call = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(call, ast.Name) and call.id == "njit":
+                lines.update(range(decorator.lineno, decorator.end_lineno + 1))
+    return lines
+
+
 def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
     """Record as skipped, with ``LEFT_TO_MUTMUT``, every mutant of ``session`` (a cosmic-ray 8 session file) not
-    yet run whose first line lies in a function mutmut mutates (module paths relative to ``root``); return how
-    many. cosmic-ray's own filters record a skip the same way: a result row, so that ``exec`` passes it by."""
+    yet run whose first line lies in a function mutmut mutates, and with ``COMPILE_OPTION`` one of an ``@njit``
+    option (module paths relative to ``root``); return how many were left to mutmut. cosmic-ray's own filters
+    record a skip the same way: a result row, so that ``exec`` passes it by."""
     import sqlite3
 
     pending = ("SELECT s.job_id, s.module_path, s.start_pos_row FROM mutation_specs s "
                "LEFT JOIN work_results r USING (job_id) WHERE r.job_id IS NULL")
-    lines_by_module: dict[str, list[tuple[int, int]]] = {}
+    lines: dict[str, tuple[list[tuple[int, int]], set[int]]] = {}  # module -> (mutmut's functions, @njit lines)
     with sqlite3.connect(session) as db:
-        left = []
+        skipped = []
         for job, module, row in db.execute(pending).fetchall():
-            if module not in lines_by_module:
-                lines_by_module[module] = mutmut_lines((root / module).read_text())
-            if any(first <= row <= last for first, last in lines_by_module[module]):
-                left.append((LEFT_TO_MUTMUT, job))
+            if module not in lines:
+                source = (root / module).read_text()
+                lines[module] = mutmut_lines(source), njit_lines(source)
+            functions, options = lines[module]
+            if any(first <= row <= last for first, last in functions):
+                skipped.append((LEFT_TO_MUTMUT, job))
+            elif row in options:
+                skipped.append((COMPILE_OPTION, job))
         db.executemany("INSERT INTO work_results (worker_outcome, output, test_outcome, diff, job_id) "
-                       "VALUES ('SKIPPED', ?, NULL, NULL, ?)", left)
-    return len(left)
+                       "VALUES ('SKIPPED', ?, NULL, NULL, ?)", skipped)
+    return sum(reason == LEFT_TO_MUTMUT for reason, _ in skipped)
 
 
 def forget_survivors(session: Path) -> int:
@@ -95,6 +115,7 @@ def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
     configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
     if survivors:
         print(f"{forget_survivors(session)} survivors to run again", flush=True)
+        leave_to_mutmut(session)  # (for a session made before the compile options were excluded)
     else:
         subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
         subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)

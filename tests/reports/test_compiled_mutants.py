@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from reports.compiled_mutants import LEFT_TO_MUTMUT, _wait_for, leave_to_mutmut, mutmut_lines, worker_ports
+from reports.compiled_mutants import (COMPILE_OPTION, LEFT_TO_MUTMUT, _wait_for, leave_to_mutmut, mutmut_lines,
+                                      njit_lines, worker_ports)
 from reports.mutation import read_cosmic_ray
 from tests.reports.test_mutation import _cosmic_ray_session
 
@@ -39,9 +40,14 @@ def test_mutmut_lines_are_the_undecorated_functions_and_methods():
     assert mutmut_lines(MODULE) == [(11, 12), (16, 17)]  # wrapper, Holder.method; not kernel, not the property
 
 
+def test_njit_lines_are_the_decorators_of_the_kernels():
+    assert njit_lines(MODULE) == {6}
+
+
 def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_path):
     """Rows 1-6 of the fabricated session: rows 1-5 have results; rows 11 and 16 (a wrapper, a method) are pending
-    and left to mutmut, row 8 (the kernel) and row 21 (a property: mutmut skips it) stay cosmic-ray's."""
+    and left to mutmut, row 6 (an @njit option) is excluded by construction, row 8 (the kernel) and row 21 (a
+    property: mutmut skips it) stay cosmic-ray's."""
     import sqlite3
 
     (tmp_path / "sim").mkdir()
@@ -49,16 +55,18 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
     with sqlite3.connect(session) as db:
-        for row, job in ((8, "g"), (11, "h"), (16, "i"), (21, "j")):
+        for row, job in ((8, "g"), (11, "h"), (16, "i"), (21, "j"), (6, "k")):
             db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
                        "'f', ?)", (row, row, job))
     assert leave_to_mutmut(session, tmp_path) == 2
     with sqlite3.connect(session) as db:
         left = db.execute("SELECT job_id FROM work_results WHERE output = ?", (LEFT_TO_MUTMUT,)).fetchall()
-    assert sorted(left) == [("h",), ("i",)]
+        option = db.execute("SELECT job_id FROM work_results WHERE output = ?", (COMPILE_OPTION,)).fetchall()
+    assert sorted(left) == [("h",), ("i",)] and sorted(option) == [("f",), ("k",)]  # f: also row 6
     outcomes = read_cosmic_ray(session)
     assert not any("@11:" in name or "@16:" in name for name in outcomes)  # mutmut's results count them
     assert outcomes["sim.kernels.f@8:4:core/NumberReplacer#0"] == "not checked"  # still to run
+    assert outcomes["sim.kernels.f@6:4:core/NumberReplacer#0"] == "excluded"
     assert outcomes["sim.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
     assert leave_to_mutmut(session, tmp_path) == 0  # already recorded: nothing twice
 
