@@ -83,11 +83,13 @@ def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
 
 def forget_survivors(session: Path) -> int:
     """Delete the results of ``session``'s surviving mutants, so that ``cosmic-ray exec`` runs them again (after
-    tests were added: the killed ones stay killed, as tests are only added); return how many."""
+    tests were added: the killed ones stay killed, as tests are only added), and of the mutants whose worker
+    failed (no verdict: a worker stopped or unreachable); return how many."""
     import sqlite3
 
     with sqlite3.connect(session) as db:
-        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED' "
+                          "OR worker_outcome IN ('ABNORMAL', 'EXCEPTION')").rowcount
 
 
 def worker_ports(config: Path) -> list[int]:

@@ -90,17 +90,18 @@ def test_a_worker_that_never_listens_fails_with_its_port():
         process.wait()
 
 
-def test_forgotten_survivors_are_run_again_and_nothing_else(tmp_path):
+def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
     from reports.compiled_mutants import forget_survivors
 
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
     before = read_cosmic_ray(session)
-    assert forget_survivors(session) == 1
+    assert forget_survivors(session) == 2  # the survivor (row 3) and the worker's exception (row 5)
     after = read_cosmic_ray(session)
-    survivor = "sim.kernels.sphere_drift@3:4:core/NumberReplacer#0"
-    assert before[survivor] == "survived" and after[survivor] == "not checked"  # pending again for `exec`
-    assert {k: v for k, v in after.items() if k != survivor} == {k: v for k, v in before.items() if k != survivor}
+    again = {f"sim.kernels.sphere_drift@{row}:4:core/NumberReplacer#0" for row in (3, 5)}
+    assert [before[name] for name in sorted(again)] == ["survived", "other"]
+    assert all(after[name] == "not checked" for name in again)  # pending again for `exec`
+    assert {k: v for k, v in after.items() if k not in again} == {k: v for k, v in before.items() if k not in again}
 
 
 def test_running_survivors_again_needs_a_session(tmp_path, capsys):
