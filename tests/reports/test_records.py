@@ -87,3 +87,16 @@ def test_section_json_carries_its_tables_and_figures():
         "title": "Bench", "text": "text", "order": 7,
         "tables": [{"title": "t", "columns": ["a"], "rows": [["nan"]]}],
         "figures": [{"path": "f.png", "caption": "caption", "paper_figure": None}]}
+
+
+@pytest.mark.parametrize("verdict", ["verified", "discrepancy"])
+def test_a_conjecture_cannot_be_verified_or_found_a_discrepancy(verdict):
+    with pytest.raises(ValueError, match=f"is a conjecture: a search gives 'supported' or 'refuted', never '{verdict}'"):
+        CheckResult("conj.value-full", "search", verdict)
+
+
+def test_complex_numbers_become_real_and_imaginary_parts():
+    from reports.records import jsonable
+
+    assert jsonable(np.complex128(1.5 - 2j)) == [1.5, -2.0]
+    assert json.loads(json.dumps(jsonable({"z": 3j}))) == {"z": [0.0, 3.0]}

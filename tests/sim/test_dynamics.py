@@ -339,3 +339,40 @@ def test_a_head_of_unknown_dimension_must_return_a_square_matrix(matrix):
 def test_a_constant_head_matrix_must_be_square(matrix, message):
     with pytest.raises(ValueError, match=message):
         AttentionField(P=(matrix,))
+
+
+def test_time_varying_heads_equal_eq6_at_each_time(rng):
+    """P_eta(t) and U_eta(t) callables of t: the field at t is eq. 6 with the matrices of t (the stacks are then
+    built per call), at two times, batched."""
+    P0, P1, U0, U1 = (rng.uniform(-1, 1, (3, 3)) for _ in range(4))
+    field = AttentionField(P=(lambda t: P0 * np.cos(t), lambda t: P1 + t), U=(lambda t: U0 * t, lambda t: U1 - t),
+                           causal=True)
+    y = Ellipsoid().random_point(rng, (2, 5, 3))
+    for t in (0.4, 1.3):
+        expected = [eq6_by_loops((P0 * np.cos(t), P1 + t), (U0 * t, U1 - t), np.eye(3), True, y[b]) for b in range(2)]
+        np.testing.assert_allclose(field(t, y), np.stack(expected), atol=ATOL)
+
+
+def test_the_field_keeps_its_inputs_normalised():
+    """Lists become tuples of float64 arrays, W a float64 array, causal a bool; a float32 state gives a float64
+    derivative."""
+    P = [[[1, 0, 0], [0, 2, 0], [0, 0, 3]]]
+    field = AttentionField(P=P, U=[np.eye(3, dtype=np.float32) * 2], W=[[2, 0, 0], [0, 1, 0], [0, 0, 1]], causal=1)
+    assert isinstance(field.P, tuple) and field.P[0].dtype == np.float64 and field.P[0].shape == (3, 3)
+    assert isinstance(field.U, tuple) and field.U[0].dtype == np.float64
+    assert isinstance(field.W, np.ndarray) and field.W.dtype == np.float64 and field.W[0, 0] == 2.0
+    assert field.causal is True
+    y = Ellipsoid(field.W).random_point(np.random.default_rng(0), (4, 3)).astype(np.float32)
+    assert field(0.0, y).dtype == np.float64
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: AttentionField(P=lambda t: np.eye(3)), TypeError, "P must be a sequence of h head matrices"),
+    (lambda: AttentionField(P=(np.eye(3),), U=lambda t: np.eye(3)), TypeError, "U must be a sequence of h value"),
+    (lambda: AttentionField(P=(np.eye(3),), U=np.eye(3)), TypeError, "U must be a sequence of h value"),
+    (lambda: AttentionField(P=(np.eye(3),), U=(np.ones((3, 2)),)), ValueError, r"U\[0\] \(head 1\) must be a square"),
+    (lambda: AttentionField(P=(np.ones((2, 3)),)), ValueError, r"P\[0\] \(head 1\) must be a square"),
+])
+def test_head_matrices_of_the_wrong_kind_are_refused_naming_them(make, error, message):
+    with pytest.raises(error, match=message):
+        make()

@@ -1,6 +1,7 @@
 """The ellipsoid E_W (sphere when W = I): one fact per test, batched over leading axes."""
 
 import numpy as np
+import pytest
 
 from sim import Ellipsoid
 from tests.sim.conftest import W3
@@ -209,3 +210,45 @@ def test_w_symmetry_tolerance_scales_with_its_largest_entry():
     # 1e-12 * max(1, max |W|): exactly at it is accepted; with max |W| = 4 an asymmetry of 2e-12 is within it
     Ellipsoid(np.array([[1.0, 1e-12], [0.0, 1.0]]))
     Ellipsoid(np.array([[4.0, 2e-12], [0.0, 1.0]]))
+
+
+def test_finite_arrays_are_float64_whatever_they_came_as():
+    from sim.manifold import as_finite_array
+
+    for value in ([1, 2, 3], np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int64)):
+        assert as_finite_array("x", value).dtype == np.float64
+
+
+def test_a_tangent_projection_broadcasts_one_point_over_many_vectors():
+    rng = np.random.default_rng(4)
+    sphere = Ellipsoid()
+    point = sphere.random_point(rng, (3,))
+    vectors = rng.standard_normal((5, 3))
+    projected = sphere.tangent_projection_(point, vectors.copy())
+    for row, vector in zip(projected, vectors):
+        np.testing.assert_allclose(row, vector - (point @ vector) * point, atol=1e-15)
+
+
+def test_points_need_a_last_axis_of_one_coordinate_at_least():
+    rng = np.random.default_rng(0)
+    points = Ellipsoid().random_point(rng, (6, 1))  # d = 1: the 0-sphere {-1, +1}
+    np.testing.assert_array_equal(np.abs(points), 1.0)
+    for shape in ((), (4, 0)):
+        with pytest.raises(ValueError, match=r"shape must be \[\.\.\., d\] with d >= 1"):
+            Ellipsoid().random_point(rng, shape)
+
+
+def test_a_zero_gaussian_draw_is_redrawn():
+    """A Gaussian vector that is exactly zero (probability zero, forced here) is drawn again, row by row."""
+    class ZerosFirst:
+        def __init__(self):
+            self.calls = []
+
+        def standard_normal(self, shape):
+            self.calls.append(shape)
+            return np.zeros(shape) if len(self.calls) == 1 else np.ones(shape)
+
+    rng = ZerosFirst()
+    points = Ellipsoid().random_point(rng, (2, 4, 3))
+    assert rng.calls == [(2, 4, 3), (8, 3)]
+    np.testing.assert_allclose(points, 1 / np.sqrt(3))

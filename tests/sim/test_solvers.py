@@ -226,3 +226,44 @@ def test_error_norm_is_scipys_per_instance_then_the_worst_or_the_rms():
 def test_either_tolerance_alone_may_be_zero():
     assert AdaptiveStepSize(rtol=0.0, atol=1e-9).rtol == 0.0  # a pure absolute tolerance
     assert AdaptiveStepSize(rtol=1e-6, atol=0.0).atol == 0.0  # a pure relative tolerance
+
+
+def test_flat_rows_are_writeable_float64_whatever_they_came_as():
+    from sim.solvers.base import flat
+
+    read_only = np.arange(6.0).reshape(2, 3)
+    read_only.flags.writeable = False
+    for array in (read_only, np.arange(6, dtype=np.float32), np.arange(6)):
+        row = flat(array)
+        assert row.dtype == np.float64 and row.flags.writeable and row.shape == (6,)
+    assert not np.shares_memory(flat(read_only), read_only)  # a copy, the caller's array untouched
+
+
+def test_a_field_without_an_out_argument_is_called_plainly():
+    """sim.solve takes any callable f(t, y): one without ``writes_into`` is called without ``out``."""
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point(np.random.default_rng(2), (2, 5, 3))
+    plain = solve(lambda t, y: field(t, y), Dopri5(), 0.0, 0.5, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8),
+                  manifold=Ellipsoid())
+    own = solve(field, Dopri5(), 0.0, 0.5, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
+    np.testing.assert_array_equal(plain.ys[-1], own.ys[-1])
+
+
+def test_one_dopri5_solves_systems_of_different_sizes_in_turn():
+    """Its per-thread workspace is sized for the system at hand, not the first one it met."""
+    solver, field = Dopri5(), full_attention_example()
+    rng = np.random.default_rng(3)
+    for shape in ((2, 4, 3), (3, 7, 3), (2, 4, 3)):
+        y0 = Ellipsoid().random_point(rng, shape)
+        reused = solve(field, solver, 0.0, 0.3, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
+        fresh = solve(field, Dopri5(), 0.0, 0.3, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
+        np.testing.assert_array_equal(reused.ys[-1], fresh.ys[-1])
+
+
+def test_a_step_refuses_an_output_array_that_is_its_input():
+    field = full_attention_example()
+    y = Ellipsoid().random_point(np.random.default_rng(4), (2, 4, 3))
+    state = field(0.0, y)
+    for out in ({"y_out": y}, {"state_out": y}, {"y_out": state}):
+        with pytest.raises(ValueError, match="must not overlap the inputs"):
+            Dopri5().step(field, 0.0, y, 0.01, state, **out)
