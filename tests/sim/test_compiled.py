@@ -10,7 +10,7 @@ from numba import njit
 from scipy.integrate import solve_ivp
 
 import sim.compiled as compiled
-from sim import AdaptiveStepSize, Dopri5, Ellipsoid, solve
+from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, solve
 from sim.compiled import solve_field, solve_instances
 from sim.conjectures import chunk_seed, get_family
 from sim.instances import InstanceField, lanes_field_
@@ -151,7 +151,6 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(MaxStepsReached, match="instance 0"):
         solve_instances(batch.P, batch.U, True, batch.y0, 50.0, rtol=1e-6, atol=1e-6, max_steps=3)
     with pytest.raises(ValueError, match="sphere"):
-        from sim import AttentionField
         solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), batch.y0[:, :, :2], 1.0, rtol=1e-6,
                     atol=1e-6)
 
@@ -207,6 +206,19 @@ def test_small_modulated_field_runs_step_for_step_as_sim_solve():
     _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)  # (they share its steps)
 
 
+def test_small_modulated_field_with_phases_runs_step_for_step_as_sim_solve():
+    """P_eta(t) = diag(D_eta(t)) P'_eta with nonzero phases and mixed sines and cosines (figure 2's phases are 0)."""
+    from sim.scenarios import CosineDiagonal, Modulated
+
+    rng = np.random.default_rng(SMALL_SEED)
+    diagonals = [CosineDiagonal(rng.uniform(0.5, 2.0, 3), rng.uniform(1.0, 6.0, 3), rng.uniform(0.3, 3.0, 3),
+                                np.array([True, False, True])) for _ in range(2)]
+    field = AttentionField(P=tuple(Modulated(rng.normal(size=(3, 3)), diagonal) for diagonal in diagonals), W=np.eye(3))
+    y0 = Ellipsoid().random_point(rng, (3, 3, 3))
+    together = solve_field(field, y0, 0.7, rtol=1e-7, atol=1e-7)
+    _assert_step_for_step(together, lambda b: field, y0, 0.7, 1e-7, own_steps=False)
+
+
 def test_small_instances_start_at_t0():
     P, U, y0 = _small_instances(1, "drawn")
     later = solve_instances(P[:2], U[:2], False, y0[:2], 1.5, t0=0.5, rtol=1e-7, atol=1e-7)
@@ -223,15 +235,16 @@ def test_small_instances_at_rest_and_a_short_span_run_step_for_step_as_sim_solve
     a rounding away from it, and a span shorter than any first guess (the first step lands on t1 from t0)."""
     P, U, y0 = _small_instances(2, "drawn")
     rest = np.broadcast_to(y0[0, :1], y0[0].shape)
-    y0 = np.stack([rest, rest + 1e-9 * np.arange(9).reshape(3, 3), y0[2], y0[3]])
+    exact = np.broadcast_to(np.eye(3)[0], y0[0].shape)  # every token e_1: f = 0 exactly (d1 = d2 = 0: the fallback)
+    y0 = np.stack([rest, rest + 1e-9 * np.arange(9).reshape(3, 3), y0[2], y0[3], exact])
     y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
-    P, U = P[:4], np.broadcast_to(np.eye(3), P[:4].shape).copy()
+    P, U = P[:5], np.broadcast_to(np.eye(3), P[:5].shape).copy()
     for t1 in (1.5, 1e-3):
         together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7)
         _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, t1, 1e-7,
                               own_steps=False)
     # the short span: the moving instances land on t1 in one step; at rest the first step is 100 h0 = 1e-4
-    assert together.steps[2:].tolist() == [1, 1] and together.steps[0] > 1
+    assert together.steps[2:4].tolist() == [1, 1] and together.steps[0] > 1
 
 
 def test_the_step_budget_counts_accepted_and_rejected_steps():
