@@ -66,6 +66,27 @@ def test_instance_field_survives_scores_whose_exponential_overflows():
         np.testing.assert_allclose(batched[b], AttentionField(P=tuple(P[b]))(0.0, y[b]), rtol=1e-12, atol=1e-14)
 
 
+def test_instance_field_keeps_its_inputs_as_float64_arrays():
+    P = [[[[2, 0], [0, 1]]]]  # one instance, one head, d = 2, as nested lists of ints
+    field = InstanceField(P, np.eye(2, dtype=np.float32)[None, None], causal=1)
+    assert field.P.dtype == field.U.dtype == np.float64 and field.P.shape == field.U.shape == (1, 1, 2, 2)
+    assert field.causal is True and field.identity and field.batch == 1
+    y = np.array([[[1.0, 0.0], [0.6, 0.8]]], dtype=np.float32)
+    assert field(0.0, y).dtype == np.float64
+
+
+@pytest.mark.parametrize("P, U, message", [
+    (np.zeros((2, 2, 2)), np.zeros((2, 2, 2)), r"P must have shape \[batch, h, d, d\]"),
+    (np.zeros((2, 1, 3, 2)), np.zeros((2, 1, 3, 2)), r"P must have shape \[batch, h, d, d\]"),
+    (np.zeros((2, 1, 2, 2)), np.zeros((2, 1, 3, 3)), "U must have the shape of P"),
+    (np.zeros((2, 1, 2, 2)), np.full((2, 1, 2, 2), np.nan), "P and U must be finite"),
+    (np.full((2, 1, 2, 2), np.inf), np.zeros((2, 1, 2, 2)), "P and U must be finite"),
+])
+def test_instance_field_refuses_matrices_of_the_wrong_shape_or_not_finite(P, U, message):
+    with pytest.raises(ValueError, match=message):
+        InstanceField(P, U)
+
+
 def test_instance_field_is_immutable():
     from dataclasses import FrozenInstanceError
 
