@@ -8,7 +8,7 @@ checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant na
 = killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no
 selected test reaches counts as undetected. A listed
 equivalent counts apart only while it survives: one that a test now kills, or that no longer exists, is
-reported as stale, never dropped silently.
+reported as stale, never dropped silently (one not run yet is neither).
 
 ``python -m reports.mutation measure OUT -- COMMAND`` runs the mutation tools and records what the run cost
 (``OUT``, build/mutants/run.json): the git revision measured, wall and CPU time, and the machine's load average
@@ -80,7 +80,9 @@ def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, sc
         entry["score"] = _score(entry)
     totals = {o: sum(m[o] for m in modules.values()) for o in (*OUTCOMES, "total")}
     totals["score"] = _score(totals)
-    stale = {name: reason for name, reason in sorted(equivalents.items()) if outcomes.get(name) != "survived"}
+    # stale: killed now, or gone; a mutant not run yet (an interrupted session) is neither
+    stale = {name: reason for name, reason in sorted(equivalents.items())
+             if outcomes.get(name) not in ("survived", "not checked")}
     return {"modules": modules, "totals": totals, "equivalents": dict(sorted(equivalents.items())),
             "stale_equivalents": stale, "scope": list(scope), "runs": [dict(run) for run in runs]}
 

@@ -56,9 +56,11 @@ def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
 
 
 def test_an_equivalent_that_no_longer_survives_is_reported_stale_not_hidden(tmp_path):
+    """Stale: killed now, or gone; an equivalent whose mutant has not run yet (an interrupted session) is not."""
+    pending = "sim.kernels.f@3:4:core/NumberReplacer#0"
     listed = {**EQUIVALENT, "sim.manifold.xǁSphereǁproject__mutmut_1": "once equivalent",
-              "sim.gone.x_f__mutmut_1": "mutant no longer exists"}
-    summary = summarise(OUTCOMES, listed)
+              "sim.gone.x_f__mutmut_1": "mutant no longer exists", pending: "not run yet"}
+    summary = summarise({**OUTCOMES, pending: "not checked"}, listed)
     assert set(summary["stale_equivalents"]) == {"sim.manifold.xǁSphereǁproject__mutmut_1", "sim.gone.x_f__mutmut_1"}
     assert summary["modules"]["sim.manifold"]["killed"] == 1  # a killed mutant stays killed
     assert "stale" in section_of(summary, tmp_path).text
