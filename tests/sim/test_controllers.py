@@ -73,11 +73,11 @@ def _scipy_initial_step(field, t0, y0, span, rtol, atol):
     return select_initial_step(fun, t0, y0.ravel(), t0 + span, np.inf, fun(t0, y0.ravel()), 1, 4, rtol, atol)
 
 
-@pytest.mark.parametrize("case", ["generic", "short span", "tight tolerance", "at rest"])
+@pytest.mark.parametrize("case", ["generic", "short span", "tight tolerance", "at rest", "near rest"])
 def test_the_starting_step_is_scipys_on_one_instance(case):
     """Hairer, Norsett & Wanner's starting step, as SciPy computes it, in each of its regimes: the generic one,
-    a span shorter than the first guess, a guess limited by 100 h0, and a state at rest (f = 0: h0 = 1e-6 and the
-    fallback h1 = max(1e-6, 1e-3 h0))."""
+    a span shorter than the first guess, a guess limited by 100 h0, a state at rest (f = 0: h0 = 1e-6 and the
+    fallback h1 = max(1e-6, 1e-3 h0)), and one a rounding away from rest (h0 = 1e-6, the first step 100 h0)."""
     from sim import AttentionField
 
     rng = np.random.default_rng(5)
@@ -91,10 +91,14 @@ def test_the_starting_step_is_scipys_on_one_instance(case):
         rtol, atol = 1e-13, 1e-13
     elif case == "at rest":
         y0 = np.broadcast_to(np.array([0.0, 0.0, 1.0]), y0.shape).copy()  # consensus: dy/dt = 0
+    elif case == "near rest":
+        y0 = np.broadcast_to(np.array([0.0, 0.0, 1.0]), y0.shape) + 1e-10 * rng.standard_normal(y0.shape)
+        y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
     controller = AdaptiveStepSize(rtol=rtol, atol=atol)
     ours = controller.initial_step(field, Dopri5(), t0, y0, field(t0, y0), span)
     assert ours == pytest.approx(_scipy_initial_step(field, t0, y0, span, rtol, atol), rel=1e-12)
     expected_regime = {"short span": ours == span, "at rest": ours == pytest.approx(1e-6),
+                       "near rest": ours == pytest.approx(1e-4),
                        "generic": 0 < ours < span, "tight tolerance": 0 < ours < 1e-2}
     assert expected_regime[case], ours
 
@@ -114,3 +118,17 @@ def test_the_starting_step_of_a_batch_is_set_by_its_worst_instance():
     alone = [_scipy_initial_step(field, 0.0, y0[b:b + 1], 5.0, 1e-6, 1e-9) for b in range(2)]
     assert alone[1] < alone[0] / 1.4
     assert batch == pytest.approx(alone[1], rel=1e-12)  # its d1, d2 are the batch's largest: exactly its own step
+
+
+def test_an_error_norm_of_exactly_one_is_accepted():
+    accepted, _ = CONTROLLER.rule(Dopri5(), 0.1).adapt(_errors(1.0), 0.1)
+    assert accepted
+
+
+def test_a_landing_step_after_a_rejection_keeps_the_proposal():
+    """After a rejection the factor is capped at 1; a step shortened to land on a save time or t1 then leaves the
+    proposal as it was (factor >= 1), not shrunk to the shortened step."""
+    rule = CONTROLLER.rule(Dopri5(), 0.1)
+    rejected, proposal = rule.adapt(_errors(4.0), 0.1)
+    accepted, next_step = rule.adapt(_errors(1e-3), proposal / 3)
+    assert not rejected and accepted and next_step == proposal

@@ -362,6 +362,7 @@ def test_the_field_keeps_its_inputs_normalised():
     assert isinstance(field.U, tuple) and field.U[0].dtype == np.float64
     assert isinstance(field.W, np.ndarray) and field.W.dtype == np.float64 and field.W[0, 0] == 2.0
     assert field.causal is True
+    assert AttentionField(P=(np.eye(3),)).W is None  # the sphere stays None
     y = Ellipsoid(field.W).random_point(np.random.default_rng(0), (4, 3)).astype(np.float32)
     assert field(0.0, y).dtype == np.float64
 
