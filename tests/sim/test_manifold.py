@@ -217,6 +217,7 @@ def test_finite_arrays_are_float64_whatever_they_came_as():
 
     for value in ([1, 2, 3], np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int64)):
         assert as_finite_array("x", value).dtype == np.float64
+    assert as_finite_array("x", 2.5).shape == ()  # a scalar is an array of 0 axes unless ndim_min says more
 
 
 def test_a_tangent_projection_broadcasts_one_point_over_many_vectors():
