@@ -267,3 +267,14 @@ def test_an_instance_that_becomes_non_finite_is_named():
     P[1] = 1e308
     with pytest.raises(FloatingPointError, match="instance 1 .* became non-finite"):
         solve_instances(P[:3], U[:3], False, y0[:3], 1.5, rtol=1e-7, atol=1e-7)
+
+
+def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
+    """A batch of one (the lanes are first filled with instance 0: there is no other); the result is frozen."""
+    from dataclasses import FrozenInstanceError
+
+    P, U, y0 = _small_instances(2, "drawn")
+    alone = solve_instances(P[:1], U[:1], True, y0[:1], 1.5, rtol=1e-7, atol=1e-7)
+    _assert_step_for_step(alone, lambda b: InstanceField(P[:1], U[:1], True), y0[:1], 1.5, 1e-7, own_steps=False)
+    with pytest.raises(FrozenInstanceError):
+        alone.y1 = y0[:1]
