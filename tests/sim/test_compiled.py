@@ -191,11 +191,13 @@ def _assert_step_for_step(together, field_of, y0, t1, rtol, own_steps=True):
         assert len(set(together.steps.tolist())) > 1 and together.rejected.sum() > 0
 
 
-@pytest.mark.parametrize("causal, heads, values", [(False, 1, "identity"), (True, 2, "drawn")])
-def test_small_instances_run_step_for_step_as_sim_solve(causal, heads, values):
+@pytest.mark.parametrize("causal, heads, values, tol", [(False, 1, "identity", 1e-7), (True, 2, "drawn", 1e-7),
+                                                         (True, 2, "drawn", 1e-3)])
+def test_small_instances_run_step_for_step_as_sim_solve(causal, heads, values, tol):
+    """At 1e-3 every instance has a rejected step, so the lanes given a new instance must reset their counts."""
     P, U, y0 = _small_instances(heads, values)
-    together = solve_instances(P, U, causal, y0, 1.5, rtol=1e-7, atol=1e-7)
-    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], causal), y0, 1.5, 1e-7)
+    together = solve_instances(P, U, causal, y0, 1.5, rtol=tol, atol=tol)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], causal), y0, 1.5, tol)
 
 
 def test_small_modulated_field_runs_step_for_step_as_sim_solve():
