@@ -7,9 +7,9 @@ are marked skipped, "left to mutmut", which mutates those functions itself (``le
 counted once.
 
 ``run_session`` makes the session, applies the filters (or, after tests were added, resets its survivors) and
-executes it with cosmic-ray's HTTP distributor: one
-``cosmic-ray http-worker`` per configured URL, each in its own git clone of the committed tree (cosmic-ray's
-``cr-http-workers``), so the workers mutate their clones side by side and the working tree is never touched.
+executes it with cosmic-ray's HTTP distributor: one ``cosmic-ray http-worker`` per configured URL, each in its own
+git clone of the committed tree (cosmic-ray's ``cr-http-workers``), so the workers mutate their clones side by
+side and the working tree is never touched.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import ast
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 import tomllib
@@ -60,8 +61,6 @@ def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
     yet run whose first line lies in a function mutmut mutates, and with ``COMPILE_OPTION`` one of an ``@njit``
     option (module paths relative to ``root``); return how many were left to mutmut. cosmic-ray's own filters
     record a skip the same way: a result row, so that ``exec`` passes it by."""
-    import sqlite3
-
     pending = ("SELECT s.job_id, s.module_path, s.start_pos_row FROM mutation_specs s "
                "LEFT JOIN work_results r USING (job_id) WHERE r.job_id IS NULL")
     lines: dict[str, tuple[list[tuple[int, int]], set[int]]] = {}  # module -> (mutmut's functions, @njit lines)
@@ -85,8 +84,6 @@ def forget_survivors(session: Path) -> int:
     """Delete the results of ``session``'s surviving mutants, so that ``cosmic-ray exec`` runs them again (after
     tests were added: the killed ones stay killed, as tests are only added), and of the mutants whose worker
     failed (no verdict: a worker stopped or unreachable); return how many."""
-    import sqlite3
-
     with sqlite3.connect(session) as db:
         return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED' "
                           "OR worker_outcome IN ('ABNORMAL', 'EXCEPTION')").rowcount
@@ -117,7 +114,6 @@ def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
     configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
     if survivors:
         print(f"{forget_survivors(session)} survivors to run again", flush=True)
-        leave_to_mutmut(session)  # (for a session made before the compile options were excluded)
     else:
         subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
         subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)

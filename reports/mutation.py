@@ -2,13 +2,13 @@
 
 `make mutants` runs mutmut (configuration: ``[tool.mutmut]`` in pyproject.toml) and, for the Numba-compiled code
 that mutmut cannot reach, cosmic-ray (tests/mutation/compiled.toml, run by ``python -m reports.mutation compiled
-CONFIG SESSION``: reports/compiled_mutants.py); then ``python -m reports.mutation DIR OUT --cosmic-ray SESSION`` reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the
-checked-in list of equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes
-``OUT`` (build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected
-= killed + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no
-selected test reaches counts as undetected. A listed
-equivalent counts apart only while it survives: one that a test now kills, or that no longer exists, is
-reported as stale, never dropped silently (one not run yet is neither).
+CONFIG SESSION``: reports/compiled_mutants.py); then ``python -m reports.mutation DIR OUT --cosmic-ray SESSION``
+reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the checked-in list of
+equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes ``OUT``
+(build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected = killed
++ timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no selected
+test reaches counts as undetected. A listed equivalent counts apart only while it survives: one that a test now
+kills, or that no longer exists, is reported as stale, never dropped silently (one not run yet is neither).
 
 ``python -m reports.mutation measure OUT -- COMMAND`` runs the mutation tools and records what the run cost
 (``OUT``, build/mutants/run.json): the git revision measured, wall and CPU time, and the machine's load average
