@@ -1,0 +1,161 @@
+"""The compiled whole integrations (``sim.compiled``) on small systems, step for step against ``sim.solve`` (Dopri5).
+
+The systems are small enough that every run also takes seconds with NUMBA_DISABLE_JIT=1 (the same loops in
+Python): these are the tests `make mutants` runs on each mutant of sim/compiled.py and sim/instances.py
+(tests/mutation/compiled.toml), so this module imports only what they need (a mutant's test process starts in
+about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compiled.py add another second each).
+"""
+
+import numpy as np
+import pytest
+
+from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, solve
+from sim.compiled import solve_field, solve_instances
+from sim.instances import InstanceField
+from sim.scenarios import FIG3_V, full_attention_example
+from sim.solvers import MaxStepsReached
+
+#: Same algorithm as sim.solve on one instance (same starting step, controller, FSAL, retraction): only the order
+#: of the field's additions differs (BLAS products against the compiled loops), a rounding of ~1e-16 per
+#: evaluation carried over ~100 steps; 1e-12 leaves a factor of 100 and catches any change of the method.
+SAME_METHOD = 1e-12
+
+#: Seed and count of the drawn small instances. 11: a full group of LANES = 8, then lanes freed by finished
+#: instances take the 3 left.
+SMALL_SEED, SMALL_COUNT = 11, 11
+#: The small runs' step budget (accepted and rejected steps, each instance; the compiled loop's and sim.solve's):
+#: 5 times the most any of them takes (19, two drawn heads at 1e-7), so a mutant that stalls the step size fails
+#: at once, naming the instance, instead of spending the default budget in Python (measured: such mutants of
+#: sim/compiled.py took about 70 s each, a third of them, under the default budget).
+SMALL_BUDGET = 100
+
+
+def _small_instances(heads: int, values: str):
+    rng = np.random.default_rng(SMALL_SEED)
+    P = rng.normal(0.0, 1.5, (SMALL_COUNT, heads, 3, 3))
+    U = (np.broadcast_to(np.eye(3), P.shape).copy() if values == "identity"
+         else np.eye(3) + rng.normal(0.0, 0.5, P.shape))
+    y0 = rng.standard_normal((SMALL_COUNT, 3, 3))
+    return P, U, y0 / np.linalg.norm(y0, axis=-1, keepdims=True)
+
+
+def _assert_step_for_step(together, field_of, y0, t1, rtol, own_steps=True):
+    """Each instance of ``together`` (a compiled integration) ends where sim.solve's Dopri5 ends on that instance
+    alone (``field_of(b)``), after the same accepted and rejected steps and evaluations, on the sphere."""
+    for b in range(len(y0)):
+        alone = solve(field_of(b), Dopri5(), 0.0, t1, y0[b:b + 1], controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
+                      max_steps=SMALL_BUDGET)
+        np.testing.assert_allclose(together.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+        assert (together.steps[b], together.rejected[b], together.evaluations[b]) == (
+            alone.steps, alone.rejected_steps, alone.evaluations), b
+        assert together.drift[b] <= 1e-12  # retracted after every accepted step
+    if own_steps:  # the instances differ in steps, and some steps are rejected: both paths of the controller run
+        assert len(set(together.steps.tolist())) > 1 and together.rejected.sum() > 0
+
+
+@pytest.mark.parametrize("causal, heads, values, tol", [(False, 1, "identity", 1e-7), (True, 2, "drawn", 1e-7),
+                                                         (True, 2, "drawn", 1e-3)])
+def test_small_instances_run_step_for_step_as_sim_solve(causal, heads, values, tol):
+    """At 1e-3 every instance has a rejected step, so the lanes given a new instance must reset their counts."""
+    P, U, y0 = _small_instances(heads, values)
+    together = solve_instances(P, U, causal, y0, 1.5, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], causal), y0, 1.5, tol)
+
+
+def test_small_modulated_field_runs_step_for_step_as_sim_solve():
+    """Figure 2's P(t) = D(t) P' (the loop evaluates D(t) itself) on 3 instances of 3 tokens."""
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point_in_hemisphere(FIG3_V, np.random.default_rng(SMALL_SEED), (3, 3, 3))
+    together = solve_field(field, y0, 0.3, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)  # (they share its steps)
+
+
+def test_small_modulated_field_with_phases_runs_step_for_step_as_sim_solve():
+    """P_eta(t) = diag(D_eta(t)) P'_eta with nonzero phases and mixed sines and cosines (figure 2's phases are 0)."""
+    from sim.scenarios import CosineDiagonal, Modulated
+
+    rng = np.random.default_rng(SMALL_SEED)
+    diagonals = [CosineDiagonal(rng.uniform(0.5, 2.0, 3), rng.uniform(1.0, 6.0, 3), rng.uniform(0.3, 3.0, 3),
+                                np.array([True, False, True])) for _ in range(2)]
+    field = AttentionField(P=tuple(Modulated(rng.normal(size=(3, 3)), diagonal) for diagonal in diagonals), W=np.eye(3))
+    y0 = Ellipsoid().random_point(rng, (3, 3, 3))
+    together = solve_field(field, y0, 0.7, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, 0.7, 1e-7, own_steps=False)
+
+
+def test_small_instances_start_at_t0():
+    P, U, y0 = _small_instances(1, "drawn")
+    later = solve_instances(P[:2], U[:2], False, y0[:2], 1.5, t0=0.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    for b in range(2):
+        alone = solve(InstanceField(P[b:b + 1], U[b:b + 1]), Dopri5(), 0.5, 1.5, y0[b:b + 1],
+                      controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
+        np.testing.assert_allclose(later.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+        assert later.steps[b] == alone.steps
+
+
+def test_small_instances_at_rest_and_a_short_span_run_step_for_step_as_sim_solve():
+    """The starting step's other regimes, as sim.solve takes them (its own is SciPy's, tests/sim/test_controllers):
+    a state at consensus (f = 0 up to rounding: h0 = 1e-6, then 100 h0 or the fallback bound the first step), one
+    a rounding away from it, and a span shorter than any first guess (the first step lands on t1 from t0)."""
+    P, U, y0 = _small_instances(2, "drawn")
+    rest = np.broadcast_to(y0[0, :1], y0[0].shape)
+    exact = np.broadcast_to(np.eye(3)[0], y0[0].shape)  # every token e_1: f = 0 exactly (d1 = d2 = 0: the fallback)
+    y0 = np.stack([rest, rest + 1e-9 * np.arange(9).reshape(3, 3), y0[2], y0[3], exact])
+    y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
+    P, U = P[:5], np.broadcast_to(np.eye(3), P[:5].shape).copy()
+    for t1 in (1.5, 1e-3):
+        together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, t1, 1e-7,
+                              own_steps=False)
+    # the short span: the moving instances land on t1 in one step; at rest the first step is 100 h0 = 1e-4
+    assert together.steps[2:4].tolist() == [1, 1] and together.steps[0] > 1
+
+
+def test_the_step_budget_counts_accepted_and_rejected_steps():
+    """As sim.solve's max_steps: an instance that needs s accepted and r rejected steps runs with a budget of s + r
+    and is stopped, naming it, with s + r - 1."""
+    P, U, y0 = _small_instances(2, "drawn")
+    full = solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    hardest = int(np.argmax(full.steps + full.rejected))
+    budget = int(full.steps[hardest] + full.rejected[hardest])
+    assert full.rejected[hardest] > 0
+    solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget)  # enough
+    with pytest.raises(MaxStepsReached, match=f"instance {hardest} .* max_steps={budget - 1}"):
+        solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget - 1)
+
+
+def test_an_instance_that_becomes_non_finite_is_named():
+    """A matrix of entries 1e308 (finite) overflows the scores y_i^T P y_j to inf (inf - inf in the softmax): the
+    instance's error is not finite, and the call raises FloatingPointError naming it, not MaxStepsReached."""
+    P, U, y0 = _small_instances(1, "drawn")
+    P[1] = 1e308
+    with pytest.raises(FloatingPointError, match="instance 1 .* became non-finite"):
+        solve_instances(P[:3], U[:3], False, y0[:3], 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+
+
+def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
+    """A batch of one (the lanes are first filled with instance 0: there is no other); the result is frozen."""
+    from dataclasses import FrozenInstanceError
+
+    P, U, y0 = _small_instances(2, "drawn")
+    alone = solve_instances(P[:1], U[:1], True, y0[:1], 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(alone, lambda b: InstanceField(P[:1], U[:1], True), y0[:1], 1.5, 1e-7, own_steps=False)
+    with pytest.raises(FrozenInstanceError):
+        alone.y1 = y0[:1]
+
+
+def test_bad_inputs_name_the_argument():
+    P, U, y0 = _small_instances(2, "drawn")
+    P, U, y0 = P[:2], U[:2], y0[:2]
+    with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
+        solve_instances(P, U, True, 2 * y0, 1.0, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"P must have shape \[b=2"):
+        solve_instances(P[:1], U[:1], True, y0, 1.0, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="rtol"):
+        solve_instances(P, U, True, y0, 1.0, rtol=-1.0, atol=1e-6)
+    with pytest.raises(ValueError, match="t1"):
+        solve_instances(P, U, True, y0, 0.0, rtol=1e-6, atol=1e-6)
+    with pytest.raises(MaxStepsReached, match="instance 0"):
+        solve_instances(P, U, True, y0, 50.0, rtol=1e-6, atol=1e-6, max_steps=3)
+    with pytest.raises(ValueError, match="sphere"):
+        solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0, rtol=1e-6, atol=1e-6)
