@@ -256,8 +256,8 @@ def test_control_buffers_shared_between_threads_are_caught(rng, monkeypatch):
 
 @pytest.mark.parametrize("name", ["sphere-causal-U=I", "ellipsoid-full-U"])
 def test_the_field_in_groups_of_instances_equals_the_field_on_the_whole_batch(name, rng, monkeypatch):
-    """``AttentionField`` evaluates ``GROUP_BYTES`` of instances at a time: with groups of 3 of 7 instances (the last
-    one shorter, its buffers a leading part of the others') the field is the same as in one group."""
+    """``AttentionField`` evaluates ``GROUP_BYTES`` of instances at a time: with groups of at most 3 of 7 instances
+    (2, 3, 2: the shorter groups' buffers a leading part of the others') the field is the same as in one group."""
     import sim.dynamics
 
     d, tokens = 5, 6
@@ -267,6 +267,11 @@ def test_the_field_in_groups_of_instances_equals_the_field_on_the_whole_batch(na
     y = field.manifold.random_point(rng, (7, tokens, d))
     whole = field(0.4, y)
     monkeypatch.setattr(sim.dynamics, "GROUP_BYTES", 3 * 8 * tokens * d)
+    groups, update = [], AttentionField._update
+    monkeypatch.setattr(AttentionField, "_update", lambda self, t, y, out=None: groups.append(y.shape) or update(
+        self, t, y, out))
     fresh = AttentionField(P=field.P, U=U, W=W, causal=field.causal)
     np.testing.assert_allclose(fresh(0.4, y), whole, rtol=RTOL, atol=ATOL)
+    # groups of whole instances within the bytes, never the batch as one array
+    assert [shape[1:] for shape in groups] == [(tokens, d)] * 3 and sorted(shape[0] for shape in groups) == [2, 2, 3]
     np.testing.assert_allclose(fresh(0.4, y[::-1].copy())[::-1], whole, rtol=RTOL, atol=ATOL)  # buffers reused
