@@ -9,7 +9,7 @@ about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compil
 import numpy as np
 import pytest
 
-from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, solve
+from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, solve
 from sim.compiled import solve_field, solve_instances
 from sim.instances import InstanceField
 from sim.scenarios import FIG3_V, full_attention_example
@@ -159,3 +159,30 @@ def test_bad_inputs_name_the_argument():
         solve_instances(P, U, True, y0, 50.0, rtol=1e-6, atol=1e-6, max_steps=3)
     with pytest.raises(ValueError, match="sphere"):
         solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0, rtol=1e-6, atol=1e-6)
+
+
+def test_a_first_guess_longer_than_the_span_is_bounded_by_the_span():
+    """Near rest at a loose tolerance the starting step's guess (100 h0, h1) is far longer than t1 - t0 = 1.5: the
+    span bounds it, and the one step lands on t1, as sim.solve's."""
+    P, U, y0 = _small_instances(2, "drawn")
+    near = y0[0, :1] + 1e-6 * np.arange(9).reshape(3, 3)
+    y0 = np.stack([near, near[::-1]])
+    y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
+    P, U = P[:2], np.broadcast_to(np.eye(3), P[:2].shape).copy()
+    together = solve_instances(P, U, True, y0, 1.5, rtol=1e-3, atol=1e-3, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, 1.5, 1e-3,
+                          own_steps=False)
+    assert together.steps.tolist() == [1, 1]
+
+
+def test_a_step_ending_within_1e_12_of_t1_lands_on_it():
+    """t1 set 5e-13 past the first step's end: that step lands on t1 (within 1e-12 max(1, |t0|, |t1|)), with no
+    step of 5e-13 after it, as in sim.solve."""
+    P, U, y0 = (a[:1] for a in _small_instances(2, "drawn"))
+    field = InstanceField(P, U, True)
+    first = solve(field, Dopri5(), 0.0, 1.5, y0, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+                  saveat=SaveAt(steps=True)).ts[1]
+    t1 = first + 5e-13
+    together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, t1, 1e-7, own_steps=False)
+    assert together.steps.tolist() == [1]
