@@ -22,6 +22,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -105,10 +106,15 @@ def read_results(folder: Path) -> dict[str, int | None]:
     return codes
 
 
+#: How pytest-timeout fails a test that ran past the test command's --timeout (tests/mutation/compiled.toml): the
+#: mutant timed out, as when cosmic-ray's own time limit stops the command.
+PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>[\d.]+s\) from pytest-timeout")
+
+
 def read_cosmic_ray(session: Path) -> dict[str, str]:
     """mutant name -> outcome from a cosmic-ray session (its SQLite file); a mutant its operator filter skipped
-    is "excluded" (the reasons are in tests/mutation/compiled.toml), a timeout is "timeout"; one left to mutmut
-    (``compiled_mutants.leave_to_mutmut``) is not listed: mutmut's results count it."""
+    is "excluded" (the reasons are in tests/mutation/compiled.toml), a timeout (cosmic-ray's or pytest-timeout's) is
+    "timeout"; one left to mutmut (``compiled_mutants.leave_to_mutmut``) is not listed: mutmut's results count it."""
     import sqlite3
 
     if not Path(session).exists():
@@ -128,7 +134,7 @@ def read_cosmic_ray(session: Path) -> dict[str, str]:
         elif worker == "skipped":
             outcome = "excluded"
         elif test == "killed":
-            outcome = "timeout" if output == "timeout" else "killed"
+            outcome = "timeout" if output == "timeout" or PYTEST_TIMEOUT.search(output or "") else "killed"
         elif test == "survived":
             outcome = "survived"
         else:

@@ -124,8 +124,9 @@ def _cosmic_ray_session(path):
                    "start_pos_col, end_pos_row, end_pos_col, definition_name, job_id PRIMARY KEY)")
         db.execute("CREATE TABLE work_results (worker_outcome, output, test_outcome, diff, job_id PRIMARY KEY)")
         results = {"a": ("NORMAL", "F", "KILLED"), "b": ("NORMAL", "timeout", "KILLED"), "c": ("NORMAL", ".", "SURVIVED"),
-                   "d": ("SKIPPED", None, None), "e": ("EXCEPTION", "boom", "INCOMPETENT")}
-        for row, job in enumerate("abcdef"):
+                   "d": ("SKIPPED", None, None), "e": ("EXCEPTION", "boom", "INCOMPETENT"),
+                   "g": ("NORMAL", "E   Failed: Timeout (>30.0s) from pytest-timeout.\n1 failed", "KILLED")}
+        for row, job in enumerate("abcdefg"):
             db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
                        "?, ?)", (row + 1, row + 1, "sphere_drift" if job != "f" else None, job))
             if job in results:
@@ -138,6 +139,7 @@ def test_cosmic_ray_results_become_outcomes(tmp_path):
     expected = {f"sim.kernels.sphere_drift@{row}:4:core/NumberReplacer#0": outcome for row, outcome in
                 enumerate(("killed", "timeout", "survived", "excluded", "other"), start=1)}
     expected["sim.kernels.<module>@6:4:core/NumberReplacer#0"] = "not checked"  # a decorator's argument: no function
+    expected["sim.kernels.sphere_drift@7:4:core/NumberReplacer#0"] = "timeout"  # a test past pytest's --timeout
     assert outcomes == expected
     with pytest.raises(FileNotFoundError, match="make mutants"):
         read_cosmic_ray(tmp_path / "missing.sqlite")
@@ -156,7 +158,7 @@ def test_command_writes_the_summary_from_mutmut_results(tmp_path):
     assert main([str(tmp_path / "mutants"), str(out), "--equivalents", str(equivalents), "--scope", "sim.*",
                  "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--run", str(run), "--run", str(run)]) == 0
     written = json.loads(out.read_text())
-    assert (written["totals"]["equivalent"], written["totals"]["total"], written["runs"]) == (1, 10, [RUN, RUN])
+    assert (written["totals"]["equivalent"], written["totals"]["total"], written["runs"]) == (1, 11, [RUN, RUN])
     assert written["modules"]["sim.kernels"]["excluded"] == 1
     with pytest.raises(FileNotFoundError, match="make mutants"):
         main([str(tmp_path / "empty"), str(out)])

@@ -9,6 +9,7 @@ about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compil
 import numpy as np
 import pytest
 
+import sim.compiled as compiled
 from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, solve
 from sim.compiled import solve_field, solve_instances
 from sim.instances import InstanceField
@@ -161,28 +162,62 @@ def test_bad_inputs_name_the_argument():
         solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0, rtol=1e-6, atol=1e-6)
 
 
-def test_a_first_guess_longer_than_the_span_is_bounded_by_the_span():
+def test_the_first_step_at_rest_is_100_h0():
+    """At consensus (up to rounding; U = I, so consensus is an equilibrium) h0 = 1e-6 and h1 is far longer: the
+    first step is 100 h0 = 1e-4, so a span of 1e-4 takes one step and a span of 1.005e-4 two, as in sim.solve."""
+    P, _, y0 = (a[:1] for a in _small_instances(2, "drawn"))
+    U = np.broadcast_to(np.eye(3), P.shape).copy()
+    rest = np.broadcast_to(y0[0, :1], y0[0].shape)[None].copy()
+    for t1, steps in ((1e-4, 1), (1.005e-4, 2)):
+        together = solve_instances(P, U, True, rest, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        _assert_step_for_step(together, lambda b: InstanceField(P, U, True), rest, t1, 1e-7, own_steps=False)
+        assert together.steps.tolist() == [steps], t1
+
+
+@pytest.mark.parametrize("t0, t1", [(0.0, 1.5), (-1.0, 0.5)])
+def test_a_first_guess_longer_than_the_span_is_bounded_by_the_span(t0, t1):
     """Near rest at a loose tolerance the starting step's guess (100 h0, h1) is far longer than t1 - t0 = 1.5: the
-    span bounds it, and the one step lands on t1, as sim.solve's."""
+    span bounds it, and the one step lands on t1, as sim.solve's (from t0 = 0 and from a negative t0)."""
     P, U, y0 = _small_instances(2, "drawn")
     near = y0[0, :1] + 1e-6 * np.arange(9).reshape(3, 3)
     y0 = np.stack([near, near[::-1]])
     y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
     P, U = P[:2], np.broadcast_to(np.eye(3), P[:2].shape).copy()
-    together = solve_instances(P, U, True, y0, 1.5, rtol=1e-3, atol=1e-3, max_steps=SMALL_BUDGET)
-    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, 1.5, 1e-3,
-                          own_steps=False)
-    assert together.steps.tolist() == [1, 1]
+    together = solve_instances(P, U, True, y0, t1, t0=t0, rtol=1e-3, atol=1e-3, max_steps=SMALL_BUDGET)
+    for b in range(2):
+        alone = solve(InstanceField(P[b:b + 1], U[b:b + 1], True), Dopri5(), t0, t1, y0[b:b + 1],
+                      controller=AdaptiveStepSize(rtol=1e-3, atol=1e-3), max_steps=SMALL_BUDGET)
+        np.testing.assert_allclose(together.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+        assert together.steps[b] == alone.steps == 1
 
 
-def test_a_step_ending_within_1e_12_of_t1_lands_on_it():
-    """t1 set 5e-13 past the first step's end: that step lands on t1 (within 1e-12 max(1, |t0|, |t1|)), with no
-    step of 5e-13 after it, as in sim.solve."""
+@pytest.mark.parametrize("t0", [0.0, 10.0])
+@pytest.mark.parametrize("fraction, extra", [(0.5, 0), (0.95, 0), (1.5, 1)])
+def test_a_step_ending_within_the_landing_tolerance_of_t1_lands_on_it(t0, fraction, extra):
+    """t1 set ``fraction`` x 1e-12 max(1, |t0|, |t1|) past the end of the first step: within that tolerance the
+    step lands on t1; beyond it one more step of about 1e-12 follows, as in sim.solve. (The first step only: later
+    steps' ends differ between the two implementations by more than 1e-12 when compiled, their error norms'
+    roundings compounding.)"""
     P, U, y0 = (a[:1] for a in _small_instances(2, "drawn"))
     field = InstanceField(P, U, True)
-    first = solve(field, Dopri5(), 0.0, 1.5, y0, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+    first = solve(field, Dopri5(), t0, t0 + 1.5, y0, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
                   saveat=SaveAt(steps=True)).ts[1]
-    t1 = first + 5e-13
-    together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
-    _assert_step_for_step(together, lambda b: field, y0, t1, 1e-7, own_steps=False)
-    assert together.steps.tolist() == [1]
+    t1 = first + fraction * 1e-12 * max(1.0, first)
+    together = solve_instances(P, U, True, y0, t1, t0=t0, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    alone = solve(field, Dopri5(), t0, t1, y0, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7))
+    np.testing.assert_allclose(together.y1[0], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
+    assert together.steps[0] == alone.steps == 1 + extra
+
+
+def test_an_error_of_exactly_1_is_accepted():
+    """As scipy's rule and sim.solve's controller (tests/sim/test_controllers.py): a step is rejected only when its
+    scaled error exceeds 1. Lane 0 of ``_control``, a state of 2 tokens in d = 1."""
+    lanes = compiled.LANES
+    y = np.ones((2, 1, lanes))
+    t, dt, step = np.zeros(lanes), np.full(lanes, 0.1), np.full(lanes, 0.1)
+    landed, last_rejected = np.zeros(lanes, dtype=np.bool_), np.zeros(lanes, dtype=np.bool_)
+    stats = np.zeros((lanes, 5))
+    compiled._control(0, 1.0, -0.2, 1.0, 1e-12, landed, last_rejected, step, dt, t, y, y.copy(),
+                      np.zeros((7, 2, lanes)), stats)
+    assert stats[0, 1:3].tolist() == [1, 0] and t[0] == 0.1  # accepted, not rejected
+    assert dt[0] == pytest.approx(0.1 * compiled._SAFETY)  # the step times SAFETY * 1 ** (-1/5)
