@@ -162,16 +162,27 @@ def test_bad_inputs_name_the_argument():
         solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0, rtol=1e-6, atol=1e-6)
 
 
-def test_the_first_step_at_rest_is_100_h0():
-    """At consensus (up to rounding; U = I, so consensus is an equilibrium) h0 = 1e-6 and h1 is far longer: the
-    first step is 100 h0 = 1e-4, so a span of 1e-4 takes one step and a span of 1.005e-4 two, as in sim.solve."""
+@pytest.mark.parametrize("state, first", [("rest", 1e-4), ("exact", 1e-6)])
+def test_the_first_step_at_rest(state, first):
+    """At consensus (U = I, so consensus is an equilibrium) h0 = 1e-6; up to rounding (f ~ 1e-17) h1 is far longer
+    and the first step is 100 h0 = 1e-4; at exactly e_1 (f = 0: d1 = d2 = 0) the fallback h1 = max(1e-6, 1e-3 h0)
+    = 1e-6 is. A span of that first step takes one step, 1.0005 times it two, as in sim.solve."""
     P, _, y0 = (a[:1] for a in _small_instances(2, "drawn"))
     U = np.broadcast_to(np.eye(3), P.shape).copy()
-    rest = np.broadcast_to(y0[0, :1], y0[0].shape)[None].copy()
-    for t1, steps in ((1e-4, 1), (1.005e-4, 2)):
-        together = solve_instances(P, U, True, rest, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
-        _assert_step_for_step(together, lambda b: InstanceField(P, U, True), rest, t1, 1e-7, own_steps=False)
+    at_rest = np.broadcast_to(y0[0, :1] if state == "rest" else np.eye(3)[0], y0[0].shape)[None].copy()
+    for t1, steps in ((first, 1), (1.0005 * first, 2)):
+        together = solve_instances(P, U, True, at_rest, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        _assert_step_for_step(together, lambda b: InstanceField(P, U, True), at_rest, t1, 1e-7, own_steps=False)
         assert together.steps.tolist() == [steps], t1
+
+
+def test_a_state_small_against_the_tolerance_starts_at_h0_1e_6():
+    """At a tolerance of 1e5 a state on the sphere has a scaled norm d0 ~ 5e-6 < 1e-5, so h0 = 1e-6 whatever the
+    field's d1 (here > 1e-5: U = 100 x drawn), as SciPy's rule and sim.solve."""
+    P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
+    together = solve_instances(P, 100 * U, True, y0, 1e-3, rtol=1e5, atol=1e5, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], 100 * U[b:b + 1], True), y0, 1e-3, 1e5,
+                          own_steps=False)
 
 
 @pytest.mark.parametrize("t0, t1", [(0.0, 1.5), (-1.0, 0.5)])
