@@ -99,8 +99,17 @@ def test_gram_entries_are_real_symbols():
 
 def test_reduce_never_proves_a_nonzero_residual_zero():
     """1/<x,x> has numerator 1, and exp(<x,x>) - exp(<y,y>) two different exponentials: neither is 0; the
-    residual exp(2<x,x>) + <x,x> comes back with its exponential intact."""
+    residuals exp(2<x,x>) + <x,x> and exp(<x,x>) + <x,x> come back with their exponentials intact."""
     xx, yy = Form("W").entry("x", "x"), Form("W").entry("y", "y")
     assert reduce(1 / xx) != 0
     assert reduce(sp.exp(xx) - sp.exp(yy)) != 0
     assert sp.simplify(reduce(sp.exp(2 * xx) + xx) - (sp.exp(2 * xx) + xx)) == 0
+    assert sp.simplify(reduce(sp.exp(xx) + xx) - (sp.exp(xx) + xx)) == 0  # exp(<x,x>) itself, not a power of it
+
+
+def test_reduce_substitutes_relations_for_at_most_rounds_rounds():
+    """Each round substitutes every relation once (a relation may produce another's key); four rounds by default."""
+    x = sp.symbols("x1:7")
+    chain = {x[i]: x[i + 1] for i in range(5)}  # x1 -> x2 -> ... -> x6
+    assert reduce(x[0], chain) == x[4]
+    assert reduce(x[0], chain, rounds=5) == x[5]
