@@ -79,3 +79,12 @@ def test_instance_field_rejects_a_batch_of_another_size():
     field = InstanceField(np.zeros((3, 1, 2, 2)), np.zeros((3, 1, 2, 2)))
     with pytest.raises(ValueError, match=r"y must have shape \[batch=3"):
         field(0.0, np.ones((2, 2, 2)) / np.sqrt(2))
+
+
+def test_instance_field_is_equal_and_hashed_by_identity():
+    """Its matrices are arrays (no truth value, not hashable): two fields are equal only when they are the same
+    object, and a field can key a cache."""
+    P = np.zeros((1, 1, 2, 2))
+    field = InstanceField(P, P)
+    assert field == field and field != InstanceField(P, P)
+    assert {field: 1}[field] == 1
