@@ -176,12 +176,14 @@ def test_the_first_step_at_rest(state, first):
         assert together.steps.tolist() == [steps], t1
 
 
-def test_a_state_small_against_the_tolerance_starts_at_h0_1e_6():
+@pytest.mark.parametrize("tol", [1e5, 1.0])
+def test_the_starting_step_at_loose_tolerances(tol):
     """At a tolerance of 1e5 a state on the sphere has a scaled norm d0 ~ 5e-6 < 1e-5, so h0 = 1e-6 whatever the
-    field's d1 (here > 1e-5: U = 100 x drawn), as SciPy's rule and sim.solve."""
+    field's d1 (here > 1e-5: U = 100 x drawn); at 1, 1e-5 < d0 < 1 and h0 = 0.01 d0 / d1: as SciPy's rule and
+    sim.solve."""
     P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
-    together = solve_instances(P, 100 * U, True, y0, 1e-3, rtol=1e5, atol=1e5, max_steps=SMALL_BUDGET)
-    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], 100 * U[b:b + 1], True), y0, 1e-3, 1e5,
+    together = solve_instances(P, 100 * U, True, y0, 1e-3, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], 100 * U[b:b + 1], True), y0, 1e-3, tol,
                           own_steps=False)
 
 
