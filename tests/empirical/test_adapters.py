@@ -340,7 +340,13 @@ def test_a_model_on_another_device_gets_its_positions_masks_and_embeddings_there
     assert all(a["inputs_embeds"].shape[:2] == (1, 9) and a["position_ids"] is inputs.position_ids for a in asked)
     assert inputs.position_ids.device == META and inputs.position_ids.shape == (1, 9)
     assert all(c.device == s.device == META for c, s in inputs.rotary.values())
+    # every lookup (tokens, learned positions) gets its indices on its table's device, as an accelerator demands
+    # (neither the CPU nor the meta device checks an embedding's index device: recorded, not left to fail)
+    lookups, lookup = [], torch.nn.functional.embedding
+    monkeypatch.setattr(torch.nn.functional, "embedding", lambda ids, weight, *args, **kwargs: lookups.append(
+        (ids.device, weight.device)) or lookup(ids, weight, *args, **kwargs))
     assert adapter.embed(torch.zeros((2, 9), dtype=torch.long, device=META)).shape == (2, 9, adapter.width)
+    assert lookups and all(ids == table == META for ids, table in lookups), lookups
 
 
 def test_block_inputs_move_to_another_device_once_and_whole():
