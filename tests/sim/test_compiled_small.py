@@ -187,6 +187,22 @@ def test_the_starting_step_at_loose_tolerances(tol):
                           own_steps=False)
 
 
+@pytest.mark.parametrize("tol", [1e16, 1e15])
+def test_the_starting_step_when_only_the_second_derivative_is_seen(tol):
+    """A state at rest to the tolerance (d0, d1 <= 1e-15 at tolerances of 1e15 and more) whose field changes fast in
+    time (P(t) = cos(1e8 t) P'): f moves by ~1e-2 within h0 = 1e-6, so d2 > 1e-15 and h1 = (0.01 / d2)^(1/5) is
+    taken, not the fallback for rest h1 = 1e-6 (SciPy's rule, as sim.solve): one step of 1e-4."""
+    from sim.scenarios import CosineDiagonal, Modulated
+
+    rng = np.random.default_rng(SMALL_SEED)
+    fast = CosineDiagonal(np.ones(3), np.full(3, 1e8), np.zeros(3), np.zeros(3, dtype=bool))
+    field = AttentionField(P=(Modulated(5 * rng.normal(size=(3, 3)), fast),), W=np.eye(3))
+    y0 = Ellipsoid().random_point(rng, (1, 3, 3))
+    together = solve_field(field, y0, 1e-4, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, 1e-4, tol, own_steps=False)
+    assert together.steps.tolist() == [1]
+
+
 @pytest.mark.parametrize("t0, t1", [(0.0, 1.5), (-1.0, 0.5)])
 def test_a_first_guess_longer_than_the_span_is_bounded_by_the_span(t0, t1):
     """Near rest at a loose tolerance the starting step's guess (100 h0, h1) is far longer than t1 - t0 = 1.5: the
