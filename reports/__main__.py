@@ -1,5 +1,5 @@
 """``python -m reports build [--out DIR]``: the full verification, writing ``DIR/index.html``;
-``python -m reports compare OLD NEW``: do two ``verdicts.json`` say the same (``reports.compare``)?
+``python -m reports compare OLD NEW [--expected FILE]``: do two ``verdicts.json`` say the same (``reports.compare``)?
 
 The top of the package: it orchestrates (benchmarks, then pytest with the report plugin) and imports the layers
 below it; nothing imports it.
@@ -122,11 +122,14 @@ def main(argv: list[str] | None = None) -> int:
                         "their stated tolerances), else 1, printing the differences")
     compare_parser.add_argument("old", type=Path, help="the reference verdicts.json")
     compare_parser.add_argument("new", type=Path, help="the verdicts.json to compare with it")
+    compare_parser.add_argument("--expected", type=Path, metavar="FILE",
+                                help="a TOML file of the differences a change means to make ([[expected]] tables: "
+                                     "line, reason); they are reported as expected and must all be found")
     args = parser.parse_args(argv)
     if args.command == "compare":
         from .compare import main as compare
 
-        return compare(args.old, args.new)
+        return compare(args.old, args.new, args.expected)
     from empirical.sources import parse_weights_dirs, weights_environment
 
     try:

@@ -1,15 +1,23 @@
-"""Do two reports say the same? ``python -m reports compare OLD/verdicts.json NEW/verdicts.json``.
+"""Do two reports say the same? ``python -m reports compare OLD/verdicts.json NEW/verdicts.json [--expected FILE]``.
 
 Two reports agree when they hold the same claims, each with the same verdict, and the same records: per claim and
-method, the same verdicts in the same order, and equal numbers. A number with a stated tolerance (the record's
-``tolerance``) may differ by at most that tolerance; one without may differ by ``RELATIVE`` of its size only.
-What a report says about its own run (manifest, durations, test node ids, the records' prose) is not compared.
+method, the same verdicts and equal numbers. The records of a claim and method are paired in a canonical order
+(verdict, the names of their numbers, their seeds, then the order of the run), not in the order the tests ran. A
+number with a stated tolerance (the record's ``tolerance``) may differ by at most that tolerance; one without may
+differ by ``RELATIVE`` of its size only. What a report says about its own run (manifest, durations, test node ids,
+the records' prose) is not compared.
+
+A change meant to alter the records (a test that no longer marks a claim, say) lists what it alters in an
+expectations file (TOML, one ``[[expected]]`` table per difference, with the difference's ``line`` as printed here
+and the ``reason``): those differences are reported as expected, and the two reports agree when every other
+difference is absent and every expected one is found.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +54,12 @@ def _by_method(records: list[dict]) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {}
     for record in records:
         grouped.setdefault(record["method"], []).append(record)
-    return grouped
+    return {method: sorted(group, key=_canonical) for method, group in grouped.items()}
+
+
+def _canonical(record: dict) -> tuple:
+    """Where a record goes among its claim's records of one method: the order tests ran in is not the report's."""
+    return (record["verdict"], sorted(record.get("numbers", {})), json.dumps(record.get("seeds", {}), sort_keys=True))
 
 
 def _record_differences(old: list[dict], new: list[dict]) -> list[str]:
@@ -99,16 +112,38 @@ def _close(a: float, b: float, tolerance: float | None) -> bool:
     return math.isclose(a, b, rel_tol=RELATIVE, abs_tol=0.0)
 
 
-def main(old_path: Path | str, new_path: Path | str) -> int:
-    """Print what differs between two reports; 0 when they agree, 1 when they do not, 2 for an unreadable file."""
+def load_expected(path: Path | str) -> dict[str, str]:
+    """An expectations file: each expected difference's line and its reason; ``ValueError`` naming what is wrong."""
+    try:
+        tables = tomllib.loads(Path(path).read_text()).get("expected", [])
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read as an expectations file: {error}") from error
+    if not isinstance(tables, list) or not all(isinstance(t, dict) and isinstance(t.get("line"), str)
+                                                and t.get("reason") for t in tables):
+        raise ValueError(f"{path}: every [[expected]] table needs a 'line' (the difference as printed) and a "
+                         f"'reason'.")
+    return {t["line"]: t["reason"] for t in tables}
+
+
+def main(old_path: Path | str, new_path: Path | str, expected_path: Path | str | None = None) -> int:
+    """Print what differs between two reports; 0 when they agree (every difference expected and every expected one
+    found), 1 when they do not, 2 for an unreadable file."""
     try:
         old, new = load(old_path), load(new_path)
+        expected = load_expected(expected_path) if expected_path is not None else {}
     except ValueError as error:
         print(f"error: {error}")
         return 2
     found = differences(old, new)
+    unexpected = [line for line in found if line not in expected]
+    missing = [line for line in expected if line not in found]
     for line in found:
-        print(line)
+        print(f"expected: {line} ({expected[line]})" if line in expected else line)
+    for line in missing:
+        print(f"expected but not found: {line}")
     claims = len({c["claim"] for c in old["claims"]} | {c["claim"] for c in new["claims"]})
-    print(f"{'the same' if not found else 'NOT the same'}: {claims} claims, {len(found)} difference(s)")
-    return 0 if not found else 1
+    agree = not unexpected and not missing
+    print(f"{'the same' if agree else 'NOT the same'}: {claims} claims, {len(found)} difference(s)"
+          + (f", {len(found) - len(unexpected)} of them expected" if expected else "")
+          + (f", {len(missing)} expected difference(s) not found" if missing else ""))
+    return 0 if agree else 1

@@ -59,11 +59,11 @@ def test_numbers_within_their_tolerance_agree():
     assert differences(REPORT, within) == []
 
 
-def run(old, new, tmp_path):
+def run(old, new, tmp_path, *options):
     for name, data in (("old.json", old), ("new.json", new)):
         (tmp_path / name).write_text(json.dumps(data))
     return subprocess.run([sys.executable, "-m", "reports", "compare", str(tmp_path / "old.json"),
-                           str(tmp_path / "new.json")], cwd=ROOT, capture_output=True, text=True)
+                           str(tmp_path / "new.json"), *options], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_the_command_exits_0_for_the_same_and_1_for_a_difference(tmp_path):
@@ -78,3 +78,69 @@ def test_the_command_names_a_file_that_is_no_report(tmp_path):
     from reports.compare import main
 
     assert main(tmp_path / "bad.json", tmp_path / "bad.json") == 2
+
+
+def test_records_are_paired_whatever_order_the_tests_ran_in():
+    """Two records of one claim and method, reported in the other order (another test ran first), still agree; the
+    same swap with a number changed is still found."""
+    two = changed(lambda r: r["claims"][1]["records"].append(
+        {"claim": "causal.scalar", "method": "numeric", "verdict": "discrepancy", "numbers": {"gap": 0.5},
+         "printed": "p", "corrected": "c"}))
+    swapped = changed(lambda r: None)
+    swapped["claims"][1]["records"] = copy.deepcopy(two["claims"][1]["records"][::-1])
+    assert differences(two, swapped) == []
+    swapped["claims"][1]["records"][0]["numbers"]["gap"] = 0.6
+    assert differences(two, swapped) == ["causal.scalar: numeric record 1: numbers['gap'] 0.5 -> 0.6 (beyond the "
+                                         "relative 1e-09)"]
+
+
+EXPECTED = '''
+[[expected]]
+line = "full.wendel: exact records' verdicts ['verified'] -> []"
+reason = "the helper formulas' test marks no claim now"
+'''
+
+
+def run_expecting(old, new, tmp_path, expected=EXPECTED):
+    (tmp_path / "expected.toml").write_text(expected)
+    for name, data in (("old.json", old), ("new.json", new)):
+        (tmp_path / name).write_text(json.dumps(data))
+    from reports.compare import main
+
+    return main(tmp_path / "old.json", tmp_path / "new.json", tmp_path / "expected.toml")
+
+
+def test_an_expected_difference_is_reported_with_its_reason_and_the_reports_agree(tmp_path, capsys):
+    without_helper = changed(lambda r: r["claims"][0]["records"].pop(0))
+    assert run_expecting(REPORT, without_helper, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert ("expected: full.wendel: exact records' verdicts ['verified'] -> [] (the helper formulas' test marks no "
+            "claim now)") in out
+    assert "the same: 2 claims, 1 difference(s), 1 of them expected" in out
+
+
+def test_any_other_difference_still_fails_beside_an_expected_one(tmp_path, capsys):
+    worse = changed(lambda r: (r["claims"][0]["records"].pop(0), r["claims"][1].update(verdict="failed")))
+    assert run_expecting(REPORT, worse, tmp_path) == 1
+    assert "NOT the same: 2 claims, 2 difference(s), 1 of them expected" in capsys.readouterr().out
+
+
+def test_an_expected_difference_that_does_not_occur_fails(tmp_path, capsys):
+    assert run_expecting(REPORT, REPORT, tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "expected but not found: full.wendel: exact records' verdicts ['verified'] -> []" in out
+    assert "NOT the same" in out
+
+
+@pytest.mark.parametrize("text", ["[[expected]]\nline = 'x'\n", "[[expected]\n", "expected = 3\n"],
+                         ids=["no-reason", "not-toml", "not-tables"])
+def test_a_bad_expectations_file_is_named(text, tmp_path, capsys):
+    assert run_expecting(REPORT, REPORT, tmp_path, expected=text) == 2
+    assert "expected.toml" in capsys.readouterr().out
+
+
+def test_the_command_takes_an_expectations_file(tmp_path):
+    (tmp_path / "expected.toml").write_text(EXPECTED)
+    without_helper = changed(lambda r: r["claims"][0]["records"].pop(0))
+    result = run(REPORT, without_helper, tmp_path, "--expected", str(tmp_path / "expected.toml"))
+    assert result.returncode == 0, result.stdout + result.stderr
