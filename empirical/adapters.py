@@ -25,6 +25,7 @@ Shapes: ``input_ids`` is ``(batch, tokens)``; hidden states ``x`` are ``(batch, 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -81,6 +82,16 @@ class BlockInputs:
     def without_masks(self) -> "BlockInputs":
         """The same positions with every mask dropped: how the authors' script calls blocks (a control)."""
         return BlockInputs(self.tokens, self.position_ids, {kind: None for kind in self.masks}, dict(self.rotary))
+
+
+@functools.cache
+def _no_cache_argument() -> dict[str, None]:
+    """The masking utilities' "no key-value cache" argument: ``cache`` from transformers 5.24 on (where
+    ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before."""
+    from transformers.masking_utils import create_causal_mask
+
+    parameters = inspect.signature(create_causal_mask).parameters
+    return {"cache": None} if "cache" in parameters else {"past_key_values": None}
 
 
 def _first_output(output):
@@ -169,7 +180,7 @@ class LoopAdapter:
         makers = {FULL: create_causal_mask, SLIDING: create_sliding_window_causal_mask}
         kinds = dict.fromkeys(self.attention_kind(i) for i in range(self.num_layers))
         masks = {kind: makers[kind](config=self.config, inputs_embeds=probe, attention_mask=None,
-                                    past_key_values=None, position_ids=position_ids) for kind in kinds}
+                                    position_ids=position_ids, **_no_cache_argument()) for kind in kinds}
         return BlockInputs(tokens, position_ids, masks, self._rotary(list(kinds), position_ids, probe))
 
     def block(self, index: int, x: torch.Tensor, inputs: BlockInputs, *, ffn: bool = True) -> torch.Tensor:
@@ -447,18 +458,29 @@ class _TransformerHAdapter(LoopAdapter):
             x = x + transformer.wpe(torch.arange(input_ids.shape[1], device=input_ids.device)[None])
         return x
 
+    def _rotary(self, kinds, position_ids, probe):
+        rotary_module = getattr(self.model.transformer, "rotary_emb", None)
+        return {} if rotary_module is None else dict.fromkeys(kinds, rotary_module(probe, position_ids=position_ids))
+
     def _full_block(self, module, x, inputs, kind):
         return _first_output(module(x, attention_mask=inputs.masks[kind], position_ids=inputs.position_ids,
-                                    use_cache=False))
+                                    use_cache=False, **_rotary_argument(inputs, kind)))
 
     def _norm_1(self, module):
         return module.ln_1
 
     def _attention(self, module, h, inputs, kind):
-        return _first_output(module.attn(h, attention_mask=inputs.masks[kind], position_ids=inputs.position_ids))
+        return _first_output(module.attn(h, attention_mask=inputs.masks[kind], position_ids=inputs.position_ids,
+                                         **_rotary_argument(inputs, kind)))
 
     def _final_norm_module(self):
         return self.model.transformer.ln_f
+
+
+def _rotary_argument(inputs: BlockInputs, kind: str) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``position_embeddings`` for a block or attention call where the model made its rotary positions once per
+    pass; nothing where each attention module makes its own (or the family has none)."""
+    return {"position_embeddings": inputs.rotary[kind]} if inputs.rotary else {}
 
 
 class GPT2Adapter(_TransformerHAdapter):
@@ -488,8 +510,9 @@ class GPTNeoAdapter(_TransformerHAdapter):
 
 
 class GPTJAdapter(_TransformerHAdapter):
-    """GPT-J (``GPTJForCausalLM``): no position table; rotary positions computed inside each attention
-    module from ``position_ids`` (its own sinusoid buffer); parallel residual,
+    """GPT-J (``GPTJForCausalLM``): no position table; rotary positions from a sinusoid table, computed once
+    per pass by the model's ``transformer.rotary_emb`` and handed to every block (transformers 5.24 here), or,
+    in releases without that module, inside each attention module from ``position_ids``; parallel residual,
     ``x + attn(ln_1(x)) + mlp(ln_1(x))``. No-FFN: ``x + attn(ln_1(x))``, the block with its MLP branch
     removed. Eager attention only."""
 
