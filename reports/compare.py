@@ -1,11 +1,11 @@
 """Do two reports say the same? ``python -m reports compare OLD/verdicts.json NEW/verdicts.json [--expected FILE]``.
 
-Two reports agree when they hold the same claims, each with the same verdict, and the same records: per claim and
-method, the same verdicts and equal numbers. The records of a claim and method are paired in a canonical order
-(verdict, the names of their numbers, their seeds, then the order of the run), not in the order the tests ran. A
-number with a stated tolerance (the record's ``tolerance``) may differ by at most that tolerance; one without may
-differ by ``RELATIVE`` of its size only. What a report says about its own run (manifest, durations, test node ids,
-the records' prose) is not compared.
+Two reports agree when they hold the same claims, each with the same verdict, and the same records with equal
+numbers. The records of a claim are paired by kind (their method, verdict, the names of their numbers and their
+seeds), in the order of the run among records of one kind, not in the order the tests ran; a record without a
+partner is a difference. A number with a stated tolerance (the record's ``tolerance``) may differ by at most that
+tolerance; one without may differ by ``RELATIVE`` of its size only. What a report says about its own run (manifest,
+durations, test node ids, the records' prose) is not compared.
 
 A change meant to alter the records (a test that no longer marks a claim, say) lists what it alters in an
 expectations file (TOML, one ``[[expected]]`` table per difference, with the difference's ``line`` as printed here
@@ -50,31 +50,30 @@ def differences(old: dict, new: dict) -> list[str]:
     return found
 
 
-def _by_method(records: list[dict]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
+def _by_kind(records: list[dict]) -> dict[tuple[str, str, tuple[str, ...], str], list[dict]]:
+    """A claim's records grouped by method, verdict, the names of their numbers and their seeds (run order kept)."""
+    grouped: dict[tuple[str, str, tuple[str, ...], str], list[dict]] = {}
     for record in records:
-        grouped.setdefault(record["method"], []).append(record)
-    return {method: sorted(group, key=_canonical) for method, group in grouped.items()}
-
-
-def _canonical(record: dict) -> tuple:
-    """Where a record goes among its claim's records of one method: the order tests ran in is not the report's."""
-    return (record["verdict"], sorted(record.get("numbers", {})), json.dumps(record.get("seeds", {}), sort_keys=True))
+        kind = (record["method"], record["verdict"], tuple(sorted(record.get("numbers", {}))),
+                json.dumps(record.get("seeds", {}), sort_keys=True))
+        grouped.setdefault(kind, []).append(record)
+    return grouped
 
 
 def _record_differences(old: list[dict], new: list[dict]) -> list[str]:
     found = []
-    before, after = _by_method(old), _by_method(new)
-    for method in sorted(set(before) | set(after)):
-        a, b = before.get(method, []), after.get(method, [])
-        verdicts_a, verdicts_b = [r["verdict"] for r in a], [r["verdict"] for r in b]
-        if verdicts_a != verdicts_b:
-            found.append(f"{method} records' verdicts {verdicts_a} -> {verdicts_b}")
-            continue
+    before, after = _by_kind(old), _by_kind(new)
+    for kind in sorted(set(before) | set(after)):
+        method, verdict, names, seeds = kind
+        a, b = before.get(kind, []), after.get(kind, [])
+        if len(a) != len(b):
+            found.append(f"{method} {verdict} records with numbers {list(names)} and seeds {seeds}: "
+                         f"{len(a)} -> {len(b)}")
+        seeded = f" with seeds {seeds}" if seeds != "{}" else ""
         for index, (ra, rb) in enumerate(zip(a, b)):
             tolerance = _tolerance(ra, rb)
-            found += [f"{method} record {index + 1}: {d}" for d in _value_differences(ra.get("numbers", {}),
-                                                                                     rb.get("numbers", {}), tolerance)]
+            found += [f"{method} {verdict} record {index + 1}{seeded}: {d}"
+                      for d in _value_differences(ra.get("numbers", {}), rb.get("numbers", {}), tolerance)]
     return found
 
 

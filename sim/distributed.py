@@ -18,8 +18,9 @@ from reports.files import write_json
 from reports.records import CheckResult
 from reports.registry import get_claim
 
+from .certify import AWAY
 from .conjectures import Family, get_family
-from .search import CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, search_chunk
+from .search import CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, SEARCH_CONTROLLER, search_chunk
 
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
@@ -185,6 +186,15 @@ def _statement(claim: str) -> str:
         return ""
 
 
+#: How precisely the search's scores are known: distances at the horizon from integrations at the search's
+#: tolerances (rtol 1e-7, atol 1e-9), whose global error can exceed the local tolerance by the horizon's growth.
+SCORE_PRECISION = 10 * SEARCH_CONTROLLER.rtol
+SCORE_REASON = (f"best_score is a distance at the horizon read off integrations at rtol {SEARCH_CONTROLLER.rtol:g}, "
+                f"atol {SEARCH_CONTROLLER.atol:g}: known to about 10 x that local tolerance; the verdict rests on the "
+                f"certificates (a hit beyond {HIT:g}, a witness beyond {AWAY:g} of the conjecture's outcome), far "
+                f"above it")
+
+
 def check_result(summary: dict) -> CheckResult:
     """The registry record of a search: ``supported`` (no certified witness) or ``refuted``."""
     first = summary["witnesses"][0] if summary["witnesses"] else None
@@ -204,5 +214,6 @@ def check_result(summary: dict) -> CheckResult:
                                 "instances_integrated": summary["instances_integrated"], "hits": summary["hits"],
                                 "witnesses": len(summary["witnesses"]), "best_score": summary["best_score"],
                                 "horizon": summary["horizon"]},
+                       tolerance=SCORE_PRECISION, tolerance_reason=SCORE_REASON,
                        seeds={"crc32_of_claim": next(iter(summary["seeds"].values()))[0],
                               "chunk_indices_from_0": summary["chunks"]})

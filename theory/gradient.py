@@ -192,6 +192,13 @@ def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=N
         detail=f"d = {d}, l = {l} random tokens on E_W, random tangent X.", seeds={"numeric_gradient": seed})
 
 
+#: A normalised rate dPhi/dt / |F|_1^2 counts as negative only below -RATE_TOL: the central difference (h = 1e-6) of
+#: Phi ~ l^2 e^{O(1)} ~ 1e2 rounds to ~1e2 x 1e-16 / 2h ~ 1e-8, over |F|_1^2 >~ 1e-2 on these instances.
+RATE_TOL = 1e-6
+RATE_REASON = ("the difference quotient of Phi ~ 1e2 with h = 1e-6 rounds to ~1e-8, divided by |F|_1^2 >~ 1e-2: a rate "
+               "counts as negative below -1e-6 (the rates found are of order 1)")
+
+
 @check("grad.field", method="numeric")
 @check("grad.convergence", method="numeric")
 def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 200) -> list[CheckResult]:
@@ -231,13 +238,14 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
         numbers={"trials": trials, **{f"{n}: max relative gap": g for n, g in worst.items()}},
         tolerance=1e-3, tolerance_reason="a gradient identity that holds leaves a relative gap ~1e-9 (central "
                                          "differences); a gap above 1e-3 is a genuine failure", **common)
-    decreasing = rows[0][2] < 0
+    decreasing = rows[0][2] < -RATE_TOL
     convergence_record = claim_result(
         "verified" if decreasing else "refuted", claim="grad.convergence",
         detail="The hypothesis W = P is needed for the monotonicity of Phi: with W != P (U = I) random instances "
                f"{'have' if decreasing else 'do NOT have'} dPhi/dt < 0 along (6) (min normalised rate "
                f"{rows[0][2]:.3e}), so Phi is then no Lyapunov function.",
-        numbers={"trials": trials, "min normalised dPhi/dt, W != P": rows[0][2]}, **common)
+        numbers={"trials": trials, "min normalised dPhi/dt, W != P": rows[0][2]}, tolerance=RATE_TOL,
+        tolerance_reason=RATE_REASON, **common)
     return [field_record, convergence_record]
 
 

@@ -28,6 +28,10 @@ REPORT = {
 }
 
 
+#: The line of a record of full.wendel that the new report no longer has.
+WENDEL_GONE = "full.wendel: exact verified records with numbers ['identities'] and seeds {}: 1 -> 0"
+
+
 def changed(edit):
     new = copy.deepcopy(REPORT)
     edit(new)
@@ -43,7 +47,7 @@ def test_a_report_agrees_with_itself_and_ignores_its_runs_own_data():
 @pytest.mark.parametrize("edit, expected", [
     (lambda r: r["claims"][1].update(verdict="failed"), "causal.scalar: verdict verified -> failed"),
     (lambda r: r["claims"].pop(1), "claim causal.scalar is only in the old report"),
-    (lambda r: r["claims"][0]["records"].pop(0), "full.wendel: exact records' verdicts ['verified'] -> []"),
+    (lambda r: r["claims"][0]["records"].pop(0), WENDEL_GONE),
     (lambda r: r["claims"][0]["records"][1]["numbers"].update(estimate=0.0898 + 2e-3), "beyond the tolerance 0.001"),
     (lambda r: r["claims"][1]["records"][0]["numbers"].update(residual=2.5e-13 * (1 + 1e-6)), "beyond the relative"),
     (lambda r: r["claims"][0]["records"][1]["numbers"]["pairs"].append([3, 1]), "has 1 -> 2 entries"),
@@ -90,13 +94,13 @@ def test_records_are_paired_whatever_order_the_tests_ran_in():
     swapped["claims"][1]["records"] = copy.deepcopy(two["claims"][1]["records"][::-1])
     assert differences(two, swapped) == []
     swapped["claims"][1]["records"][0]["numbers"]["gap"] = 0.6
-    assert differences(two, swapped) == ["causal.scalar: numeric record 1: numbers['gap'] 0.5 -> 0.6 (beyond the "
-                                         "relative 1e-09)"]
+    assert differences(two, swapped) == ["causal.scalar: numeric discrepancy record 1: numbers['gap'] 0.5 -> 0.6 "
+                                         "(beyond the relative 1e-09)"]
 
 
-EXPECTED = '''
+EXPECTED = f'''
 [[expected]]
-line = "full.wendel: exact records' verdicts ['verified'] -> []"
+line = "{WENDEL_GONE}"
 reason = "the helper formulas' test marks no claim now"
 '''
 
@@ -114,8 +118,7 @@ def test_an_expected_difference_is_reported_with_its_reason_and_the_reports_agre
     without_helper = changed(lambda r: r["claims"][0]["records"].pop(0))
     assert run_expecting(REPORT, without_helper, tmp_path) == 0
     out = capsys.readouterr().out
-    assert ("expected: full.wendel: exact records' verdicts ['verified'] -> [] (the helper formulas' test marks no "
-            "claim now)") in out
+    assert f"expected: {WENDEL_GONE} (the helper formulas' test marks no claim now)" in out
     assert "the same: 2 claims, 1 difference(s), 1 of them expected" in out
 
 
@@ -128,7 +131,7 @@ def test_any_other_difference_still_fails_beside_an_expected_one(tmp_path, capsy
 def test_an_expected_difference_that_does_not_occur_fails(tmp_path, capsys):
     assert run_expecting(REPORT, REPORT, tmp_path) == 1
     out = capsys.readouterr().out
-    assert "expected but not found: full.wendel: exact records' verdicts ['verified'] -> []" in out
+    assert f"expected but not found: {WENDEL_GONE}" in out
     assert "NOT the same" in out
 
 
@@ -144,3 +147,17 @@ def test_the_command_takes_an_expectations_file(tmp_path):
     without_helper = changed(lambda r: r["claims"][0]["records"].pop(0))
     result = run(REPORT, without_helper, tmp_path, "--expected", str(tmp_path / "expected.toml"))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_records_pair_only_with_their_own_kind_and_name_their_seeds():
+    """A record whose numbers or seeds change kind has no partner (one record less of the old kind, one more of the
+    new); records told apart by their seeds are named by them."""
+    renamed = changed(lambda r: r["claims"][1]["records"][0].update(numbers={"residual_max": 2.5e-13}))
+    assert differences(REPORT, renamed) == [
+        "causal.scalar: numeric verified records with numbers ['residual'] and seeds {}: 1 -> 0",
+        "causal.scalar: numeric verified records with numbers ['residual_max'] and seeds {}: 0 -> 1"]
+    seeded = changed(lambda r: r["claims"][1]["records"][0].update(seeds={"draws": 7}))
+    moved = copy.deepcopy(seeded)
+    moved["claims"][1]["records"][0]["numbers"]["residual"] = 3e-13
+    assert differences(seeded, moved) == ['causal.scalar: numeric verified record 1 with seeds {"draws": 7}: '
+                                          "numbers['residual'] 2.5e-13 -> 3e-13 (beyond the relative 1e-09)"]

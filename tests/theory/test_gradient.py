@@ -45,7 +45,14 @@ def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
     assert record(field_record).verdict == "verified"
     assert record(convergence_record).verdict == "verified"
     rows = {row[0]: row for row in field_record.tables[0].rows}
-    assert rows["W != P (both SPD), U = I"][2] < 0  # Phi decreases somewhere: no Lyapunov function
+    assert rows["W != P (both SPD), U = I"][2] < -gradient.RATE_TOL  # Phi decreases somewhere: no Lyapunov function
+
+
+def test_without_a_decreasing_instance_the_necessity_of_w_equals_p_is_refuted():
+    """One trial (seed 0) draws an instance where Phi grows (rate 2.5 > 0): no evidence that W = P is needed."""
+    _, convergence_record = gradient.counterexamples(seed=0, trials=1)
+    assert convergence_record.verdict == "refuted"
+    assert convergence_record.numbers["min normalised dPhi/dt, W != P"] > 0
 
 
 @check(gradient.check_gradient_field, control=True)
