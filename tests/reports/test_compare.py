@@ -161,3 +161,10 @@ def test_records_pair_only_with_their_own_kind_and_name_their_seeds():
     moved["claims"][1]["records"][0]["numbers"]["residual"] = 3e-13
     assert differences(seeded, moved) == ['causal.scalar: numeric verified record 1 with seeds {"draws": 7}: '
                                           "numbers['residual'] 2.5e-13 -> 3e-13 (beyond the relative 1e-09)"]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "reports" / "comparisons").glob("*.toml")), ids=lambda p: p.stem)
+def test_the_committed_expectations_files_read(path):
+    from reports.compare import load_expected
+
+    assert load_expected(path)
