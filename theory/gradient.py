@@ -193,10 +193,12 @@ def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=N
 
 
 #: A normalised rate dPhi/dt / |F|_1^2 counts as negative only below -RATE_TOL: the central difference (h = 1e-6) of
-#: Phi ~ l^2 e^{O(1)} ~ 1e2 rounds to ~1e2 x 1e-16 / 2h ~ 1e-8, over |F|_1^2 >~ 1e-2 on these instances.
-RATE_TOL = 1e-6
-RATE_REASON = ("the difference quotient of Phi ~ 1e2 with h = 1e-6 rounds to ~1e-8, divided by |F|_1^2 >~ 1e-2: a rate "
-               "counts as negative below -1e-6 (the rates found are of order 1)")
+#: Phi rounds to about 1.1e-16 |Phi| / 2h, which over |F|_1^2 is at most 4.5e-6 on the check's 200 W != P instances
+#: (|Phi| up to 6e4, |F|_1^2 down to 0.04); 1e-4 leaves a factor 20.
+RATE_TOL = 1e-4
+RATE_REASON = ("the central difference of Phi (h = 1e-6) rounds to about 1.1e-16 |Phi| / 2h: at most 4.5e-6 of the "
+               "normalised rate on these instances (|Phi| up to 6e4, |F|_1^2 down to 0.04), so a rate counts as "
+               "negative below -1e-4 (the rates found are of order 1)")
 
 
 @check("grad.field", method="numeric")
