@@ -63,9 +63,13 @@ def test_numbers_within_their_tolerance_agree():
     assert differences(REPORT, within) == []
 
 
-def run(old, new, tmp_path, *options):
+def write_reports(old, new, tmp_path):
     for name, data in (("old.json", old), ("new.json", new)):
         (tmp_path / name).write_text(json.dumps(data))
+
+
+def run(old, new, tmp_path, *options):
+    write_reports(old, new, tmp_path)
     return subprocess.run([sys.executable, "-m", "reports", "compare", str(tmp_path / "old.json"),
                            str(tmp_path / "new.json"), *options], cwd=ROOT, capture_output=True, text=True)
 
@@ -107,8 +111,7 @@ reason = "the helper formulas' test marks no claim now"
 
 def run_expecting(old, new, tmp_path, expected=EXPECTED):
     (tmp_path / "expected.toml").write_text(expected)
-    for name, data in (("old.json", old), ("new.json", new)):
-        (tmp_path / name).write_text(json.dumps(data))
+    write_reports(old, new, tmp_path)
     from reports.compare import main
 
     return main(tmp_path / "old.json", tmp_path / "new.json", tmp_path / "expected.toml")
