@@ -1,5 +1,6 @@
 """Command line: ``python -m sim figure {1..6} --out DIR``, ``python -m sim bench [--out FILE]`` and
-``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]``.
+``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]`` and
+``python -m sim replay WITNESS.json``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
@@ -22,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         return _search(parser, args)
     if args.command == "search-bench":
         return _search_bench(args)
+    if args.command == "replay":
+        return _replay(args)
     from .products import limit_threads
 
     with limit_threads(args.blas_threads):
@@ -56,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default 64)")
     search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
+                                                "certificate (exit 0: it refutes its claim; 1: it does not)")
+    replay.add_argument("witness", type=Path, help="a witness JSON file, e.g. sim/witnesses/conj.value-full/*.json")
     search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop")
     search_bench.add_argument("--claim", default="conj.value-full", help="whose family (chunk 0's shape)")
     search_bench.add_argument("--instances", type=_positive, default=200)
@@ -112,6 +118,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be a positive integer (>= 1)")
     return value
+
+
+def _replay(args) -> int:
+    from .replay import load, replay
+
+    try:
+        witness = load(args.witness)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    outcome = replay(witness)
+    print(outcome.summary())
+    return 0 if outcome.refuted else 1
 
 
 def _search(parser: argparse.ArgumentParser, args) -> int:
