@@ -8,10 +8,10 @@
   a contradiction; (ii) every local maximum of sum_{i<j} phi(z_i^T z_j) on (S^{d-1})^l, phi = exp (increasing,
   convex, complete interaction graph) is consensus: for d >= 3 by Markdahl, Thunberg, Goncalves, "Almost global
   consensus on the n-sphere", IEEE TAC 63(6), 2018; for d = 2 (the circle) by Criscitiello, Rebjock, McRae, Boumal,
-  "Synchronization on circles and spheres with nonlinear interactions" (arXiv 2405.18273): synchronisation when
-  the Taylor coefficients of phi' do not increase (phi' = exp: 1, 1, 1/2, 1/6, ...; the stored excerpt of their
-  corollary lost its range of beta, so the d = 2 case rests on that condition read as non-strict, said so in the
-  record). The metric (7) plays no part: local maxima do not depend on it.
+  "Synchronization on circles and spheres with nonlinear interactions" (arXiv 2405.18273), whose abstract states
+  synchronisation "for exponential phi with beta in (0, 1]" (here beta = 1). "Synchronises" is a landscape
+  statement there (every second-order critical point is synchronised), and a local maximum is one. The metric (7)
+  plays no part: local maxima do not depend on it.
 * conj.multihead-causal-common (reading B): with U_eta v = lambda_eta v for every head, the paper's scalar argument
   carries over token by token: the first token obeys dy_1/dt = d^{-1/2} P_{y_1} (sum_eta U_eta) y_1 (Lemma 5.2 with
   U = sum_eta U_eta, whose top eigenvector is v), and a later token i, the earlier ones at v, has
@@ -32,7 +32,7 @@ from .results import is_zero, render
 
 CITATIONS = ("Markdahl, Thunberg, Goncalves, Almost global consensus on the n-sphere, IEEE TAC 63(6) 2018 (d >= 3); "
              "Criscitiello, Rebjock, McRae, Boumal, Synchronization on circles and spheres with nonlinear "
-             "interactions, arXiv 2405.18273 (d = 2)")
+             "interactions, arXiv 2405.18273, exponential phi with beta in (0, 1] (d = 2)")
 
 
 def _symmetric(d: int, name: str) -> sp.Matrix:
@@ -69,9 +69,8 @@ def check_gradient_equilibria_proof(root=None, dims: tuple[int, ...] = (2, 3)) -
     detail = ("z = P^{1/2} y conjugates Hypothesis 3.1 (W = P) to P = U = W = I on the sphere (identities for a "
               "symbolic symmetric P^{1/2}, d = 2, 3); an asymptotically stable equilibrium of a flow along which Phi "
               "never decreases is a local maximum of Phi; local maxima of sum exp(z_i^T z_j) are consensus by "
-              f"{CITATIONS}. Scope: the reconstructed W = P; for d = 2 the cited condition (Taylor coefficients of "
-              "phi' = exp not increasing) holds with equality in its first two coefficients, and the excerpt of their "
-              "corollary lost its range of beta, so the circle case rests on reading the condition as non-strict.")
+              f"{CITATIONS}; here beta = 1. Scope: the reconstructed W = P (with another W the conjugacy fails, "
+              "grad.field's W = P necessity check).")
     if failing:
         return claim_result("failed", detail=f"the conjugacy identities fail: {'; '.join(failing)}",
                             expression="\n".join(lines))
