@@ -266,12 +266,13 @@ def show(ball) -> str:
             f"({float(ball.imag.mid()):.6g} +- {float(ball.imag.rad()):.2g})i")
 
 
-def certify(problem: Problem, y: np.ndarray) -> ValidatedCertificate:
-    """Certify an attracting equilibrium (or, with a generator, a rigidly rotating configuration) near ``y``."""
+def certify(problem: Problem, y: np.ndarray, precision: int = PRECISION) -> ValidatedCertificate:
+    """Certify an attracting equilibrium (or, with a generator, a rigidly rotating configuration) near ``y``, in
+    balls of ``precision`` bits."""
     if not commutes(problem):
         raise ValueError("generator must be a nonzero skew matrix commuting with every P_eta and U_eta")
     old = ctx.prec
-    ctx.prec = PRECISION
+    ctx.prec = precision
     try:
         return _certify(problem, refine(problem, y))
     finally:

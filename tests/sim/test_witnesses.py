@@ -35,6 +35,21 @@ def test_stored_witness_replays(path, record):
     assert outcome.certificate.numbers["real_part_bound"] < 0 < outcome.certificate.numbers["basin_radius"]
 
 
+@pytest.mark.parametrize("path", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
+def test_a_certificate_is_the_same_at_twice_the_precision(path):
+    """The verdict of a certificate does not read the precision: at 212 bits the same box certifies, with the
+    same bounds to their float64 printing."""
+    from sim.replay import _problem
+    from sim.validated import PRECISION, certify
+
+    witness = load(path)
+    single, double = (certify(_problem(witness), np.asarray(witness["equilibrium"]), bits)
+                      for bits in (PRECISION, 2 * PRECISION))
+    assert single.certified and double.certified
+    assert single.numbers["box_radius"] == double.numbers["box_radius"]
+    np.testing.assert_allclose(double.numbers["real_part_bound"], single.numbers["real_part_bound"], rtol=1e-6)
+
+
 def test_replay_rejects_a_corrupted_witness():
     """Negative control: the multi-head witness with U_eta replaced by I (Theorem 5.1's case) has no attractor
     away from consensus there."""
