@@ -15,12 +15,14 @@ The chain of a certificate, every step in ball arithmetic unless marked float64:
    symmetry direction is quotiented out (a zero eigenvalue is never accepted otherwise);
 3. Krawczyk: K(X) = -C F(0) + (I - C J(X)) X inside the interior of the box X = [-r, r]^m proves exactly one
    zero of F in X (J(X) encloses the Jacobian on X, by forward-mode jets of balls);
-4. the spectrum: the eigenvalues of every matrix in J(X) (which holds the linearisation at the zero) enclosed as
-   balls, every real part certified < 0;
-5. a ball of attraction: Q from the float64 Lyapunov equation A^T Q + Q A = -I (A the midpoint of J(X)), then
-   -(J^T Q + Q J) certified positive definite for every J in J(X) (the mean-value form bounds the nonlinear
-   remainder), so every sublevel set {(u - u*)^T Q (u - u*) <= rho} inside X is attracted to u*; its inner
-   Euclidean radius is reported (chart coordinates, in which the tokens move by at most as much, to first order).
+4. stability and a ball of attraction (:func:`attraction`): Q from the float64 Lyapunov equation
+   A^T Q + Q A = -I (A the midpoint of J(X)), then -(J^T Q + Q J) certified positive definite for every J in J(X):
+   every eigenvalue of every matrix in J(X), the linearisation at the zero among them, has real part below a
+   certified bound < 0, and (the mean-value form bounding the nonlinear remainder) every sublevel set
+   {(u - u*)^T Q (u - u*) <= rho} inside X is attracted to u*; its inner Euclidean radius is reported (chart
+   coordinates, in which the tokens move by at most as much, to first order);
+5. the eigenvalues themselves as Arb balls where Arb isolates them (shown; a ball with a certified positive
+   real part rejects the point as a saddle at once).
 
 What stays float64 (named in the certificate): the Newton refinement (only a starting point), the midpoint
 inverse C and Q (any matrices make the checks valid), and the hypothesis and outcome margins (the distance
@@ -45,9 +47,6 @@ PRECISION = 106
 RADII = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10)
 #: Float64 Newton stops when |F| falls below this (near float64 rounding of eq. 6 at |P| <= 50).
 NEWTON_TOL = 1e-14
-#: A skew generator commutes with the heads when |P Omega - Omega P| is at most this (exact for the rational
-#: matrices of the witnesses; the check is then repeated in ball arithmetic).
-SYMMETRY_TOL = 1e-12
 
 
 @dataclass
@@ -168,13 +167,14 @@ def _slice_coordinate(chart: Chart, generator: np.ndarray) -> int:
 
 
 def commutes(problem: Problem) -> bool:
-    """Whether ``problem.generator`` is skew and commutes with every P_eta and U_eta (float check)."""
-    omega = problem.generator
-    if omega is None:
+    """Whether ``problem.generator`` is a nonzero skew matrix commuting exactly with every P_eta and U_eta (ball
+    arithmetic on the stored floats: the symmetry must hold exactly, not to a tolerance)."""
+    if problem.generator is None:
         return True
-    if np.max(np.abs(omega + omega.T)) > SYMMETRY_TOL or not np.any(omega):
+    omega = balls(problem.generator)
+    if not np.any(problem.generator) or not all(x == 0 for x in (omega + omega.T).ravel()):
         return False
-    return all(np.max(np.abs(M @ omega - omega @ M)) <= SYMMETRY_TOL for M in (*problem.P, *problem.U))
+    return all(x == 0 for M in (*problem.P, *problem.U) for x in (balls(M) @ omega - omega @ balls(M)).ravel())
 
 
 def refine(problem: Problem, y: np.ndarray, rounds: int = 4, steps: int = 20) -> np.ndarray:
@@ -269,11 +269,11 @@ def show(ball) -> str:
 def certify(problem: Problem, y: np.ndarray, precision: int = PRECISION) -> ValidatedCertificate:
     """Certify an attracting equilibrium (or, with a generator, a rigidly rotating configuration) near ``y``, in
     balls of ``precision`` bits."""
-    if not commutes(problem):
-        raise ValueError("generator must be a nonzero skew matrix commuting with every P_eta and U_eta")
     old = ctx.prec
     ctx.prec = precision
     try:
+        if not commutes(problem):
+            raise ValueError("generator must be a nonzero skew matrix commuting with every P_eta and U_eta")
         return _certify(problem, refine(problem, y))
     finally:
         ctx.prec = old
