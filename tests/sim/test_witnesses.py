@@ -22,7 +22,8 @@ FULL_INSTANCES, FULL_CHUNK = 256, 32
 
 def test_witnesses_are_stored_for_the_refuted_conjectures():
     assert {p.parent.name for p in STORED} >= {"conj.multihead-causal", "conj.value-causal", "conj.value-full",
-                                           "conj.gradient-value", "conj.nonsymmetric-full"}, [str(p) for p in STORED]
+                                               "conj.value-causal-antipodal", "conj.value-full-antipodal",
+                                               "conj.gradient-value", "conj.nonsymmetric-full"}, [str(p) for p in STORED]
 
 
 @pytest.mark.parametrize("path", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
