@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make report   the full verification; writes build/report/index.html and verdicts.json
-#   make test     the test suite (also writes the report of what it ran)
+#   make test     the test suite (also writes the report of what it ran, into build/test-report)
 # Both create or refresh the virtual environment .venv/ first, and only when its inputs changed.
 #
 # GPU users: `make CONSTRAINTS= test` keeps pip's CUDA build of torch instead of the CPU pin.

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from reports.files import atomic_write, write_json
+from reports.outputs import check_output_folder, claim_output_folder, say_rebuilt, unreadable
 
 from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
@@ -127,7 +128,8 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
-    out = Path(out)
+    output = check_output_folder(out, command="empirical run", settings=settings.identity())
+    out = output.path
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
@@ -137,7 +139,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output_folder(output)
+    if previous is not None and (reason := unreadable(out / "results.json")):
+        say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     manifest = {

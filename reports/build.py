@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,25 +26,6 @@ SECTION_REVISION_KEY = "git_revision"
 
 class ReportInputError(ValueError):
     """A report's output folder or reused input cannot be used; the message says which and what to do."""
-
-
-def output_folder(path: Path | str, option: str = "--out") -> Path:
-    """``path`` made absolute, created if missing, and checked writable (a file is created and removed there).
-
-    Raises ``ReportInputError`` naming ``option`` when it is a file, lies under a file, or cannot be written.
-    """
-    folder = Path(path).resolve()
-    if folder.exists() and not folder.is_dir():
-        raise ReportInputError(f"{option} {path} must be a folder; it is a file (give a folder for index.html and "
-                               "verdicts.json).")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise ReportInputError(f"{option} {path} must be a folder this user can write to: {error.strerror} "
-                               f"({error.filename or folder}).") from error
-    return folder
 
 
 def read_section(path: Path) -> dict:
