@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from reports.files import atomic_write, write_json
-from reports.outputs import check_output_folder, claim_output_folder, say_rebuilt, unreadable
+from reports.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, say_rebuilt, unreadable
 
 from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
@@ -274,7 +274,7 @@ def _input_device(model, device: torch.device) -> torch.device:
 def _results(E: torch.Tensor, layers: int, passes: int) -> dict[str, Any]:
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts."""
     E = E[:, : passes * layers + 1].double()
-    return {"E": E.tolist(), "E_mean": E.mean(0).tolist(),
+    return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": E.mean(0).tolist(),
             "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
             "layers": layers, "passes": passes}
 

@@ -1,4 +1,5 @@
-"""Build the HTML verification report and ``verdicts.json`` from collected evidence."""
+"""Build the HTML verification report and ``verdicts.json`` (schema: reports/schemas/verdicts.schema.json) from
+collected evidence."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from .checks import COVERED, GAP, coverage as registered_coverage
 from .evidence import TestEvidence, records_of
 from .manifest import run_manifest
+from .outputs import SCHEMA_VERSIONS
 from .records import CheckResult, worst_verdict
 from .registry import CLAIMS
 from .render import mathjax_bundle, render_html
@@ -132,6 +134,7 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
 
     verdicts = {
+        "schema_version": SCHEMA_VERSIONS["verdicts"],
         "manifest": manifest,
         "counts": counts,
         "gaps": {e["claim"].id: e["gaps"] for e in entries if e["gaps"]},

@@ -25,8 +25,9 @@ from typing import Any
 
 #: The record of who wrote a folder, inside it.
 SETTINGS_FILE = "settings.json"
-#: The version of the record's layout (reports/schemas/settings.schema.json).
-SCHEMA_VERSION = 1
+#: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
+#: ``reports/schemas/<name>.schema.json`` (bump both when a required key changes).
+SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 1, "verdicts": 1}
 
 
 class OutputError(ValueError):
@@ -87,7 +88,7 @@ def check_output_folder(path: Path | str, *, command: str, settings: dict[str, A
 def claim_output_folder(output: OutputFolder) -> Path:
     """Create the checked folder and record its command and settings in ``settings.json``; return the folder."""
     output.path.mkdir(parents=True, exist_ok=True)
-    record = {"schema_version": SCHEMA_VERSION, "command": output.command, "settings": output.settings,
+    record = {"schema_version": SCHEMA_VERSIONS["settings"], "command": output.command, "settings": output.settings,
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path = output.path / SETTINGS_FILE
     handle, temporary = tempfile.mkstemp(dir=output.path, prefix=f".{SETTINGS_FILE}.")

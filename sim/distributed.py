@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from reports.files import write_json
-from reports.outputs import OutputError, check_output_folder, claim_output_folder, read_json, say_rebuilt
+from reports.outputs import SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, read_json, say_rebuilt
 from reports.records import CheckResult
 from reports.registry import get_claim
 
@@ -159,7 +159,7 @@ def _write_witnesses(witness_dir: Path, summary: dict) -> None:
             stale.unlink()
             say_rebuilt(witness_dir, f"removed {stale.name}, a witness of an earlier search of more instances")
     for name, record in records.items():
-        write_json(witness_dir / f"{name}.json", record)
+        write_json(witness_dir / f"{name}.json", {"schema_version": SCHEMA_VERSIONS["witness"], **record})
 
 
 def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size: int, adversarial: bool) -> dict:
@@ -181,7 +181,7 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
               f"{'stable equilibria' if family.kind == 'equilibrium' else 'trajectories staying away'}; "
               "a certified hit shrunk (fewer tokens, lower dimension, round numbers) and certified again")
     return {
-        "claim": family.claim, "statement": _statement(family.claim), "verdict": verdict,
+        "schema_version": SCHEMA_VERSIONS["summary"], "claim": family.claim, "statement": _statement(family.claim), "verdict": verdict,
         "family": family.description, "horizon": family.horizon, "kind": family.kind, "method": method,
         "instances": instances, "chunks": len(chunks), "chunk_size": chunk_size, "adversarial": adversarial,
         "valid_random_instances": sum(c["valid_random"] for c in chunks),
