@@ -184,7 +184,7 @@ def _add_run(commands) -> None:
     run.add_argument("--model", default=SMOLLM2,
                      help="smollm2-135m or gemma3-270m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, a tiny test model (tiny-llama, "
                           "tiny-gemma3, ...), a folder written by save_pretrained, a .gguf file, or a Hugging Face "
-                          "id in the local cache; families: see README")
+                          "id in the local cache; families: see docs/models.md")
     run.add_argument("--weights", choices=WEIGHTS, default=RUN["weights"],
                      help="trained; random: drawn once from the architecture's initialiser; redrawn: before every pass")
     run.add_argument("--no-ffn", action="store_true", help="remove the feed-forward sub-layers (x + attn(norm_1(x)))")
