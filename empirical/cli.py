@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
 from reports.helpformat import Parser
+from reports.outputs import OutputError, check_output_folder, claim_output_folder, say_rebuilt
 
 from .audit.measure import AuditSettings
 from .loop import NonFiniteActivations
@@ -141,6 +142,12 @@ def _audit(args) -> int:
     from .audit.store import rates_from_results, write_audit
 
     settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
+    try:
+        output = check_output_folder(args.out, command="empirical audit", settings={
+            "model": args.model, "weights": args.weights, **asdict(settings), "dtype": args.dtype,
+            "random_comparison": not args.no_random_comparison, "results": [str(p) for p in args.results]})
+    except OutputError as error:
+        return _error(error)
     result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
                          compare_random=False if args.no_random_comparison else None,
                          progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
@@ -150,7 +157,9 @@ def _audit(args) -> int:
         if settings:
             item.update(group=f"{settings.get('model')} ({settings.get('weights')})", ffn=settings.get("ffn"))
     result["results_rates"] = extra
-    path = write_audit(result, args.out)
+    if output.resumed:
+        say_rebuilt(output.path / "audit.json", "audited again with the same settings")
+    path = write_audit(result, claim_output_folder(output))
     section = audit_section([result], extra)
     (args.out / "audit.section.json").write_text(json.dumps(section.to_json(), indent=1))
     for table in section.tables[:1]:

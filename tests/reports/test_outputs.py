@@ -26,6 +26,8 @@ COMMANDS = {
                "--quiet", "--out"],
     "figure": ["figure", "1", "--out"],
     "report": ["report", "--no-bench", "--out"],
+    "audit": ["audit", "--model", "tiny-llama", "--weights", "random", "--prompts", "2", "--length", "8", "--passes",
+              "1", "--no-random-comparison", "--out"],
 }
 
 
