@@ -128,12 +128,12 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
-    output = check_output_folder(out, command="empirical run", settings=settings.identity())
-    out = output.path
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    output = check_output_folder(out, command="empirical run", settings=settings.identity())
+    out = output.path
     previous = _previous_manifest(out, settings, source)
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,

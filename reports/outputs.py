@@ -9,19 +9,20 @@ another command or other settings, a non-empty folder without ``settings.json``,
 read. :func:`read_json` reads a command's own files naming the file it could not read; :func:`say_rebuilt` says
 when a command rebuilt a file it found damaged.
 
-Part of the foundation of ``reports``: it imports nothing of this project.
+Part of the foundation of ``reports``: it imports nothing of this project above it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .files import write_json
 
 #: The record of who wrote a folder, inside it.
 SETTINGS_FILE = "settings.json"
@@ -31,7 +32,12 @@ SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 1, "ver
 
 
 class OutputError(ValueError):
-    """An output folder (or a file in it) that a command must not use; the message is one line saying what must hold."""
+    """An output folder (or a file in it) that a command must not use; the message is one line saying what must hold.
+    ``reason``: for a file that cannot be read, why."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,11 @@ def check_output_folder(path: Path | str, *, command: str, settings: dict[str, A
             raise OutputError(f"{option} {path} must be empty or hold a {SETTINGS_FILE} of `{command}`: it holds other "
                               "files and no record of what wrote them; use a new folder (nothing was changed).")
         return OutputFolder(folder, command, settings, resumed=False)
-    saved = read_json(record)
+    try:
+        saved = read_json(record)
+    except OutputError as error:
+        raise OutputError(f"{record} cannot be read as JSON ({error.reason}): the record of what wrote {option} {path} "
+                          "is damaged; use a new folder (nothing was changed).") from error
     if not isinstance(saved, dict) or not {"command", "settings"} <= saved.keys():
         raise OutputError(f"{record} must be a JSON object with 'command' and 'settings'; use a new {option} folder "
                           "(nothing was changed).")
@@ -90,11 +100,7 @@ def claim_output_folder(output: OutputFolder) -> Path:
     output.path.mkdir(parents=True, exist_ok=True)
     record = {"schema_version": SCHEMA_VERSIONS["settings"], "command": output.command, "settings": output.settings,
               "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    path = output.path / SETTINGS_FILE
-    handle, temporary = tempfile.mkstemp(dir=output.path, prefix=f".{SETTINGS_FILE}.")
-    with os.fdopen(handle, "w") as stream:
-        json.dump(record, stream, indent=1)
-    os.replace(temporary, path)
+    write_json(output.path / SETTINGS_FILE, record)
     return output.path
 
 
@@ -104,8 +110,8 @@ def read_json(path: Path | str) -> Any:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         reason = error.strerror if isinstance(error, OSError) else str(error)
-        raise OutputError(f"{path} cannot be read as JSON ({reason}); delete it to rebuild it, or use a new "
-                          "folder (nothing was changed).") from error
+        raise OutputError(f"{path} cannot be read as JSON ({reason}); delete it to have it made again, or use a new "
+                          "folder (nothing was changed).", reason) from error
 
 
 def unreadable(path: Path | str) -> str | None:
@@ -115,7 +121,7 @@ def unreadable(path: Path | str) -> str | None:
     try:
         read_json(path)
     except OutputError as error:
-        return str(error.__cause__)
+        return error.reason
     return None
 
 
