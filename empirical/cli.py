@@ -14,7 +14,8 @@ from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
 from reports.helpformat import Parser
-from reports.outputs import OutputError, check_output_folder, claim_output_folder, say_rebuilt
+from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
+                             say_rebuilt)
 
 from .audit.measure import AuditSettings
 from .loop import NonFiniteActivations
@@ -86,6 +87,7 @@ def _suite(args) -> int:
     from .suite import run_variant, split_by_weights, variants
 
     try:
+        check_writable_folder(args.out)
         folders = parse_weights_dirs(args.weights_dir)
         chosen, missing = split_by_weights(variants(args.profile, args.only), folders)
     except ValueError as error:

@@ -57,20 +57,9 @@ def check_output_folder(path: Path | str, *, command: str, settings: dict[str, A
 
     Raises ``OutputError`` naming ``option`` when the folder cannot be used (see the module's docstring).
     """
-    folder = Path(path).expanduser().absolute()
-    settings = _normalised(settings)
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{option} {path} must be a folder; it is a file.")
+    folder = check_writable_folder(path, option=option)
     existing = next(p for p in (folder, *folder.parents) if p.exists())
-    if not existing.is_dir():
-        raise OutputError(f"{option} {path} must be a folder; {existing} above it is a file, so nothing can be "
-                          "created under it.")
-    try:
-        with tempfile.TemporaryFile(dir=existing):  # created and removed: a probe, not an output
-            pass
-    except OSError as error:
-        raise OutputError(f"{option} {path} must be a folder this user can write to; {existing} is not writable "
-                          f"({error.strerror}).") from error
+    settings = _normalised(settings)
     record = folder / SETTINGS_FILE
     if not record.exists():
         if existing == folder and any(not entry.name.startswith(".") for entry in folder.iterdir()):
@@ -93,6 +82,26 @@ def check_output_folder(path: Path | str, *, command: str, settings: dict[str, A
                           f"({_differences(saved['settings'], settings)}); use another folder, or repeat those "
                           "settings to resume (nothing was changed).")
     return OutputFolder(folder, command, settings, resumed=True)
+
+
+def check_writable_folder(path: Path | str, *, option: str = "--out") -> Path:
+    """``path`` made absolute, checked to be a folder this user can write to, or one that can be created (nothing
+    is created); an ``OutputError`` naming ``option`` otherwise. For a folder of folders (``empirical suite``),
+    each of which :func:`check_output_folder` checks."""
+    folder = Path(path).expanduser().absolute()
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{option} {path} must be a folder; it is a file.")
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise OutputError(f"{option} {path} must be a folder; {existing} above it is a file, so nothing can be "
+                          "created under it.")
+    try:
+        with tempfile.TemporaryFile(dir=existing):  # created and removed: a probe, not an output
+            pass
+    except OSError as error:
+        raise OutputError(f"{option} {path} must be a folder this user can write to; {existing} is not writable "
+                          f"({error.strerror}).") from error
+    return folder
 
 
 def claim_output_folder(output: OutputFolder) -> Path:

@@ -80,6 +80,15 @@ def test_a_bad_output_folder_is_refused_alike_by_every_command(tmp_path, capsys,
     assert _snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("make_out, message", BAD_PATHS[:2])
+def test_a_suite_refuses_a_file_as_its_folder_of_runs(tmp_path, capsys, make_out, message):
+    out = make_out(tmp_path)
+    before = _snapshot(tmp_path)
+    assert cli.main(["suite", "--only", "smollm2-trained-no-ffn", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]) and _snapshot(tmp_path) == before
+
+
 def test_the_bad_path_table_sees_a_command_that_writes_before_checking(tmp_path, capsys, monkeypatch):
     """Control: a figure command whose check is skipped writes into a foreign folder, and the table's assertion
     on what was written fails."""
