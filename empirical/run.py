@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from reports.files import atomic_write, write_json
+from reports.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, say_rebuilt, unreadable
 
 from .adapters import adapter_class, adapter_for
 from .loop import NonFiniteActivations, embed, run_pass
@@ -127,17 +128,20 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
     """
-    out = Path(out)
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    output = check_output_folder(out, command="empirical run", settings=settings.identity())
+    out = output.path
     previous = _previous_manifest(out, settings, source)
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     adapter = adapter_for(model)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output_folder(output)
+    if previous is not None and (reason := unreadable(out / "results.json")):
+        say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     manifest = {
@@ -270,7 +274,7 @@ def _input_device(model, device: torch.device) -> torch.device:
 def _results(E: torch.Tensor, layers: int, passes: int) -> dict[str, Any]:
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts."""
     E = E[:, : passes * layers + 1].double()
-    return {"E": E.tolist(), "E_mean": E.mean(0).tolist(),
+    return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": E.mean(0).tolist(),
             "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
             "layers": layers, "passes": passes}
 
