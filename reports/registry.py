@@ -17,6 +17,8 @@ EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "fi
 #: Where a claim comes from: printed in the paper, a conjecture of another paper that the paper cites, or a question
 #: this suite asks on its own (labelled apart in the report).
 ORIGINS = ("paper", "cited", "suite")
+#: How the report names each origin.
+ORIGIN_LABELS = {"paper": "the paper's", "cited": "cited by the paper", "suite": "this suite's own reading"}
 
 
 @dataclass(frozen=True)

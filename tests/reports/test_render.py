@@ -8,7 +8,7 @@ import pytest
 from reports import render
 from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, STATEMENT_FRAGMENTS, typeset_fragments
 from reports.records import CheckResult
-from reports.registry import CLAIMS_BY_ID
+from reports.registry import CLAIMS_BY_ID, ORIGIN_LABELS
 from theory.wendel import CORRECTED as WENDEL_CORRECTED
 from theory.wendel import PRINTED as WENDEL_PRINTED
 
@@ -111,7 +111,21 @@ def test_first_look_shows_each_command_once_with_every_claim_it_runs():
 def _first_look(entries) -> str:
     """The report's first screen (templates/first_look.html) for ``entries``."""
     return render.environment().get_template("first_look.html").render(first=render.overview(entries),
+                                                                        origin_labels=ORIGIN_LABELS,
                                                                         manifest={"pytest_exitstatus": 0})
+
+
+def test_the_conjectures_are_labelled_by_origin_on_the_first_screen_and_in_their_table():
+    first = _first_look(_first_look_entries())
+    conjectures = first[first.index('id="first-conjectures"'):]
+    assert "conj.value-full</code></a> (this suite&#39;s own reading)" in conjectures
+    assert "conj.gradient-equilibria</code></a> (the paper&#39;s)" in conjectures
+    conjectures_only = [e for e in _first_look_entries() if e["claim"].conjecture]
+    page = render.render_html(entries=conjectures_only, sections=[], manifest={}, counts={}, mathjax=None)
+    table = page[page.index('<table id="conjectures">'):]
+    table = table[:table.index("</table>")]
+    assert '<td class="origin origin-suite">this suite&#39;s own reading</td>' in table
+    assert '<td class="origin origin-paper">the paper&#39;s</td>' in table
 
 
 def test_first_screen_typesets_the_printed_formulas_as_the_table_does():
