@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import linprog
+
+from .dynamics import leading_eigenpair
+from .hemisphere import in_open_hemisphere
 
 #: ||P_eta||_2 <= P_MAX (the "bounded P" of the hypotheses, for the search: constant matrices of norm up to 20,
 #: so scores y_i^T P y_j span up to 40 between tokens and attention can be almost hard).
@@ -110,23 +112,10 @@ def _symmetric(a: np.ndarray) -> np.ndarray:
 
 def top_eigenpair(U: np.ndarray) -> tuple[bool, float, np.ndarray]:
     """(simple and positive?, lambda, v) for the eigenvalue of ``U : shape=[d, d]`` of largest real part:
-    simple, real and positive by ``EIGEN_GAP``; v a real unit eigenvector (sign: first nonzero entry positive)."""
-    values, vectors = np.linalg.eig(U)
-    order = np.argsort(-values.real)
-    top = values[order[0]]
-    runner = values[order[1]].real if len(values) > 1 else -np.inf
+    simple, real and positive by ``EIGEN_GAP`` (``sim.dynamics.leading_eigenpair`` gives lambda, v and the gap)."""
+    top, v, runner = leading_eigenpair(U)
     ok = abs(top.imag) < 1e-12 and top.real > EIGEN_GAP and top.real - runner > EIGEN_GAP
-    v = np.real(vectors[:, order[0]])
-    v = v / np.linalg.norm(v)
-    pivot = v[np.argmax(np.abs(v) > 1e-12)]
-    return bool(ok), float(top.real), v * np.sign(pivot)
-
-
-def in_open_hemisphere(y: np.ndarray) -> bool:
-    """Whether the tokens ``y : shape=[l, d]`` lie in one open hemisphere: an exact LP (some v with v^T y_i >= 1)."""
-    result = linprog(np.zeros(y.shape[1]), A_ub=-y, b_ub=-np.ones(len(y)), bounds=[(None, None)] * y.shape[1],
-                     method="highs")
-    return result.status == 0
+    return bool(ok), float(top.real), v
 
 
 def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:

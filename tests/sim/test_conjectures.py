@@ -8,7 +8,8 @@ import pytest
 from reports.outputs import OutputError
 from sim import AttentionField
 from sim.certify import certify_equilibrium, certify_trajectory
-from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family, in_open_hemisphere
+from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family
+from sim.hemisphere import in_open_hemisphere
 from sim.distributed import check_result, run_search
 from sim.search import planted, search_chunk
 
