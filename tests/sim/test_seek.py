@@ -222,3 +222,26 @@ def test_random_baseline_counts_only_certified_hits():
     assert summary["hits"] <= summary["candidates_certified"] <= summary["instances"]
     assert all(hit["seed"][-1] == 0 for hit in summary["hit_records"])
 
+
+# --- the command line ------------------------------------------------------------------------------------------------
+def test_seek_bench_command_names_an_unknown_claim(capsys):
+    from sim.__main__ import main
+
+    assert main(["search-bench", "--seek", "--claim", "conj.nope", "--budget", "1"]) == 2
+    assert "conj.nope" in capsys.readouterr().err
+
+
+@pytest.mark.full  # both searches for 2 CPU seconds each, plus the integrator's compilation when its cache is cold
+def test_seek_bench_command_writes_both_searches_per_claim(tmp_path):
+    import json
+
+    from sim.__main__ import main
+
+    out = tmp_path / "seek.json"
+    assert main(["search-bench", "--seek", "--claim", "conj.multihead-causal", "--budget", "2", "--seed", "3",
+                 "--out", str(out)]) == 0
+    numbers = json.loads(out.read_text())
+    (claim,) = numbers["claims"]
+    assert claim["claim"] == "conj.multihead-causal" and numbers["seed"] == 3
+    for search in ("random", "seek"):
+        assert claim[search]["cpu_seconds"] >= 2 and claim[search]["seed"] == 3
