@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     search_bench.add_argument("--budget", type=_positive_seconds, default=60.0,
                               help="with --seek: CPU seconds per search and claim (default 60)")
     search_bench.add_argument("--seed", type=int, default=0, help="with --seek: the seed of both searches")
+    search_bench.add_argument("--sources", type=lambda text: tuple(text.split(",")), default=None,
+                              help="with --seek: comma-separated sources of the seeking search, an ablation "
+                                   "(default every one that fits the claim: random, pm-identity, commuting, skew, "
+                                   "low-rank, planted)")
     search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
@@ -115,7 +119,11 @@ def _search_bench(args) -> int:
             print(f"error: --claim {unknown[0]!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}",
                   file=sys.stderr)
             return 2
-        numbers = compare(tuple(args.claim or DEFAULT_CLAIMS), args.budget, args.seed)
+        try:
+            numbers = compare(tuple(args.claim or DEFAULT_CLAIMS), args.budget, args.seed, args.sources)
+        except ValueError as error:  # sources that do not fit a claim
+            print(f"error: --sources: {error}", file=sys.stderr)
+            return 2
     else:
         from .search_bench import measure
 

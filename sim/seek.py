@@ -186,8 +186,8 @@ def evaluate(draw: Draw, theta: np.ndarray, rng: np.random.Generator, warm: list
 def optimise(draw: Draw, parent: Assessment, rng: np.random.Generator,
              generations: int = GENERATIONS) -> tuple[Assessment, int]:
     """The (1+lambda) evolution strategy on theta until the score is negative; (best, instances evaluated).
-    A child is scored by continuation: Newton from its parent's best ``WARM_STARTS`` equilibria (a planted child from
-    its own planted state alone), with ``CHILD_STARTS`` fresh starts only when the parent has no equilibrium to continue."""
+    A child is scored by continuation: Newton from its parent's best ``WARM_STARTS`` equilibria (a planted child
+    from its own planted state alone), with ``CHILD_STARTS`` fresh starts only when the parent has none."""
     sigma, evaluated = FIRST_SIGMA, 0
     for _ in range(generations):
         if parent.score < 0:
@@ -226,14 +226,19 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def seek(claim: str, budget: float, seed: int = 0, *, wide: bool = False, max_instances: int | None = None) -> dict:
+def seek(claim: str, budget: float, seed: int = 0, *, wide: bool = False, sources: tuple[str, ...] | None = None,
+         max_instances: int | None = None) -> dict:
     """Seek certified hits of ``claim`` for ``budget`` seconds of CPU time (``time.process_time``; the instance
     under way is finished). Instance k is drawn with seed [seed, k]; its source (structure, heads, tokens, dim)
-    is chosen by Thompson sampling (``sim.allocation``, its generator seeded [seed, -1]) over
-    ``sim.structured.structures(claim)`` and ``sim.structured.shapes(claim, wide)``. A JSON-ready summary."""
+    is chosen by Thompson sampling (``sim.allocation``, its generator seeded [seed, 2^32 - 1]) over ``sources``
+    (default ``sim.structured.structures(claim)``) and ``sim.structured.shapes(claim, wide)``. JSON-ready."""
     if budget <= 0:
         raise ValueError(f"budget={budget!r} must be a positive number of CPU seconds.")
-    sampler = FactoredSampler({"structure": structures(claim), **shapes(claim, wide)})
+    fitting = structures(claim)
+    sources = tuple(sources or fitting)
+    if any(source not in fitting for source in sources):
+        raise ValueError(f"sources={sources!r} must be a selection of {fitting} (the sources of {claim})")
+    sampler = FactoredSampler({"structure": sources, **shapes(claim, wide)})
     chooser = np.random.default_rng([seed, 2**32 - 1])
     started = time.process_time()
     records = []
@@ -245,8 +250,9 @@ def seek(claim: str, budget: float, seed: int = 0, *, wide: bool = False, max_in
             draw = draw_structured(claim, [seed, k], structure=choice["structure"], shape=shape)
             record = seek_instance(draw, np.random.default_rng([seed, k, 1]))
         except NoInstance as error:  # the sampler learns that this source costs time and gives nothing
-            record = {"structure": choice["structure"], "seed": [seed, k], "shape": [shape.heads, shape.tokens, shape.dim],
-                      "first_score": None, "score": None, "certifications": [], "hit": False, "failure": str(error)}
+            record = {"structure": choice["structure"], "seed": [seed, k], "failure": str(error), "hit": False,
+                      "shape": [shape.heads, shape.tokens, shape.dim], "first_score": None, "score": None,
+                      "certifications": []}
         record["cpu_seconds"] = time.process_time() - begun
         sampler.record(choice, record["hit"], record["cpu_seconds"])
         records.append(record)
@@ -254,6 +260,6 @@ def seek(claim: str, budget: float, seed: int = 0, *, wide: bool = False, max_in
     hits = [r for r in records if r["hit"]]
     return {"search": "seek", "claim": claim, "seed": seed, "budget_seconds": budget, "cpu_seconds": cpu,
             "instances": len(records), "hits": len(hits), "hits_per_cpu_minute": 60.0 * len(hits) / cpu,
-            "allocation": sampler.summary(), "wide_shapes": wide, "hit_records": hits,
+            "sources": list(sources), "allocation": sampler.summary(), "wide_shapes": wide, "hit_records": hits,
             "misses": [{k: r[k] for k in ("structure", "seed", "shape", "first_score", "score", "certifications")}
                        for r in records if not r["hit"]]}

@@ -49,6 +49,7 @@ def test_tangent_bases_are_orthonormal_and_tangent():
     y = _unit(rng, 3, 4, 5)
     y[0, 0] = -np.eye(5)[0]  # the reflection's sign switch
     bases = tangent_bases(y)
+    # a Householder reflection is orthogonal to rounding: 1e-15 is a few ulps
     np.testing.assert_allclose(np.einsum("sldk,sld->slk", bases, y), 0.0, atol=1e-15)
     np.testing.assert_allclose(np.swapaxes(bases, -1, -2) @ bases, np.broadcast_to(np.eye(4), (3, 4, 4, 4)),
                                atol=1e-15)
@@ -60,7 +61,8 @@ def test_complex_step_spectrum_agrees_with_the_jets_at_an_equilibrium():
     chart = Chart.at(y[0], exact=False)
     _, jets = _jacobian(Problem(MULTIHEAD.P, MULTIHEAD.U, True).field(chart, exact=False), np.zeros(2), exact=False)
     ours = np.sort(tangent_spectrum(y, MULTIHEAD)[0].real)
-    # the chart's Jacobian and ours are the same linearisation in two bases of the tangent space: similar matrices
+    # the chart's Jacobian and ours are the same linearisation in two bases of the tangent space: similar matrices;
+    # both are exact to rounding and the eigenvalues are of order 1, so 1e-12 leaves 1e3 x rounding
     np.testing.assert_allclose(ours, np.sort(np.linalg.eigvals(jets.astype(float)).real), atol=1e-12)
 
 
@@ -68,7 +70,7 @@ def test_deflation_sends_newton_to_a_new_root():
     start = np.array([[[1.0, 0.0], [np.cos(0.3), np.sin(0.3)]]])
     first, converged = newton(ISOLATED, start)
     assert converged[0]
-    np.testing.assert_allclose(first[0], CONSENSUS, atol=1e-10)
+    np.testing.assert_allclose(first[0], CONSENSUS, atol=1e-10)  # converged: residual and step below 1e-9
     second, converged = newton(ISOLATED, start, roots=first)
     assert converged[0] and np.max(np.linalg.norm(second[0] - first[0], axis=-1)) > 0.1
     assert np.max(np.abs(residual_and_jacobian(second, ISOLATED)[0])) < 1e-10
@@ -78,7 +80,7 @@ def test_without_deflation_the_same_root_comes_back():
     start = np.array([[[1.0, 0.0], [np.cos(0.3), np.sin(0.3)]]])
     first, _ = newton(ISOLATED, start)
     again, _ = newton(ISOLATED, start)
-    np.testing.assert_allclose(again, first, atol=1e-14)
+    np.testing.assert_allclose(again, first, atol=1e-14)  # the same arithmetic twice: equal to rounding
     assert len(find_equilibria(ISOLATED, start, rounds=3, deflate=False)) == 1
 
 
@@ -95,6 +97,7 @@ def test_deflated_passes_find_distinct_roots_including_consensus_and_the_antipod
     gaps = [np.max(np.linalg.norm(a - b, axis=-1)) for i, a in enumerate(roots) for b in roots[i + 1:]]
     assert min(gaps) > SAME_ROOT  # never the same root twice
     for target in (CONSENSUS, np.array([[1.0, 0.0], [-1.0, 0.0]])):  # up to y -> -y (eq. 6 is odd)
+        # 1e-8: converged roots are within the Newton step bound 1e-9 of the exact ones
         assert min(np.max(np.linalg.norm(root - sign * target, axis=-1)) for root in roots for sign in (1, -1)) < 1e-8
 
 
@@ -154,7 +157,8 @@ def test_wide_shapes_reach_16_tokens_and_dimension_8():
     draw = draw_structured("conj.multihead-causal", [5], structure="commuting", shape=Shape(2, 16, 8))
     P, U = decode(draw)
     assert instance_problems("conj.multihead-causal", P, U) == []
-    np.testing.assert_allclose([p @ q - q @ p for p in P for q in U], 0.0, atol=1e-12)  # commuting heads
+    # commuting heads: Q diag Q^T products with |P| <= 50 agree to 1e-12 (about 100 ulps of 50)
+    np.testing.assert_allclose([p @ q - q @ p for p in P for q in U], 0.0, atol=1e-12)
 
 
 @pytest.mark.parametrize("claim", ["conj.multihead-causal", "conj.value-causal", "conj.value-full"])
@@ -162,9 +166,10 @@ def test_planted_state_is_an_equilibrium(claim):
     family = FAMILIES[claim]
     draw = draw_structured(claim, [6], structure="planted", shape=Shape(max(family.heads), 3, 3))
     P, U, y = decode_with_state(draw)
+    # the projection is a least-squares solve of a small well-scaled system: f(y*) vanishes to ~1e-15
     np.testing.assert_allclose(eq6(y, P, U, family.causal), 0.0, atol=1e-12)
     if claim == "conj.multihead-causal":
-        np.testing.assert_allclose(U, np.swapaxes(U, 1, 2), atol=1e-12)
+        np.testing.assert_allclose(U, np.swapaxes(U, 1, 2), atol=1e-12)  # symmetric to the rounding of the solve
         assert family.hypotheses(P, U, y) == []  # y* in D^l(v)
 
 
@@ -203,6 +208,11 @@ def test_small_seeking_run_finds_certified_hits_with_their_seeds():
     assert summary["hits"] >= 1 and summary["hits"] == len(summary["hit_records"])
     assert all(len(hit["seed"]) == 2 and hit["seed"][0] == 11 for hit in summary["hit_records"])
     assert summary["cpu_seconds"] >= 2.0
+
+
+def test_seek_refuses_sources_that_do_not_fit_the_claim():
+    with pytest.raises(ValueError, match="sources="):
+        seek("conj.gradient-value", 1.0, sources=("planted",))  # U = P leaves no value matrix to plant
 
 
 def test_thompson_sampler_prefers_the_productive_level():
