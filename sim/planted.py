@@ -72,7 +72,7 @@ def decode_planted(claim: str, shape: Shape, theta: np.ndarray) -> tuple[np.ndar
     equilibrium: eq. 6 is odd) when v's sign convention (``top_eigenpair``) points the other way."""
     h, l, d = shape.heads, shape.tokens, shape.dim
     family = get_family(claim)
-    parts = np.split(np.asarray(theta, float), np.cumsum([h * d * d, h, h * d * d, h])[:])
+    parts = np.split(np.asarray(theta, float), np.cumsum([h * d * d, h, h * d * d, h]))
     rawP, zP, rawU, zw, rawy = parts[:5]
     P = rawP.reshape(h, d, d)
     P = P / np.linalg.norm(P, ord=2, axis=(1, 2), keepdims=True) * (P_MAX * 0.5 * (1 + np.tanh(zP)))[:, None, None]

@@ -112,7 +112,8 @@ def starts(instance: Instance, tokens: int, rng: np.random.Generator, count: int
     v = v if ok else np.eye(dim)[0]
     eigenvectors = np.concatenate([np.real(np.linalg.eig(matrix)[1]).T for matrix in (summed, *instance.U)])
     lengths = np.linalg.norm(eigenvectors, axis=1)
-    eigenvectors = eigenvectors[lengths > 0.1] / lengths[lengths > 0.1, None]  # real parts of complex pairs may vanish
+    kept = lengths > 0.1  # the real part of a complex eigenvector may (nearly) vanish
+    eigenvectors = eigenvectors[kept] / lengths[kept, None]
     structured = [np.tile(v, (tokens, 1)), np.tile(-v, (tokens, 1))]
     structured += [np.array([v] * k + [-v] * (tokens - k)) for k in range(1, tokens)]
     structured += [np.array([v] + [sign * e] * (tokens - 1)) for e in eigenvectors for sign in (1.0, -1.0)]
@@ -170,11 +171,13 @@ def evaluate(draw: Draw, theta: np.ndarray, rng: np.random.Generator, warm: list
     if instance_problems(draw.claim, P, U):
         return Assessment(theta, P, U, [])
     instance = Instance(P, U, family.causal)
-    passes = [np.array([e.y for e in warm] + ([] if planted is None else [planted]))]
-    passes = ([] if len(passes[0]) == 0 else passes) + [starts(instance, draw.shape.tokens, rng, count)] * rounds
+    warm_states = [e.y for e in warm] + ([] if planted is None else [planted])
+    passes = [np.array(warm_states)] if warm_states else []
+    if count:  # the same fresh starts in every pass: deflation sends the later passes elsewhere
+        passes += [starts(instance, draw.shape.tokens, rng, count)] * rounds
     roots = np.zeros((0, draw.shape.tokens, draw.shape.dim))
     scored: list[Equilibrium] = []
-    for initial in passes[:len(passes) if count else 1]:
+    for initial in passes:
         new = find_equilibria(instance, initial, rounds=1, known=roots)
         roots = np.concatenate([roots, new])
         scored = sorted(scored + assess(family, instance, new), key=lambda e: e.score)

@@ -67,10 +67,6 @@ class Draw:
     basis: np.ndarray
     seed: list[int]
 
-    def with_theta(self, theta: np.ndarray) -> "Draw":
-        return Draw(self.claim, self.structure, self.shape, np.asarray(theta, float), self.signs, self.basis,
-                    self.seed)
-
 
 def _scale(z, top: float):
     """A scale in (0, top) from a normal number (monotone and smooth, for the optimiser)."""
