@@ -5,7 +5,9 @@
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
 ``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
-(``sim.peer_bench``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop.
+(``sim.peer_bench``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
+``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits per CPU-minute of the seeking
+search against random sampling (``sim.seek_bench``).
 """
 
 from __future__ import annotations
@@ -65,10 +67,23 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
     replay.add_argument("witness", type=Path, help="a witness JSON file, e.g. sim/witnesses/conj.value-full/*.json")
-    search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop")
-    search_bench.add_argument("--claim", default="conj.value-full", help="the conjecture whose family (chunk 0's shape) is integrated")
+    search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop; "
+                                                            "with --seek, certified hits per CPU-minute of the seeking "
+                                                            "search vs random sampling")
+    search_bench.add_argument("--claim", action="append", default=None,
+                              help="whose family (chunk 0's shape; default conj.value-full); with --seek, a claim to "
+                                   "measure (repeatable; default every claim with a structured family)")
     search_bench.add_argument("--instances", type=_positive, default=200, help="instances integrated")
     search_bench.add_argument("--t1", type=float, default=20.0, help="the integrations' horizon")
+    search_bench.add_argument("--seek", action="store_true",
+                              help="measure the seeking search against random sampling (sim.seek_bench)")
+    search_bench.add_argument("--budget", type=_positive_seconds, default=60.0,
+                              help="with --seek: CPU seconds per search and claim (default 60)")
+    search_bench.add_argument("--seed", type=int, default=0, help="with --seek: the seed of both searches")
+    search_bench.add_argument("--sources", type=lambda text: tuple(text.split(",")), default=None,
+                              help="with --seek: comma-separated sources of the seeking search, an ablation "
+                                   "(default every one that fits the claim: random, pm-identity, commuting, skew, "
+                                   "low-rank, planted)")
     search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
@@ -110,9 +125,27 @@ def _bench(args) -> int:
 
 
 def _search_bench(args) -> int:
-    from .search_bench import measure
+    if args.seek:
+        from .conjectures import FAMILIES
+        from .seek_bench import DEFAULT_CLAIMS, compare
 
-    numbers = measure(args.claim, args.instances, args.t1)
+        unknown = [claim for claim in args.claim or () if claim not in FAMILIES]
+        if unknown:
+            print(f"error: --claim {unknown[0]!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}",
+                  file=sys.stderr)
+            return 2
+        try:
+            numbers = compare(tuple(args.claim or DEFAULT_CLAIMS), args.budget, args.seed, args.sources)
+        except ValueError as error:  # sources that do not fit a claim
+            print(f"error: --sources: {error}", file=sys.stderr)
+            return 2
+    else:
+        from .search_bench import measure
+
+        if args.claim and len(args.claim) > 1:
+            print("error: --claim: the integration benchmark measures one claim", file=sys.stderr)
+            return 2
+        numbers = measure((args.claim or ["conj.value-full"])[0], args.instances, args.t1)
     if args.out:
         args.out.write_text(json.dumps(numbers, indent=1))
     print(json.dumps(numbers, indent=1))
@@ -140,6 +173,16 @@ def _replay(args) -> int:
     outcome = replay(witness)
     print(outcome.summary())
     return 0 if outcome.refuted else 1
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; it must be a positive number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
 
 
 def _search(parser: argparse.ArgumentParser, args) -> int:
