@@ -28,7 +28,7 @@ from .files import write_json
 SETTINGS_FILE = "settings.json"
 #: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
 #: ``reports/schemas/<name>.schema.json`` (bump both when a required key changes).
-SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 1, "verdicts": 1}
+SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 2, "verdicts": 1}
 
 
 class OutputError(ValueError):

@@ -25,7 +25,7 @@ from .search import CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, SEARC
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
 #: Bump when a change of the search makes old checkpoints invalid.
-SEARCH_VERSION = 2
+SEARCH_VERSION = 3
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
 
@@ -177,12 +177,12 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
               f"solver; score = distance from the claimed outcome at t; "
               + (f"adversarial stage: scipy differential_evolution (about {DE_POPULATION} instances a generation, "
                  f"{DE_GENERATIONS} generations, seeded) per chunk maximising that distance; " if adversarial else "")
-              + f"hits (score > {HIT:g}) certified in float64 (at most {CERTIFY_PER_CHUNK} a chunk), "
-              f"{'stable equilibria' if family.kind == 'equilibrium' else 'trajectories staying away'}; "
-              "a certified hit shrunk (fewer tokens, lower dimension, round numbers) and certified again")
+              + f"hits (score > {HIT:g}) refined to an equilibrium and screened in float64, then certified in ball "
+              f"arithmetic (sim.validated: Krawczyk, a Lyapunov ball of attraction; at most {CERTIFY_PER_CHUNK} a "
+              "chunk); a certified hit shrunk (fewer tokens, lower dimension, round numbers) and certified again")
     return {
         "schema_version": SCHEMA_VERSIONS["summary"], "claim": family.claim, "statement": _statement(family.claim), "verdict": verdict,
-        "family": family.description, "horizon": family.horizon, "kind": family.kind, "method": method,
+        "family": family.description, "horizon": family.horizon, "method": method,
         "instances": instances, "chunks": len(chunks), "chunk_size": chunk_size, "adversarial": adversarial,
         "valid_random_instances": sum(c["valid_random"] for c in chunks),
         "instances_integrated": sum(c["evaluated"] for c in chunks),

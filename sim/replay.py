@@ -26,7 +26,7 @@ from scipy.spatial import ConvexHull
 from reports.records import CheckResult
 
 from .certify import AWAY, attention_field, run
-from .conjectures import FAMILIES, top_eigenpair
+from .conjectures import FAMILIES, Family, top_eigenpair
 from .eq6 import eq6
 from .solvers import AdaptiveStepSize
 from .validated import Chart, Problem, ValidatedCertificate, certify
@@ -81,15 +81,16 @@ def _problem(witness: dict) -> Problem:
                    None if generator is None else np.asarray(generator, float))
 
 
-def replay(witness: dict) -> Replay:
-    """Re-check a witness (see the module docstring); never trusts the stored certificate."""
+def replay(witness: dict, family: Family | None = None) -> Replay:
+    """Re-check a witness (see the module docstring); never trusts the stored certificate. ``family`` defaults to
+    the claim's (``sim.conjectures.FAMILIES``); a search of another family passes its own."""
     claim = witness["claim"]
     problem = _problem(witness)
     P, U = problem.P, problem.U
     y0 = np.asarray(witness["y0"], float)
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
-    family = FAMILIES[claim]
+    family = FAMILIES[claim] if family is None else family
     distance = float(family.distance(P[None], U[None], y_star[None])[0])
     margin = hypothesis_margin(claim, P, U, y0)
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
@@ -151,6 +152,13 @@ def record_of(outcome: Replay, name: str) -> CheckResult:
                        numbers=numbers)
 
 
+def witness_certificate(outcome: Replay) -> dict:
+    """The certificate block a stored witness carries (what its replay established)."""
+    return {"reason": outcome.certificate.reason, "numbers": outcome.certificate.numbers,
+            "eigenvalues": outcome.certificate.eigenvalues, "float64_parts": outcome.certificate.float64_parts,
+            "replay": outcome.numbers}
+
+
 def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.ndarray, *, provenance: str,
                  seeds: dict | None = None) -> dict:
     """A witness dict (JSON-ready) whose replay refutes ``claim``; raises ValueError when it would not."""
@@ -163,9 +171,7 @@ def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.n
     if not outcome.refuted:
         raise ValueError(f"not a witness of {claim}: {outcome.reason}")
     draft["equilibrium"] = outcome.certificate.equilibrium.tolist()
-    draft["certificate"] = {"reason": outcome.certificate.reason, "numbers": outcome.certificate.numbers,
-                            "eigenvalues": outcome.certificate.eigenvalues,
-                            "float64_parts": outcome.certificate.float64_parts, "replay": outcome.numbers}
+    draft["certificate"] = witness_certificate(outcome)
     return draft
 
 

@@ -9,7 +9,10 @@ same result on any worker. Stages:
 2. adversarial: SciPy's ``differential_evolution`` (seeded, vectorised: each generation is one batched solve)
    maximises that distance over the family's parameter vector (matrices and initial state), starting from the
    random stage's best instances;
-3. certification (``sim.certify``) of the best hits, in float64 on the project's own field;
+3. certification of the best hits: the end state refined to an equilibrium and screened in float64
+   (``sim.certify``), then certified in ball arithmetic (``sim.validated`` through ``sim.replay``: a unique
+   attractor with a ball of attraction, away from the claimed outcome, from a start meeting the hypotheses). A
+   finite-time run alone is never a hit;
 4. shrinking of a certified hit, Hypothesis-style: fewer tokens, lower dimension, round numbers, each step kept
    only when the smaller instance still meets the hypotheses and is certified again.
 """
@@ -22,10 +25,12 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import differential_evolution
 
-from .certify import certify_equilibrium, certify_trajectory
+from .certify import Certificate, certify_equilibrium
 from .conjectures import Batch, Family, Shape, chunk_seed, top_eigenpair
 from .compiled import solve_instances
+from .replay import SCHEMA_VERSION, replay, witness_certificate
 from .solvers import AdaptiveStepSize
+from .validated import Problem
 
 #: Search runs: every instance meets rtol 1e-7 (each is stepped alone, ``sim.compiled``); the scores compare
 #: distances of order 0.1-2 against the hit threshold, far above that error.
@@ -61,12 +66,28 @@ def _take(batch: Batch, index) -> Batch:
     return Batch(batch.P[index], batch.U[index], batch.y0[index], batch.valid[index])
 
 
-def certify(family: Family, P, U, y0, *, seed: int):
-    """Certify one instance as a counterexample of ``family``'s conjecture (see ``sim.certify``)."""
+def certify(family: Family, P, U, y0, *, seed: int) -> Certificate:
+    """Certify one instance as a counterexample of ``family``'s conjecture: the float64 screen of ``sim.certify``
+    (run, refine, linearise), then the validated replay (``sim.replay``) of the equilibrium it found; the
+    certificate's ``numbers`` are the validated ones when it is certified."""
     def distance(y):
         return float(family.distance(P[None], U[None], y[None])[0])
-    check = certify_equilibrium if family.kind == "equilibrium" else certify_trajectory
-    return check(P, U, family.causal, y0, family.horizon, distance, seed=seed)
+    screen = certify_equilibrium(P, U, family.causal, y0, family.horizon, distance, seed=seed)
+    if not screen.certified:
+        return screen
+    outcome = replay(draft_witness(family, P, U, y0, screen.equilibrium), family)
+    if not outcome.refuted:
+        return Certificate(False, f"float64 screen passed; validated replay: {outcome.reason}", "equilibrium",
+                           equilibrium=screen.equilibrium, eigenvalues=screen.eigenvalues, numbers=screen.numbers)
+    return Certificate(True, outcome.certificate.reason, "equilibrium", equilibrium=outcome.certificate.equilibrium,
+                       eigenvalues=screen.eigenvalues, numbers=witness_certificate(outcome))
+
+
+def draft_witness(family: Family, P, U, y0, equilibrium) -> dict:
+    """A witness (``sim.replay``'s format) of ``family``'s claim before its replay."""
+    return {"schema_version": SCHEMA_VERSION, "claim": family.claim, "causal": family.causal,
+            "P": np.asarray(P).tolist(), "U": np.asarray(U).tolist(), "generator": None,
+            "equilibrium": np.asarray(equilibrium).tolist(), "y0": np.asarray(y0).tolist()}
 
 
 def _valid(family: Family, P, U, y0) -> bool:
@@ -199,17 +220,13 @@ def plus_minus_v_distance(U, y) -> float | None:
     return float(np.max(np.minimum(np.linalg.norm(y - v, axis=1), np.linalg.norm(y + v, axis=1))))
 
 
-def witness_record(family: Family, P, U, y0, certificate, *, seeds: dict, extra: dict | None = None) -> dict:
-    """The JSON of a certified witness (``witnesses/<claim>/<name>.json``)."""
-    record = {"claim": family.claim, "causal": family.causal, "kind": certificate.kind,
-              "P": np.asarray(P).tolist(), "U": np.asarray(U).tolist(), "y0": np.asarray(y0).tolist(),
-              "t1": family.horizon, "certificate": certificate.reason, "numbers": certificate.numbers,
-              "seeds": seeds}
-    if certificate.equilibrium is not None:
-        record["equilibrium"] = certificate.equilibrium.tolist()
-        record["tokens_from_plus_minus_v"] = plus_minus_v_distance(U, certificate.equilibrium)
-        record["eigenvalues"] = {"real": certificate.eigenvalues.real.tolist(),
-                                 "imag": certificate.eigenvalues.imag.tolist()}
+def witness_record(family: Family, P, U, y0, certificate: Certificate, *, seeds: dict,
+                   extra: dict | None = None) -> dict:
+    """The JSON of a certified witness (``witnesses/<claim>/<name>.json``, ``sim.replay``'s format)."""
+    record = draft_witness(family, P, U, y0, certificate.equilibrium)
+    record.update(certificate=certificate.numbers, seeds=seeds,
+                  provenance=f"sim.search chunk {seeds.get('chunk')} (rank {seeds.get('rank')}), horizon "
+                             f"{family.horizon:g}", tokens_from_plus_minus_v=plus_minus_v_distance(U, certificate.equilibrium))
     record.update(extra or {})
     return record
 

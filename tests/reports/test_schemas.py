@@ -86,3 +86,18 @@ def test_a_file_missing_a_core_key_does_not_validate(run_folder, name, damage):
     damage(data)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schema(name), cls=jsonschema.Draft202012Validator)
+
+
+STORED_WITNESSES = sorted((Path(__file__).resolve().parents[2] / "sim" / "witnesses").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("path", STORED_WITNESSES, ids=[f"{p.parent.name}/{p.stem}" for p in STORED_WITNESSES])
+def test_every_stored_witness_validates(path):
+    assert assert_valid("witness", path)["claim"] == path.parent.name
+
+
+def test_a_witness_without_its_certificate_does_not_validate():
+    witness = json.loads(STORED_WITNESSES[0].read_text())
+    del witness["certificate"]["numbers"]["basin_radius"]
+    with pytest.raises(jsonschema.ValidationError, match="basin_radius"):
+        jsonschema.validate(witness, schema("witness"), cls=jsonschema.Draft202012Validator)
