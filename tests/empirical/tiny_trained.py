@@ -20,9 +20,14 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, GPTNeoConfig
 
+from empirical.decision import CollapseRule
+
 WIDTH = 32
-#: Small enough for the fast test suite: 4 prompts (the rate CIs are over prompts), 16 tokens, 3 passes.
-BUDGET = dict(prompts=4, length=16, passes=3)
+#: Small enough for the fast test suite: 4 prompts (the rate CIs are over prompts), 16 tokens; 16 passes, the
+#: collapse rule's maximum (RULE): the collapsing models fall below its threshold at pass 6, and the identity blocks
+#: need 2 windows of 8 passes to be called stalled (and 2 of 16, 32 passes, with the doubled rule).
+BUDGET = dict(prompts=4, length=16, passes=16)
+RULE = CollapseRule(max_passes=BUDGET["passes"])
 #: A fixed commit hash for the fake snapshots (the hub names snapshot folders by commit).
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
