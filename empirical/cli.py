@@ -250,7 +250,7 @@ def _add_plot(commands) -> None:
 
 
 def _add_gpu_checks(commands) -> None:
-    from .gpu_checks import GPU_PASSES
+    from .gpu_checks import GPU_PASSES, TINY_PASSES
 
     checks = commands.add_parser("gpu-checks", help="every GPU check in one call: build, loop and end-to-end times, "
                                                     "E floor per dtype (JSON)")
@@ -258,7 +258,7 @@ def _add_gpu_checks(commands) -> None:
     checks.add_argument("--tiny", action="store_true",
                         help="tiny GPT-2 / GPT-Neo configurations and prompts instead of the paper's (a CPU smoke test)")
     checks.add_argument("--device", choices=DEVICES, default=RUN["device"])
-    checks.add_argument("--passes", type=int, default=GPU_PASSES, help=f"passes per run (default {GPU_PASSES})")
+    checks.add_argument("--passes", type=int, help=f"passes per run (default {GPU_PASSES}; with --tiny {TINY_PASSES})")
     checks.add_argument("--work", type=Path, help="folder for the runs (default: a temporary folder, deleted)")
     checks.set_defaults(handler=_gpu_checks)
 

@@ -114,7 +114,7 @@ def test_weights_dir_options_are_parsed_with_clear_errors(tmp_path):
 
 def test_the_manifest_records_where_the_weights_came_from(hub, tmp_path):
     _cache(hub, neo=tiny_model("gpt-neo"))
-    settings = RunSettings(model=GPT_NEO, weights="trained", device="cpu", **BUDGET)
+    settings = RunSettings(model=GPT_NEO, weights="trained", device="cpu", **{**BUDGET, "passes": 1})
     run_experiment(settings, tmp_path / "run", progress=False)
     manifest, _ = load_results(tmp_path / "run")
     assert manifest["weights_source"]["origin"] == "hf-cache"
