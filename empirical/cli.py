@@ -56,7 +56,8 @@ def _run(args) -> int:
                                device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation)
         rule = CollapseRule(threshold=args.threshold, window=args.window, min_fall=args.min_fall,
                             max_passes=args.passes)
-        results = run_experiment(settings, args.out, progress=not args.quiet, until=(rule,) if args.until_decided else ())
+        results = run_experiment(settings, args.out, progress=not args.quiet,
+                                 until=(rule,) if args.until_decided else (), rule=rule)
     except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
         return _error(error)
     ends = results["E_pass_end"]

@@ -149,6 +149,10 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
     previous = _previous_manifest(out, settings, source)
+    if previous is not None and previous.get("dtype", str(dtype).replace("torch.", "")) != str(dtype).replace("torch.", ""):
+        raise ValueError(f"{out} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
+                         f"{str(dtype).replace('torch.', '')} (auto is float32 on every device): pass --dtype "
+                         f"{previous['dtype']} to resume it, or use another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
@@ -168,7 +172,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
                   "floor_probe": floor.get("probe_seed")},
         "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
-        "floor": floor, "until": [asdict(rule) for rule in until],
+        "floor": floor, "until": [asdict(r) for r in until],
         "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
