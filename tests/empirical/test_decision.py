@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from empirical.checks import check_in_kind, check_random_weights, check_trained
 from empirical.decision import FLOOR_MARGIN, CollapseRule, decide, decide_twice, needs_more_passes, pass_ends
 from empirical.run import RunSettings, load_results, run_experiment
 
@@ -120,27 +121,59 @@ def test_bad_series_are_refused():
 
 # -- on tiny models: the run stops when the rule and its doubled twin have decided ------------------------
 
-KINDS = [pytest.param(dict(attention="collapse"), "collapsed", id="collapse"),
-         pytest.param(dict(attention="still"), "stalled", id="identity-blocks"),
-         pytest.param(dict(attention="collapse", value_gain=0.02), "undecided", id="slow")]
+KINDS = {"collapse": dict(attention="collapse"), "identity-blocks": dict(attention="still"),
+         "slow": dict(attention="collapse", value_gain=0.02)}
+VERDICT = {"collapse": "collapsed", "identity-blocks": "stalled", "slow": "undecided"}
 
 
-@pytest.mark.parametrize("weights,verdict", KINDS)
-def test_each_verdict_is_reached_on_a_tiny_model_and_survives_doubling(tmp_path, weights, verdict):
-    tiny_model("gpt2", **weights).save_pretrained(tmp_path / "model")
-    settings = RunSettings(model=str(tmp_path / "model"), weights="trained", ffn=False, device="cpu",
-                           **{**BUDGET, "passes": 2 * RULE.max_passes})
-    run_experiment(settings, tmp_path / "run", progress=False, until=(RULE, RULE.doubled()))
-    manifest, results = load_results(tmp_path / "run")
-    two = decide_twice(results["E_pass_end"], manifest["floor"]["E_floor"], RULE)
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory):
+    """A tiny "trained" GPT-2 of each kind, without FFN, run until RULE and RULE.doubled() have decided."""
+    root = tmp_path_factory.mktemp("decided")
+    runs = {}
+    for kind, weights in KINDS.items():
+        tiny_model("gpt2", **weights).save_pretrained(root / kind / "model")
+        settings = RunSettings(model=str(root / kind / "model"), weights="trained", ffn=False, device="cpu",
+                               **{**BUDGET, "passes": 2 * RULE.max_passes})
+        run_experiment(settings, root / kind / "run", progress=False, until=(RULE, RULE.doubled()))
+        runs[kind] = load_results(root / kind / "run")
+    return runs
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_verdict_is_reached_on_a_tiny_model_and_survives_doubling(decided, kind):
+    manifest, results = decided[kind]
+    verdict, floor = VERDICT[kind], manifest["floor"]["E_floor"]
+    two = decide_twice(results["E_pass_end"], floor, RULE)
     assert two.base.verdict == two.doubled.verdict == verdict
-    assert decide(results["E_pass_end"], manifest["floor"]["E_floor"],
-                  replace(RULE, threshold=2 * RULE.threshold)).verdict == verdict
+    assert decide(results["E_pass_end"], floor, replace(RULE, threshold=2 * RULE.threshold)).verdict == verdict
     # the run stopped where both rules had decided (the collapse at once, the stall after 2 doubled windows)
     expected_passes = {"collapsed": two.base.decided_at, "stalled": 2 * RULE.doubled().window,
                        "undecided": 2 * RULE.max_passes}[verdict]
     assert results["passes"] == expected_passes
     assert results["decision"]["verdict"] == verdict
+
+
+CLAIM_VERDICTS = [pytest.param(("collapse",), "verified", id="all-collapse"),
+                  pytest.param(("collapse", "identity-blocks"), "refuted", id="one-stalls"),
+                  pytest.param(("collapse", "slow"), "not-run", id="one-undecided"),
+                  pytest.param(("slow", "identity-blocks"), "refuted", id="stall-wins-over-undecided")]
+
+
+@pytest.mark.parametrize("kinds,verdict", CLAIM_VERDICTS)
+def test_every_collapse_check_reaches_each_verdict(decided, tmp_path, kinds, verdict):
+    runs = [decided[kind] for kind in kinds]
+    for result in (check_in_kind(runs, tmp_path / "kind.png", rule=RULE),
+                   check_random_weights("emp.random-fixed", runs, tmp_path / "fig9.png", "Fig. 9", "tiny", rule=RULE),
+                   check_trained("emp.no-ffn", runs, {}, tmp_path / "fig7.png", "Fig. 7", "tiny", rule=RULE)):
+        assert result.verdict == verdict, result.detail
+        numbers = result.numbers["runs"]
+        assert [run["verdict"] for run in numbers] == [VERDICT[kind] for kind in kinds]
+        assert all({"decision", "decision_doubled", "monotone", "first_below_threshold", "E_final", "E_floor"}
+                   <= run.keys() for run in numbers)  # both horizons recorded, the findings beside them
+        assert result.tolerance == RULE.threshold
+    if verdict == "not-run":
+        assert "--until-decided" in result.detail
 
 
 def test_a_bfloat16_run_cannot_decide_a_threshold_near_its_floor_where_float32_can(tmp_path):
