@@ -257,7 +257,8 @@ def _add_gpu_checks(commands) -> None:
                                                     "E floor per dtype (JSON)")
     checks.add_argument("--out", type=Path, required=True, help="the measurements (JSON)")
     checks.add_argument("--tiny", action="store_true",
-                        help="tiny GPT-2 / GPT-Neo configurations and prompts instead of the paper's (a CPU smoke test)")
+                        help="tiny GPT-2 / GPT-Neo configurations and prompts instead of the paper's "
+                             "(a CPU smoke test)")
     checks.add_argument("--device", choices=DEVICES, default=RUN["device"])
     checks.add_argument("--passes", type=int, help=f"passes per run (default {GPU_PASSES}; with --tiny {TINY_PASSES})")
     checks.add_argument("--work", type=Path, help="folder for the runs (default: a temporary folder, deleted)")
