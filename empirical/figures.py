@@ -4,19 +4,25 @@ Depth is counted in passes (block index / blocks per pass), so runs of models of
 share an axis and the pass boundaries are the integers (a faint vertical line each). E is drawn on a log
 scale: the mean over the prompts, a band from the smallest to the largest prompt, the dtype's floor of E
 (:mod:`empirical.floor`) as a dashed line in the run's colour, and, where a collapse rule decided, its
-threshold as a dotted grey line.
+threshold as a dotted grey line. Values below a decade under the floor (rounding, possibly zero or negative)
+are drawn at that decade, where the axis starts.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-#: Values at or below this are left off the log-scale band (E of float32 runs at consensus can be exactly 0
-#: or a rounding-negative -3e-8, which a log axis cannot show); far below every floor (float64's is ~1e-15).
-LOG_CLIP = 1e-18
+#: The log axis starts this factor below the lowest floor drawn, and the band is clipped there: values of E below
+#: a floor are rounding (float32 runs at consensus give exactly 0 or a rounding-negative -3e-8, which a log axis
+#: cannot show), so a decade below the floor shows that they are there without drawing rounding as decay.
+BELOW_FLOOR = 10.0
+#: The band's clip for runs without a floor in their manifest (made before floors): a decade below float32's
+#: evaluation floor at width 32 (3.4e-7).
+NO_FLOOR_CLIP = 1e-8
 
 
 def _pyplot():
@@ -53,21 +59,23 @@ def draw_run(axis, manifest: dict[str, Any], results: dict[str, Any], label: str
     """Mean E over the prompts against depth in passes, its band over the prompts, and the run's floor."""
     per_prompt = np.asarray(results["E"], dtype=np.float64)               # (prompts, passes * layers + 1)
     depth = np.arange(per_prompt.shape[1]) / results["layers"]
-    mean = per_prompt.mean(0)
-    shown = mean > LOG_CLIP
-    (line,) = axis.plot(depth[shown], mean[shown], label=label, linewidth=1.2)
-    low, high = per_prompt.min(0), per_prompt.max(0)
-    band = high > LOG_CLIP
-    axis.fill_between(depth[band], np.clip(low[band], LOG_CLIP, None), high[band], color=line.get_color(), alpha=0.15)
     floor = floor_of(manifest)
+    clip = floor / BELOW_FLOOR if floor is not None else NO_FLOOR_CLIP
+    mean = per_prompt.mean(0)
+    (line,) = axis.plot(depth, np.clip(mean, clip, None), label=label, linewidth=1.2)
+    low, high = per_prompt.min(0), per_prompt.max(0)
+    axis.fill_between(depth, np.clip(low, clip, None), np.clip(high, clip, None), color=line.get_color(), alpha=0.15)
     if floor is not None:
         axis.axhline(floor, color=line.get_color(), linestyle="--", linewidth=0.9,
                      label=f"floor of E in {manifest['dtype']}: {floor:.1e}")
 
 
-def _decorate(axis, passes: int, thresholds: set[float]) -> None:
-    """Log scale, a faint line at every pass boundary, the collapse thresholds, labels."""
+def _decorate(axis, passes: int, thresholds: set[float], floors: list[float | None]) -> None:
+    """Log scale from a decade below the lowest floor, a faint line at every pass boundary, the collapse thresholds,
+    labels."""
     axis.set_yscale("log")
+    known = [floor for floor in floors if floor is not None]
+    axis.set_ylim(bottom=min(known) / BELOW_FLOOR if known else NO_FLOOR_CLIP)
     for k in range(1, passes + 1):
         axis.axvline(k, color="0.85", linewidth=0.6, zorder=0)
     for threshold in sorted(thresholds):
@@ -82,7 +90,8 @@ def _thresholds(results_list: Sequence[dict[str, Any]]) -> set[float]:
 
 
 def _save(figure, path: Path, title: str) -> Path:
-    figure.suptitle(title, fontsize=9)
+    width = int(figure.get_figwidth() * 14)  # characters of 9-point text across the figure
+    figure.suptitle("\n".join(textwrap.wrap(title, width)), fontsize=9)
     figure.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +110,8 @@ def plot_overlay(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> P
     figure, axis = _pyplot().subplots(figsize=(8, 4.2))
     for manifest, results in runs:
         draw_run(axis, manifest, results, short_label(manifest))
-    _decorate(axis, max(r["passes"] for _, r in runs), _thresholds([r for _, r in runs]))
+    _decorate(axis, max(r["passes"] for _, r in runs), _thresholds([r for _, r in runs]),
+              [floor_of(m) for m, _ in runs])
     axis.legend(fontsize=7)
     return _save(figure, path, title)
 
@@ -115,7 +125,8 @@ def plot_families(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> 
         for manifest, results in mine:
             s = manifest["settings"]
             draw_run(axis, manifest, results, f"{s['weights']}, {'FFN' if s['ffn'] else 'no FFN'}")
-        _decorate(axis, max(r["passes"] for _, r in mine), _thresholds([r for _, r in mine]))
+        _decorate(axis, max(r["passes"] for _, r in mine), _thresholds([r for _, r in mine]),
+                  [floor_of(m) for m, _ in mine])
         axis.set_title(f"{model} ({mine[0][0]['model']['layers']} blocks per pass)", fontsize=9)
         axis.legend(fontsize=7)
     return _save(figure, path, title)
