@@ -80,9 +80,9 @@ def _variant(model, weights, ffn, prompts, length, passes) -> Variant:
 #: the collapse rule's maximum (the report runs until the rule and its doubled twin decide, at most twice it).
 #: 48 passes: trained Gemma 3 270M with FFN, the slowest, falls below the threshold at pass 38 (measured).
 CPU_SMOLLM2 = dict(prompts=8, length=200, passes=48)
-#: The GPU profile's maximum (50 passes): in 8 passes (4 prompts x 64 tokens) random GPT-2 XL without FFN falls from
-#: 0.22 to 0.064, by a factor 0.83 a pass, and with FFN from 0.42 to 0.17, by 0.88 a pass, so reaching 1e-3 takes
-#: about 30 and 48 passes at those paces; redrawn GPT-Neo 2.7B without FFN reached it at pass 5 (measured).
+#: The GPU profile's maximum (50 passes), measured with 4 prompts x 64 tokens: random GPT-2 XL without FFN falls
+#: below 1e-3 at pass 25; with FFN it falls from 0.42 to 0.17 in 8 passes, by 0.88 a pass, about 48 passes to 1e-3
+#: at that pace; redrawn GPT-Neo 2.7B without FFN reached it at pass 5.
 CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=MAX_PASSES)
 #: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them): the collapse
 #: rule's maximum (empirical.decision.MAX_PASSES).
