@@ -43,7 +43,7 @@ def summary(manifest: dict[str, Any], results: dict[str, Any], rule: CollapseRul
     two = decide_twice(ends, floor, rule)
     return {"run": describe(manifest), "verdict": two.verdict, "decision": two.base.to_json(),
             "decision_doubled": two.doubled.to_json(), "E_embeddings": ends[0], "E_pass_ends": ends[1:],
-            "first_below_threshold": two.base.first_below_threshold, "monotone": two.doubled.monotone,
+            "first_below_threshold": two.doubled.first_below_threshold, "monotone": two.doubled.monotone,
             "rises": list(two.doubled.rises), "E_final": ends[-1], "E_final_std": results["E_std"][-1],
             "passes_run": results["passes"], "E_floor": floor, "dtype": manifest["dtype"]}
 

@@ -255,7 +255,7 @@ def test_control_an_in_kind_model_that_stops_collapsing_is_refuted(collapsing, t
     assert result.verdict == "refuted"
     assert "A run stalled" in result.detail and str(tmp_path / "still") in result.detail
     run = result.numbers["runs"][1]
-    assert (run["decision"]["decided_at"], run["decision_doubled"]["decided_at"]) == (16, 32)
+    assert (run["decision"]["decided_at"], run["decision_doubled"]["decided_at"]) == (8, 16)
 
 
 def test_in_kind_needs_trained_runs(collapsing):
