@@ -140,8 +140,8 @@ def decide(ends: Sequence[float], floor: float, rule: CollapseRule = CollapseRul
             earlier = statistics.median(e[k - 2 * rule.window + 1: k - rule.window + 1])
             later = statistics.median(e[k - rule.window + 1: k + 1])
             if later > (1 - rule.min_fall) * earlier:
-                return Decision("stalled", k, f"the median pass-end E of passes {k - rule.window + 1}-{k} ({later:.3g}) "
-                                f"is not {100 * rule.min_fall:g}% below that of passes {k - 2 * rule.window + 1}-"
+                return Decision("stalled", k, f"the median pass-end E of passes {k - rule.window + 1}-{k} "
+                                f"({later:.3g}) is not {100 * rule.min_fall:g}% below that of passes {k - 2 * rule.window + 1}-"
                                 f"{k - rule.window} ({earlier:.3g})", passes_read=read, **findings)
     return Decision("undecided", None, f"neither below {rule.threshold:g} nor stalled within {read} passes"
                     + ("" if read >= rule.max_passes else f" (the run has {read} of the rule's {rule.max_passes})"),

@@ -8,19 +8,19 @@ Two sources of rounding, both measured or bounded on the run's own model, device
   the probe is about ``u^2 / 2``, the smallest misalignment the dtype holds between distinct tokens. Looped
   once through every block in the run's dtype, it stays near consensus but for rounding; the largest E it
   reaches, over the blocks and the probed prompts, is what the dtype alone makes of a consensus. Checked on
-  the tiny collapsing GPT-2 and GPT-Neo of the tests: their bfloat16 runs stall at 0.96 and 1.14 times
-  the floor so measured, their float32 and float64 runs go below it. (Measured, not bounded from the dtype's epsilon: rounding is amplified by the blocks in a
-  way no epsilon bound knows; on an H100 a bfloat16 GPT-Neo 2.7B run stalled at E = 1e-4, where an
-  epsilon bound of one rounding per token gives ~1e-5.) One pass holds every block's rounding once; the
-  passes after it add rounding only as fast as the dynamics fail to contract it, which is the dynamics'
-  doing, not the dtype's.
+  the tiny collapsing GPT-2 and GPT-Neo of the tests: their bfloat16 runs stall at 0.96 and 1.14 times the
+  floor so measured, their float32 and float64 runs go below it. (Measured, not bounded from the dtype's
+  epsilon: the blocks amplify rounding in a way no epsilon bound knows; on an H100 a bfloat16 GPT-Neo 2.7B
+  run stalled at E = 1e-4, where one rounding per token gives u^2 / 2 ~ 1e-5.) One pass holds every block's
+  rounding once; the passes after it add rounding only as fast as the dynamics fail to contract it, which is
+  the dynamics' doing, not the dtype's.
 * **the evaluation of E** (:func:`evaluation_floor`): cosines of ``width``-long vectors computed in
   float32 carry an absolute error of about ``sqrt(width) * u`` (``u`` the unit round-off): measured
   here on nearly aligned tokens, 1.2e-7 at width 32 and 1.5e-6 at width 2560, against the bound's 3.5e-7
   and 3.0e-6.
 
 The floor is the larger of the two. No rate is fitted to values of E at or below it, and no collapse
-threshold is decided at or below it (:mod:`empirical.decision`).
+threshold is decided within a factor 10 of it (:mod:`empirical.decision`).
 """
 
 from __future__ import annotations
@@ -101,6 +101,6 @@ def measure_floor(adapter: LoopAdapter, x: torch.Tensor, inputs: BlockInputs, *,
             "probe_prompts": probe.shape[0], "probe_seed": PROBE_SEED, "evaluation_floor": evaluation,
             "evaluation_dtype": str(evaluation_dtype(x.dtype)).replace("torch.", ""),
             "seconds": time.perf_counter() - started,
-            "method": "max(probe: the largest E, over the probed prompts, at the start and after each block of one pass "
-                      "from a consensus displaced by one unit round-off (each prompt's first token repeated), "
+            "method": "max(probe: the largest E, over the probed prompts, at the start and after each block of one "
+                      "pass from a consensus displaced by one unit round-off (each prompt's first token repeated), "
                       "sqrt(width) x unit round-off of E's evaluation dtype)"}

@@ -149,10 +149,11 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
     previous = _previous_manifest(out, settings, source)
-    if previous is not None and previous.get("dtype", str(dtype).replace("torch.", "")) != str(dtype).replace("torch.", ""):
-        raise ValueError(f"{out} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
-                         f"{str(dtype).replace('torch.', '')} (auto is float32 on every device): pass --dtype "
-                         f"{previous['dtype']} to resume it, or use another --out folder.")
+    dtype_name = str(dtype).replace("torch.", "")
+    if previous is not None and previous.get("dtype", dtype_name) != dtype_name:
+        raise ValueError(f"{out} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now {dtype_name} "
+                         f"(auto is float32 on every device): pass --dtype {previous['dtype']} to resume it, or use "
+                         "another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
@@ -166,7 +167,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
     manifest = {
         "settings": asdict(settings), "settings_identity": settings.identity(),
-        "device": str(device), "dtype": str(dtype).replace("torch.", ""), "device_map": device_map,
+        "device": str(device), "dtype": dtype_name, "device_map": device_map,
         "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
@@ -435,7 +436,8 @@ class Checkpoint:
         return self.path.exists()
 
     def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor) -> None:
-        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E ``(prompts, passes * layers + 1)``."""
+        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
+        ``(prompts, passes * layers + 1)``."""
         state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
         atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True)
 
