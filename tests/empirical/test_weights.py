@@ -127,3 +127,23 @@ def test_control_a_model_built_on_the_cpu_and_moved_is_caught():
     with _Allocations() as allocations:
         model = AutoModelForCausalLM.from_config(load_config("tiny-gpt2")).to("meta")
     assert allocations.elements.get("cpu", 0) >= sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_on_the_cpu_the_draw_on_the_device_gives_the_former_path_s_weights(name):
+    """Built on the device with one draw, a model has the weights and buffers of the former path (``from_config``
+    seeded on the CPU, then the seeded re-draw), value for value: runs made before keep their numbers."""
+    from transformers import AutoModelForCausalLM
+
+    from empirical.models import load_config
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        former = AutoModelForCausalLM.from_config(load_config(name))
+    redraw(former, 3)
+    now = load_model(name, "random", seed=3)
+    for before, after in ((former.state_dict(), now.state_dict()), (dict(former.named_buffers()),
+                                                                    dict(now.named_buffers()))):
+        assert before.keys() == after.keys()
+        for key in before:
+            torch.testing.assert_close(after[key], before[key], atol=0, rtol=0, msg=key)
