@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make report   the full verification; writes build/report/index.html and verdicts.json
-#   make test     the test suite (also writes the report of what it ran)
+#   make test     the test suite (also writes the report of what it ran, into build/test-report)
 # Both create or refresh the virtual environment .venv/ first, and only when its inputs changed.
 #
 # GPU users: `make CONSTRAINTS= test` keeps pip's CUDA build of torch instead of the CPU pin.
@@ -39,7 +39,7 @@ test: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
 
-# Mutation testing of the core modules (README "Mutation testing"): mutmut (pyproject.toml [tool.mutmut]) over the
+# Mutation testing of the core modules (docs/mutation.md): mutmut (pyproject.toml [tool.mutmut]) over the
 # Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/kernels.py,
 # sim/instances.py, sim/compiled.py), which mutmut does not mutate; the summary goes to build/mutants/summary.json,
 # which the report's mutation section shows. Niced: the machine is shared. One thread for torch and BLAS: mutmut

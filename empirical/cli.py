@@ -1,4 +1,4 @@
-"""``python -m empirical {prompts,run,plot,suite,bench,audit,gpu-checks}``: the paper's experiments from the command line (SPEC section 6).
+"""``python -m empirical {prompts,run,plot,suite,bench,audit,gpu-checks}``: the paper's experiments from the command line.
 
 Every default is stated once, where the experiment defines it: a run's in :class:`empirical.run.RunSettings`, an
 audit's in :class:`empirical.audit.AuditSettings`, the benchmark's in :data:`BENCH_DEFAULTS`; the choices of
@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
+
+from reports.helpformat import Parser
+from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
+                             say_rebuilt)
 
 from .audit.measure import AuditSettings
 from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
@@ -115,6 +119,7 @@ def _suite(args) -> int:
     from .suite import run_variant, split_by_weights, variants
 
     try:
+        check_writable_folder(args.out)
         folders = parse_weights_dirs(args.weights_dir)
         chosen, missing = split_by_weights(variants(args.profile, args.only), folders)
     except ValueError as error:
@@ -171,6 +176,12 @@ def _audit(args) -> int:
     from .audit.store import rates_from_results, write_audit
 
     settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
+    try:
+        output = check_output_folder(args.out, command="empirical audit", settings={
+            "model": args.model, "weights": args.weights, **asdict(settings), "dtype": args.dtype,
+            "random_comparison": not args.no_random_comparison, "results": [str(p) for p in args.results]})
+    except OutputError as error:
+        return _error(error)
     result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
                          compare_random=False if args.no_random_comparison else None,
                          progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
@@ -180,7 +191,9 @@ def _audit(args) -> int:
         if settings:
             item.update(group=f"{settings.get('model')} ({settings.get('weights')})", ffn=settings.get("ffn"))
     result["results_rates"] = extra
-    path = write_audit(result, args.out)
+    if output.resumed:
+        say_rebuilt(output.path / "audit.json", "audited again with the same settings")
+    path = write_audit(result, claim_output_folder(output))
     section = audit_section([result], extra)
     (args.out / "audit.section.json").write_text(json.dumps(section.to_json(), indent=1))
     for table in section.tables[:1]:
@@ -193,17 +206,20 @@ def _audit(args) -> int:
 
 
 def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None:
-    parser.add_argument("--device", choices=DEVICES, default=RUN["device"])
+    parser.add_argument("--device", choices=DEVICES, default=RUN["device"],
+                        help="auto: CUDA when present (several GPUs: sharded), else the CPU")
     if dtype:
-        parser.add_argument("--dtype", choices=("auto", *DTYPES), default=RUN["dtype"])
+        parser.add_argument("--dtype", choices=("auto", *DTYPES), default=RUN["dtype"],
+                            help="auto: float32 on every device (the floor of E in bfloat16 nears the collapse "
+                                 "threshold); bfloat16 and float16 only when named")
 
 
 def _add_prompts(commands) -> None:
     prompts = commands.add_parser("prompts", help="print the authors' random prompts as JSON")
-    prompts.add_argument("--n", type=int, default=RUN["prompts"])
-    prompts.add_argument("--length", type=int, default=RUN["length"])
-    prompts.add_argument("--vocab-size", type=int, default=GPT2_VOCAB_SIZE)
-    prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"])
+    prompts.add_argument("--n", type=int, default=RUN["prompts"], help="number of prompts")
+    prompts.add_argument("--length", type=int, default=RUN["length"], help="tokens per prompt")
+    prompts.add_argument("--vocab-size", type=int, default=GPT2_VOCAB_SIZE, help="token ids drawn from 0..V-1 (GPT-2's V)")
+    prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"], help="the seed of Python's random (the authors')")
     prompts.set_defaults(handler=_prompts)
 
 
@@ -212,22 +228,23 @@ def _add_run(commands) -> None:
     run.add_argument("--model", default=SMOLLM2,
                      help="smollm2-135m or gemma3-270m (embedded), gpt2-xl, EleutherAI/gpt-neo-2.7B, a tiny test model (tiny-llama, "
                           "tiny-gemma3, ...), a folder written by save_pretrained, a .gguf file, or a Hugging Face "
-                          "id in the local cache; families: see README")
-    run.add_argument("--weights", choices=WEIGHTS, default=RUN["weights"])
+                          "id in the local cache; families: see docs/models.md")
+    run.add_argument("--weights", choices=WEIGHTS, default=RUN["weights"],
+                     help="trained; random: drawn once from the architecture's initialiser; redrawn: before every pass")
     run.add_argument("--no-ffn", action="store_true", help="remove the feed-forward sub-layers (x + attn(norm_1(x)))")
     run.add_argument("--prompts", type=int, default=RUN["prompts"],
-                     help=f"number of prompts N (default {RUN['prompts']}, as the paper)")
+                     help="number of prompts N (the paper's)")
     run.add_argument("--length", type=int, default=RUN["length"],
-                     help=f"tokens per prompt L (default {RUN['length']}, as the paper)")
+                     help="tokens per prompt L (the paper's)")
     run.add_argument("--passes", type=int, default=RUN["passes"],
                      help="passes K through all blocks (with --until-decided: the most passes)")
     run.add_argument("--seed", type=int, default=RUN["seed"],
                      help="weight-draw seed (random: the draw; redrawn: seed + pass)")
     run.add_argument("--prompt-seed", type=int, default=RUN["prompt_seed"],
-                     help=f"the prompts' seed ({RUN['prompt_seed']}, as the authors)")
+                     help="the prompts' seed (the authors')")
     _device_options(run)
     run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
-                     help="attention kernel (default: the model's own default)")
+                     help="attention kernel (none given: the model's own default)")
     run.add_argument("--until-decided", action="store_true",
                      help="stop at the first pass where the collapse rule decides (collapsed or stalled; "
                           "empirical/decision.py), --passes at most")
@@ -294,8 +311,9 @@ def _add_bench(commands) -> None:
     bench.add_argument("--model", default=BENCH_DEFAULTS["model"],
                        help="smollm2-135m or gemma3-270m (embedded), or any model with trained weights (see "
                             "python -m empirical run --help)")
-    for name in ("prompts", "length", "passes", "rounds"):
-        bench.add_argument(f"--{name}", type=int, default=BENCH_DEFAULTS[name])
+    for name, text in (("prompts", "number of prompts"), ("length", "tokens per prompt"),
+                       ("passes", "passes through all blocks"), ("rounds", "timed rounds of the four variants")):
+        bench.add_argument(f"--{name}", type=int, default=BENCH_DEFAULTS[name], help=text)
     _device_options(bench, dtype=False)
     bench.add_argument("--out", type=Path, help="benchmark JSON")
     bench.add_argument("--section", type=Path, help="report section JSON")
@@ -307,13 +325,14 @@ def _add_audit(commands) -> None:
     audit.add_argument("--model", required=True, help="a built-in id (smollm2-135m, gemma3-270m, gpt2-xl, "
                                                       "EleutherAI/gpt-neo-2.7B, tiny-*), a local path or a cached "
                                                       "Hugging Face id")
-    audit.add_argument("--weights", choices=("trained", "random"), default="trained")
+    audit.add_argument("--weights", choices=("trained", "random"), default="trained", help="the weights audited")
     audit.add_argument("--out", type=Path, required=True, help="folder for audit.json and audit.section.json")
-    audit.add_argument("--prompts", type=int, default=AUDIT["prompts"])
-    audit.add_argument("--length", type=int, default=AUDIT["length"])
-    audit.add_argument("--passes", type=int, default=AUDIT["passes"])
+    audit.add_argument("--prompts", type=int, default=AUDIT["prompts"], help="number of prompts")
+    audit.add_argument("--length", type=int, default=AUDIT["length"], help="tokens per prompt")
+    audit.add_argument("--passes", type=int, default=AUDIT["passes"], help="passes of the looped forward")
     audit.add_argument("--seed", type=int, default=AUDIT["seed"], help="seed of the random weights")
-    audit.add_argument("--dtype", choices=AUDIT_DTYPES, default=AUDIT_DTYPES[0])
+    audit.add_argument("--dtype", choices=AUDIT_DTYPES, default=AUDIT_DTYPES[0],
+                       help="bfloat16 halves the memory of the largest models")
     audit.add_argument("--no-random-comparison", action="store_true",
                        help="with trained weights, skip auditing the same architecture with random weights")
     audit.add_argument("--results", type=Path, nargs="*", default=[],
@@ -322,8 +341,9 @@ def _add_audit(commands) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m empirical", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m empirical", description="Loop real transformers for many passes and measure "
+                    "token consensus: the paper's experiments (figures 7-10), their benchmark and the hypothesis audit.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in (_add_prompts, _add_run, _add_plot, _add_suite, _add_bench, _add_audit, _add_gpu_checks):
         add(commands)
     return parser

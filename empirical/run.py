@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from reports.files import atomic_write, write_json
+from reports.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, say_rebuilt, unreadable
 
 from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide, needs_more_passes, pass_ends
@@ -143,11 +144,12 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     with ``settings.passes`` as its maximum).
     """
     started = time.perf_counter()
-    out = Path(out)
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
     check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    output = check_output_folder(out, command="empirical run", settings=settings.identity())
+    out = output.path
     previous = _previous_manifest(out, settings, source)
     dtype_name = str(dtype).replace("torch.", "")
     if previous is not None and previous.get("dtype", dtype_name) != dtype_name:
@@ -160,7 +162,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     _synchronise(device)
     built = time.perf_counter()
     adapter = adapter_for(model)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output_folder(output)
+    if previous is not None and (reason := unreadable(out / "results.json")):
+        say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn)
@@ -359,11 +363,6 @@ def _input_device(model, device: torch.device) -> torch.device:
 
 #: The run's figure, beside results.json.
 FIGURE = "E.png"
-#: results.json's layout version: 2 adds the labels (pass, block), the floor and the decision to version 1's
-#: E, E_mean, E_std, layers and passes.
-RESULTS_FORMAT = 2
-
-
 def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule) -> dict[str, Any]:
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
     ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
@@ -371,7 +370,7 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
     E = E[:, : passes * layers + 1].double()
     mean = E.mean(0).tolist()
     ends = pass_ends(mean, layers, passes)
-    return {"format": RESULTS_FORMAT, "E": E.tolist(), "E_mean": mean,
+    return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": mean,
             "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
             "layers": layers, "passes": passes,
             "pass": [0] + [k for k in range(1, passes + 1) for _ in range(layers)],

@@ -11,17 +11,17 @@ Hypothesis profile. DIR may be any folder, inside the project or not, absolute o
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from .build import (EXTRA_SECTIONS_DIR_ENV, SECTION_REVISION_KEY, ReportInputError, check_reused_sections,
-                    output_folder, read_section)
+from .build import EXTRA_SECTIONS_DIR_ENV, SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
+from .helpformat import Parser
 from .manifest import git_revision
-from .pytest_plugin import FULL_ENV
+from .outputs import OutputError, check_output_folder, claim_output_folder
+from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,15 +79,19 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     paper-model weights to the tests (``--weights-dir``; see empirical/sources.py)."""
     revision = git_revision(ROOT)
     try:
-        out = output_folder(out)
-        sections = out / "sections"
-        sections.mkdir(exist_ok=True)
-        if not run_benchmarks:
+        output = check_output_folder(out, command="reports build", settings={"pytest_args": pytest_args})
+        sections = output.path / "sections"
+        if not run_benchmarks and sections.is_dir():
             check_reused_sections(sections, revision)
-    except ReportInputError as error:
+    except (OutputError, ReportInputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1"}
+    out = claim_output_folder(output)
+    sections.mkdir(exist_ok=True)
+    if output.resumed:
+        print(f"rebuilding the report in {out} (written before by the same command and settings)", flush=True)
+    env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1",
+           BUILD_FOLDER_ENV: str(out)}
     env.setdefault("HYPOTHESIS_PROFILE", "thorough")
     if run_benchmarks:
         status = check_pytest_arguments(out, pytest_args, env)  # (without benchmarks pytest itself fails as fast)
@@ -103,12 +107,13 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m reports", description="Build the verification report (the full verification: "
+                    "benchmarks, then every test) or compare the verdicts of two reports.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     build_parser = commands.add_parser("build", help="run the full verification and write the HTML report")
     build_parser.add_argument("--out", type=Path, default=ROOT / "build" / "report",
-                              help="output folder for index.html and verdicts.json, any folder (default: build/report "
-                                   "in the project)")
+                              help="output folder for index.html and verdicts.json, any folder; one written by other "
+                                   "settings (another command, other pytest arguments) is refused")
     build_parser.add_argument("--no-bench", action="store_true",
                               help="skip the benchmarks (the sections they wrote into OUT/sections at this revision "
                                    "are kept)")

@@ -1,10 +1,10 @@
-"""Build the HTML verification report and ``verdicts.json`` from collected evidence."""
+"""Build the HTML verification report and ``verdicts.json`` (schema: reports/schemas/verdicts.schema.json) from
+collected evidence."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .checks import COVERED, GAP, coverage as registered_coverage
 from .evidence import TestEvidence, records_of
 from .manifest import run_manifest
+from .outputs import SCHEMA_VERSIONS
 from .records import CheckResult, worst_verdict
 from .registry import CLAIMS
 from .render import mathjax_bundle, render_html
@@ -27,25 +28,6 @@ SECTION_REVISION_KEY = "git_revision"
 
 class ReportInputError(ValueError):
     """A report's output folder or reused input cannot be used; the message says which and what to do."""
-
-
-def output_folder(path: Path | str, option: str = "--out") -> Path:
-    """``path`` made absolute, created if missing, and checked writable (a file is created and removed there).
-
-    Raises ``ReportInputError`` naming ``option`` when it is a file, lies under a file, or cannot be written.
-    """
-    folder = Path(path).resolve()
-    if folder.exists() and not folder.is_dir():
-        raise ReportInputError(f"{option} {path} must be a folder; it is a file (give a folder for index.html and "
-                               "verdicts.json).")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise ReportInputError(f"{option} {path} must be a folder this user can write to: {error.strerror} "
-                               f"({error.filename or folder}).") from error
-    return folder
 
 
 def read_section(path: Path) -> dict:
@@ -152,6 +134,7 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
 
     verdicts = {
+        "schema_version": SCHEMA_VERSIONS["verdicts"],
         "manifest": manifest,
         "counts": counts,
         "gaps": {e["claim"].id: e["gaps"] for e in entries if e["gaps"]},

@@ -103,6 +103,37 @@ AUDIT_FRAGMENTS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: ASCII formulas of the printed and corrected statements that the report's first screen quotes (the discrepancies
+#: of theory/ and empirical/) -> LaTeX, typeset there as the table's formulas are.
+STATEMENT_FRAGMENTS: tuple[tuple[str, str], ...] = (
+    ("P_{l,n} = 2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu)", r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n-1} \binom{l-1}{\mu}"),
+    ("P_{l,n} = 2^{-(l-1)} sum_{mu=0}^{n} C(l-1, mu)", r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n} \binom{l-1}{\mu}"),
+    ("P_{l,n} = 1", r"P_{l,n} = 1"),
+    ("n >= l-1", r"n \ge l - 1"),
+    ("n >= l", r"n \ge l"),
+    ("l = n+1", r"l = n + 1"),
+    ("d = n+1", r"d = n + 1"),
+    ("R^{n+1}", r"\mathbb{R}^{n+1}"),
+    ("S^n", r"S^n"),
+    ("+-v", r"\pm v"),
+    ("v^T y = 0", r"v^\top y = 0"),
+    ("u_2^T y > 0", r"u_2^\top y > 0"),
+    ("u_2", r"u_2"),
+    ("lambda_2", r"\lambda_2"),
+    ("gamma = gamma0 1", r"\gamma = \gamma_0 \mathbf{1}"),
+    ("|N(x) - beta|^2 = (n+1) gamma0^2 var/(var + eps)",
+     r"\|N(x) - \beta\|^2 = (n+1)\,\gamma_0^2\,\frac{\mathrm{var}}{\mathrm{var} + \varepsilon}"),
+    ("|N(x) - beta|^2 = (n+1) gamma0^2", r"\|N(x) - \beta\|^2 = (n+1)\,\gamma_0^2"),
+    ("(n+1) gamma0^2", r"(n+1)\,\gamma_0^2"),
+    ("sqrt(n+1) |gamma0|", r"\sqrt{n+1}\,|\gamma_0|"),
+    ("sqrt(n+1)|gamma0|", r"\sqrt{n+1}\,|\gamma_0|"),
+    ("sqrt(var/(var+eps))", r"\sqrt{\mathrm{var} / (\mathrm{var} + \varepsilon)}"),
+    ("1^T (N(x) - beta) = 0", r"\mathbf{1}^\top (N(x) - \beta) = 0"),
+    ("1^T (z - beta) = 0", r"\mathbf{1}^\top (z - \beta) = 0"),
+    ("eps -> 0", r"\varepsilon \to 0"),
+)
+
+
 def _fragment_pattern(fragments: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
     """One alternation of the ASCII forms, longest first; a form starting or ending with a letter or digit
     must not continue a word there (``P_eta`` is not matched inside ``XP_etas``)."""
@@ -114,8 +145,8 @@ def _fragment_pattern(fragments: tuple[tuple[str, str], ...]) -> re.Pattern[str]
     return re.compile("|".join(parts))
 
 
-_PATTERN = _fragment_pattern(AUDIT_FRAGMENTS)
-_TEX = dict(AUDIT_FRAGMENTS)
+_PATTERN = _fragment_pattern(AUDIT_FRAGMENTS + STATEMENT_FRAGMENTS)
+_TEX = dict(AUDIT_FRAGMENTS + STATEMENT_FRAGMENTS)
 
 
 def inline_math(tex: str) -> Markup:
@@ -129,7 +160,8 @@ def display_math(tex: str) -> Markup:
 
 
 def typeset_fragments(text: str) -> Markup:
-    """``text`` HTML-escaped, with every ASCII formula of :data:`AUDIT_FRAGMENTS` replaced by its inline math."""
+    """``text`` HTML-escaped, with every ASCII formula of :data:`AUDIT_FRAGMENTS` and :data:`STATEMENT_FRAGMENTS`
+    replaced by its inline math."""
     out, start = Markup(""), 0
     for match in _PATTERN.finditer(text):
         out += escape(text[start:match.start()]) + inline_math(_TEX[match.group(0)])

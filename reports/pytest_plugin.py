@@ -4,7 +4,7 @@ Tests declare the claim they check with ``@check("full.invariance", method="prop
 marker ``@pytest.mark.claim(...)`` of the same arguments is read too) and may hand result records to the ``record``
 fixture. The claims are validated when the tests are collected: an id outside the registry stops the run, naming
 the test and the id. At the end of every run the plugin writes ``index.html`` and ``verdicts.json`` into
-``--report-dir`` (default ``build/report``), with each claim's declared evidence kinds that no collected or
+``--report-dir`` (default ``build/test-report``: never ``build/report``, which ``make report`` fills), with each claim's declared evidence kinds that no collected or
 registered check covers listed as gaps. What a test stands for (passed, failed, skipped, with or without
 records) is the rule of ``reports.evidence``; ``control=True`` marks a negative control: a test showing the check
 rejects a deliberately broken model.
@@ -19,14 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from .build import ReportInputError, output_folder, write_report
+from .build import write_report
 from .checks import Check, coverage, registrations
 from .checks import REGISTERED as REGISTERED_CHECKS
 from .evidence import TestEvidence
+from .outputs import OutputError, check_output_folder, claim_output_folder
 from .records import CheckResult, ReportSection
 from .registry import EVIDENCE_KINDS, get_claim
 
 FULL_ENV = "CONSENSUS_FULL"
+#: Set by ``python -m reports build`` to the report folder it has checked and claimed for its pytest run.
+BUILD_FOLDER_ENV = "CONSENSUS_REPORT_BUILD_FOLDER"
+#: Where a test run writes the report of what it ran: its own folder, apart from the full report's.
+TEST_REPORT_DIR = "build/test-report"
 #: The per-test time limit (seconds) under ``--full`` (``make report``) in place of the ``timeout`` of pyproject.toml:
 #: a full check may run the empirical experiments from an empty build/runs (about 8 minutes in all, measured on a
 #: quiet machine) and the thorough Hypothesis profile runs up to 7.5 times the examples of `make test`
@@ -143,8 +148,9 @@ def _full_enabled(config: pytest.Config) -> bool:
 # -- plugin registration -------------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("consensus verification report")
-    group.addoption("--report-dir", default="build/report",
-                    help="where index.html and verdicts.json are written (default: build/report)")
+    group.addoption("--report-dir", default=TEST_REPORT_DIR,
+                    help=f"where index.html and verdicts.json are written (default: {TEST_REPORT_DIR}; `make report` "
+                         "writes build/report)")
     group.addoption("--no-report", action="store_true", help="do not write the verification report")
     group.addoption("--claim", action="append", default=[], metavar="ID",
                     help="run only the tests that check this registry claim (repeatable; a prefix like 'causal.' works)")
@@ -170,14 +176,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _report_folder(config: pytest.Config) -> Path | None:
-    """``--report-dir`` (relative to the root), created and checked writable before any test runs; None with
-    ``--no-report``."""
+    """``--report-dir`` (relative to the root), checked by ``reports.outputs`` and claimed before any test runs (a
+    folder of another command, such as the full report of ``make report``, is refused); None with ``--no-report``."""
     if config.getoption("no_report"):
         return None
     out = Path(config.getoption("report_dir"))
+    out = out if out.is_absolute() else Path(config.rootpath) / out
+    if os.environ.get(BUILD_FOLDER_ENV) == str(out.absolute()):
+        return out  # the report build checked and claimed it
     try:
-        return output_folder(out if out.is_absolute() else Path(config.rootpath) / out, "--report-dir")
-    except ReportInputError as error:
+        return claim_output_folder(check_output_folder(out, command="pytest", settings={}, option="--report-dir"))
+    except OutputError as error:
         raise pytest.UsageError(str(error)) from error
 
 

@@ -69,9 +69,9 @@ class CheckResult:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict={self.verdict!r} must be one of {VERDICTS}.")
         conjecture = CLAIMS_BY_ID[self.claim].conjecture
-        if conjecture and self.verdict in ("verified", "discrepancy"):
-            raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', never "
-                             f"{self.verdict!r}.")
+        if conjecture and (self.verdict == "discrepancy" or (self.verdict == "verified" and self.method != "proof")):
+            raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', and "
+                             f"only a proof (method 'proof') gives 'verified'; not {self.verdict!r} by {self.method!r}.")
         if self.verdict == "supported" and not conjecture:
             raise ValueError(f"verdict 'supported' is for conjectures (conj.*); {self.claim!r} is not one.")
         if self.verdict == "discrepancy" and not (self.printed and self.corrected):

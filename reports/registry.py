@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: "search": a counterexample search (claims ``conj.*``: verdict ``supported`` or ``refuted``, never ``verified``).
-EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical", "search")
+#: "search": a counterexample search (claims ``conj.*``: verdict ``supported`` or ``refuted``); "proof": a symbolic
+#: reduction to a cited theorem (the only way a conjecture is ``verified``).
+EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical", "search", "proof")
+#: Where a claim comes from: printed in the paper, a conjecture of another paper that the paper cites, or a question
+#: this suite asks on its own (labelled apart in the report).
+ORIGINS = ("paper", "cited", "suite")
+#: How the report names each origin.
+ORIGIN_LABELS = {"paper": "the paper's", "cited": "cited by the paper", "suite": "this suite's own reading"}
 
 
 @dataclass(frozen=True)
@@ -24,11 +30,14 @@ class Claim:
     source_icml: str
     statement: str
     evidence: tuple[str, ...]
+    origin: str = "paper"
 
     def __post_init__(self) -> None:
         unknown = set(self.evidence) - set(EVIDENCE_KINDS)
         if unknown:
             raise ValueError(f"Claim {self.id!r}: evidence kinds {sorted(unknown)} must be among {EVIDENCE_KINDS}.")
+        if self.origin not in ORIGINS:
+            raise ValueError(f"Claim {self.id!r}: origin={self.origin!r} must be one of {ORIGINS}.")
 
     @property
     def area(self) -> str:
@@ -250,38 +259,56 @@ CLAIMS: tuple[Claim, ...] = (
           ("empirical",)),
     # --- Open conjectures: settled by certified counterexample searches (sim/search.py) -------------
     Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
-          "'We were only able to establish this result for the single-head case although we believe it holds in "
-          "greater generality.' Conjecture (Theorem 5.2 extended to h >= 2 heads, as this suite states it): causal "
-          "attention, constant symmetric U_eta and bounded P_eta (constant in the search), v the top eigenvector of "
-          "sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain of "
-          "attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",)),
+          "Quoted: 'We were only able to establish this result for the single-head case although we believe it holds "
+          "in greater generality.' The sentence names no multi-head hypothesis; READING A (this suite's): causal "
+          "attention, h >= 2 constant symmetric U_eta, bounded P_eta (constant in the search), v the top eigenvector "
+          "of sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain "
+          "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite"),
+    Claim("conj.multihead-causal-common", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
+          "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
+          "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
+          "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
+          "attraction contains D^l(v).", ("search", "symbolic"), "suite"),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
-          "'there is no result available in the literature for the case where U is not the identity matrix although "
-          "this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention "
-          "masking' (arXiv 2411.04990). Their exact statements were not retrievable here (the stored copies of that "
-          "paper hold its abstract only), so the conjecture is RECONSTRUCTED from the citing sentence: causal "
-          "attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple "
-          "and positive: for almost every initial state the tokens converge to consensus.", ("search",)),
+          "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
+          "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
+          "attention masking' (arXiv 2411.04990); ICML Remark 4.6: 'two conjectures are proposed, but not proved'. "
+          "Their exact statements were not retrievable here (stored copies hold the abstract; summaries describe an "
+          "atlas of final configurations by the value matrix's spectrum: a single point, a pair of antipodal points, "
+          "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
+          "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
+          "for almost every initial state the tokens converge to consensus.", ("search",), "suite"),
+    Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
+          "Remark 4.6, sec. 1 (citing Karagodin et al.)",
+          "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
+          "simple positive top eigenvalue, as summarised): causal attention, one head, constant P, a constant "
+          "U != I whose eigenvalue of largest real part is real, simple and positive with eigenvector v: for almost "
+          "every initial state every token converges to +v or to -v (consensus, or the antipodal pair of "
+          "clusters).", ("search",), "cited"),
     Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
-          "The full-attention counterpart of conj.value-causal (RECONSTRUCTED in the same way, exact text not "
-          "retrievable): full attention, one head, constant P, a constant U != I whose eigenvalue of largest real "
-          "part is real, simple and positive: for almost every initial state the tokens converge to consensus.",
-          ("search",)),
+          "The full-attention counterpart of conj.value-causal, READING 'consensus' (this suite's reconstruction): "
+          "full attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, "
+          "simple and positive: for almost every initial state the tokens converge to consensus.", ("search",),
+          "suite"),
+    Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
+          "Remark 4.6, sec. 1 (citing Karagodin et al.)",
+          "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
+          "converges to +v or to -v.", ("search",), "cited"),
     Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
-          "'If we take P to be the identity, linearization ... shows that the only equilibria that are asymptotically "
-          "stable are the consensus equilibria ... when P is not the identity this strategy leads to conditions whose "
-          "validity cannot be easily ascertained.' Conjecture (the case left open): under Hypothesis 3.1 (h = 1, "
-          "U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every asymptotically "
-          "stable equilibrium is a consensus equilibrium.", ("search",)),
+          "Quoted: 'If we take P to be the identity, linearization ... shows that the only equilibria that are "
+          "asymptotically stable are the consensus equilibria ... when P is not the identity this strategy leads to "
+          "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
+          "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
+          "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search")),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
-          "The same question asked of the whole gradient class this suite verified (grad.field: P = P^T and W U = P), "
-          "here W = I and U = P symmetric, possibly indefinite (stated by this suite, not printed): every "
-          "asymptotically stable equilibrium is a consensus equilibrium.", ("search",)),
+          "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
+          "verified (grad.field: P = P^T and W U = P), here W = I and U = P symmetric, possibly indefinite: every "
+          "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite"),
     Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
-          "Full attention with U = I, h >= 1 and bounded non-symmetric P (constant in the search), which has no "
-          "gradient structure: for almost every initial state, including states in no open hemisphere (outside "
-          "Theorem 4.1's premise), the tokens converge to consensus (the open case beside Theorem 4.1; stated by "
-          "this suite, not printed as a conjecture).", ("search",)),
+          "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
+          "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
+          "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
+          "consensus.", ("search",), "suite"),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}

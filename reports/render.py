@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from . import formulas
 from .records import NO_CHECK
+from .registry import ORIGIN_LABELS
 
 MATHJAX_PACKAGE = "django-static-mathjax"
 #: MathJax's own folder inside the package's ``mathjax`` module (its package.json gives the MathJax version).
@@ -55,17 +56,28 @@ def mathjax_bundle() -> tuple[str, str, str] | None:
 
 
 def overview(entries: list[dict]) -> dict[str, list]:
-    """What to look at first: the printed paper's discrepancies (claim entry, its discrepancy records), the claims
-    failed or refuted, the claims not run with the commands that would run them, and the claims with no check."""
+    """What to look at first: the printed paper's discrepancies (claim entry, its discrepancy records), the paper's
+    claims failed or refuted, apart from them the conjectures' outcomes, the claims not run grouped by the commands
+    that would run them (each command block once, with every claim it runs), and the claims with no check."""
     return {
         "discrepancies": [(e, [r for r in e["records"] if r.verdict == "discrepancy"])
                           for e in entries if any(r.verdict == "discrepancy" for r in e["records"])],
-        "problems": [e for e in entries if e["verdict"] in ("failed", "refuted")],
-        "not_run": [(e, _run_commands(e)) for e in entries if e["verdict"] == "not-run"],
+        "problems": [e for e in entries if e["verdict"] in ("failed", "refuted") and not e["claim"].conjecture],
+        "conjectures": [e for e in entries if e["claim"].conjecture and e["verdict"] != NO_CHECK],
+        "not_run": _by_commands([e for e in entries if e["verdict"] == "not-run"]),
         "partly_run": [e for e in entries if e["verdict"] != "not-run" and any(r.verdict == "not-run"
                                                                              for r in e["records"])],
         "gaps": [e for e in entries if e["verdict"] == NO_CHECK],
     }
+
+
+def _by_commands(entries: list[dict]) -> list[tuple[list[str], list[dict]]]:
+    """``(commands, the claims they would run)``: claims needing the same commands (the same absent weights) share
+    one entry, in the order the first of them comes."""
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for entry in entries:
+        groups.setdefault(tuple(_run_commands(entry)), []).append(entry)
+    return [(list(commands), claims) for commands, claims in groups.items()]
 
 
 def _run_commands(entry: dict) -> list[str]:
@@ -87,17 +99,22 @@ def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: 
                 mathjax: tuple[str, str, str] | None) -> str:
     """The report page; ``mathjax`` is :func:`mathjax_bundle`'s ``(version, script, licence)``, or None to leave the
     formulas as TeX source (the page then says so)."""
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters.update(png=_embed_png, number=_format_number, cell=_cell, fragments=formulas.typeset_fragments,
-                       display_math=formulas.display_math)
-    env.tests["graded"] = _graded
-    return env.get_template("report.html").render(
+    return environment().get_template("report.html").render(
         entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
-        first=overview(entries), claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
+        first=overview(entries), origin_labels=ORIGIN_LABELS, claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
         css=Markup((Path(__file__).parent / "templates" / "report.css").read_text()),
         mathjax_version=mathjax[0] if mathjax else None, mathjax_script=Markup(mathjax[1]) if mathjax else None,
         mathjax_licence=mathjax[2] if mathjax else None,
     )
+
+
+def environment() -> Environment:
+    """The templates of ``reports/templates`` with the report's filters (figures, numbers, cells, formulas)."""
+    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters.update(png=_embed_png, number=_format_number, cell=_cell, fragments=formulas.typeset_fragments,
+                       display_math=formulas.display_math)
+    env.tests["graded"] = _graded
+    return env
 
 
 def _cell(value: Any) -> Markup:

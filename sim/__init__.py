@@ -1,5 +1,5 @@
 """Numerical side of the suite: the ellipsoid, the attention dynamics (eq. 1, 6, 9) and batched
-structure-preserving solvers; the paper's figures 1-6 and the solver benchmark (see README)."""
+structure-preserving solvers; the paper's figures 1-6 and the solver benchmark (see docs/simulation.md)."""
 
 from .dynamics import AttentionField, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
 from .manifold import Ellipsoid

@@ -1,5 +1,6 @@
 """Command line: ``python -m sim figure {1..6} --out DIR``, ``python -m sim bench [--out FILE]`` and
-``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]``.
+``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]`` and
+``python -m sim replay WITNESS.json``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
@@ -14,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from reports.helpformat import Parser
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
@@ -22,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         return _search(parser, args)
     if args.command == "search-bench":
         return _search_bench(args)
+    if args.command == "replay":
+        return _replay(args)
     from .products import limit_threads
 
     with limit_threads(args.blas_threads):
@@ -29,13 +34,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m sim", description="Simulate the paper's figures 1-6, benchmark the solvers, and "
+                    "search the conjectures for certified counterexamples.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     figure = commands.add_parser("figure", help="simulate, check and plot one of the paper's figures 1-6")
     figure.add_argument("number", type=int, choices=range(1, 7), metavar="N", help="the paper's figure, 1..6")
     figure.add_argument("--out", type=Path, required=True, help="folder for figN.png and figN.json")
     figure.add_argument("--size", choices=("full", "fast"), default="full",
-                        help="full: the paper's size (default); fast: fewer trajectories/instances (Figs. 4-6)")
+                        help="full: the paper's size; fast: fewer trajectories/instances (Figs. 4-6)")
     bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
     bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
     bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
@@ -44,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--part", choices=("all", "scipy", "peers"), default="all",
                        help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
                             "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
-                            "all: both (default)")
+                            "all: both")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
@@ -53,13 +59,16 @@ def _parser() -> argparse.ArgumentParser:
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default 64)")
+    search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default: 64, sim.distributed.CHUNK_SIZE)")
     search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
+                                                "certificate (exit 0: it refutes its claim; 1: it does not)")
+    replay.add_argument("witness", type=Path, help="a witness JSON file, e.g. sim/witnesses/conj.value-full/*.json")
     search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop")
-    search_bench.add_argument("--claim", default="conj.value-full", help="whose family (chunk 0's shape)")
-    search_bench.add_argument("--instances", type=_positive, default=200)
-    search_bench.add_argument("--t1", type=float, default=20.0)
+    search_bench.add_argument("--claim", default="conj.value-full", help="the conjecture whose family (chunk 0's shape) is integrated")
+    search_bench.add_argument("--instances", type=_positive, default=200, help="instances integrated")
+    search_bench.add_argument("--t1", type=float, default=20.0, help="the integrations' horizon")
     search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
         sub.add_argument("--blas-threads", type=int, default=None,
@@ -68,9 +77,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _figure(args) -> int:
+    from reports.outputs import OutputError
+
     from .figures import make_figure
 
-    output = make_figure(args.number, args.out, size=args.size)
+    try:
+        output = make_figure(args.number, args.out, size=args.size)
+    except OutputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
                       "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
     return 0 if output.result.verdict == "verified" else 1
@@ -114,7 +129,22 @@ def _positive(text: str) -> int:
     return value
 
 
+def _replay(args) -> int:
+    from .replay import load, replay
+
+    try:
+        witness = load(args.witness)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    outcome = replay(witness)
+    print(outcome.summary())
+    return 0 if outcome.refuted else 1
+
+
 def _search(parser: argparse.ArgumentParser, args) -> int:
+    from reports.outputs import OutputError
+
     from .conjectures import FAMILIES
     from .distributed import CHUNK_SIZE, run_search
 
@@ -124,10 +154,13 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
         summary = run_search(args.claim, args.instances, args.out, workers=args.workers, scheduler=args.scheduler,
                              chunk_size=args.chunk_size or CHUNK_SIZE, adversarial=not args.no_adversarial,
                              progress=not args.quiet)
-    except ConnectionError as error:
+    except (ConnectionError, OutputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(json.dumps({k: summary[k] for k in ("claim", "verdict", "instances", "hits", "witnesses")}, indent=1))
+    witnesses = args.out / "witnesses" / args.claim
+    print(json.dumps({**{k: summary[k] for k in ("claim", "verdict", "instances", "hits")},
+                      "summary": str(args.out / "summary.json"),
+                      "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, indent=1))
     return 0
 
 

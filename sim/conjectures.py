@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import linprog
+
+from .dynamics import leading_eigenpair
+from .hemisphere import in_open_hemisphere
 
 #: ||P_eta||_2 <= P_MAX (the "bounded P" of the hypotheses, for the search: constant matrices of norm up to 20,
 #: so scores y_i^T P y_j span up to 40 between tokens and attention can be almost hard).
@@ -110,23 +112,10 @@ def _symmetric(a: np.ndarray) -> np.ndarray:
 
 def top_eigenpair(U: np.ndarray) -> tuple[bool, float, np.ndarray]:
     """(simple and positive?, lambda, v) for the eigenvalue of ``U : shape=[d, d]`` of largest real part:
-    simple, real and positive by ``EIGEN_GAP``; v a real unit eigenvector (sign: first nonzero entry positive)."""
-    values, vectors = np.linalg.eig(U)
-    order = np.argsort(-values.real)
-    top = values[order[0]]
-    runner = values[order[1]].real if len(values) > 1 else -np.inf
+    simple, real and positive by ``EIGEN_GAP`` (``sim.dynamics.leading_eigenpair`` gives lambda, v and the gap)."""
+    top, v, runner = leading_eigenpair(U)
     ok = abs(top.imag) < 1e-12 and top.real > EIGEN_GAP and top.real - runner > EIGEN_GAP
-    v = np.real(vectors[:, order[0]])
-    v = v / np.linalg.norm(v)
-    pivot = v[np.argmax(np.abs(v) > 1e-12)]
-    return bool(ok), float(top.real), v * np.sign(pivot)
-
-
-def in_open_hemisphere(y: np.ndarray) -> bool:
-    """Whether the tokens ``y : shape=[l, d]`` lie in one open hemisphere: an exact LP (some v with v^T y_i >= 1)."""
-    result = linprog(np.zeros(y.shape[1]), A_ub=-y, b_ub=-np.ones(len(y)), bounds=[(None, None)] * y.shape[1],
-                     method="highs")
-    return result.status == 0
+    return bool(ok), float(top.real), v
 
 
 def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -144,6 +133,12 @@ def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
     """max_i |y_i - v| per instance, v the top eigenvector of sum_eta U_eta (0 iff y = (v, ..., v))."""
     v = _summed_top_vectors(U)
     return np.max(np.linalg.norm(y - v[:, None, :], axis=-1), axis=1)
+
+
+def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of U_1 (0 iff every y_i = +v or -v)."""
+    v = np.stack([top_eigenpair(u[0])[2] for u in U])[:, None, :]
+    return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)
 
 
 # --- the families ----------------------------------------------------------------------------------------------
@@ -169,6 +164,46 @@ def _hypotheses_multihead(P, U, y0) -> list[str]:
     ok, lam, v = top_eigenpair(np.sum(U, axis=0))
     if not ok:
         problems.append(f"the top eigenvalue of sum_eta U_eta ({lam:.3g}) is not simple and positive")
+    elif np.any(y0 @ v <= 0):
+        problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
+    return problems
+
+
+def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, rawU, rawy, zP, zU = _split(theta, shape)
+    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    basis = np.linalg.qr(rawU[:, 0])[0]                                  # [n, d, d]; v = first column
+    tops = _scale(zU, 2.0)                                                # [n, h], the top eigenvalues
+    others = tops[..., None] * np.tanh(rawU[:, :, 0, 1:])                # [n, h, d-1], each below its top
+    spectra = np.concatenate([tops[..., None], others], axis=-1)
+    U = np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis)           # Q diag Q^T per head
+    valid = np.array([_common_top(u) is not None for u in U])
+    v = _summed_top_vectors(U)  # = the common v, signed as top_eigenpair signs it
+    y0 = _sphere(rawy)
+    signs = np.sign(np.einsum("nld,nd->nl", y0, v))
+    y0 = y0 * np.where(signs == 0, 1.0, signs)[..., None]
+    return Batch(P, U, y0, valid & np.all(np.einsum("nld,nd->nl", y0, v) > 0, axis=1))
+
+
+def _common_top(U: np.ndarray) -> np.ndarray | None:
+    """v when every U_eta's top eigenvalue is simple and positive with the same eigenvector v, else None."""
+    pairs = [top_eigenpair(u) for u in U]
+    v = pairs[0][2]
+    if all(ok and abs(abs(w @ v) - 1) < 1e-9 for ok, _, w in pairs):  # 1e-9: eigenvectors of float64 QR products
+        return v
+    return None
+
+
+def _hypotheses_multihead_common(P, U, y0) -> list[str]:
+    problems = []
+    if len(P) < 2:
+        problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
+    if any(np.max(np.abs(u - u.T)) > 1e-12 for u in U):
+        problems.append("some U_eta is not symmetric")
+        return problems
+    v = _common_top(U)
+    if v is None:
+        problems.append("the heads' top eigenvectors are not one common v with simple positive eigenvalues")
     elif np.any(y0 @ v <= 0):
         problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
     return problems
@@ -254,6 +289,12 @@ FAMILIES: dict[str, Family] = {
         "(G normal, c in (0, 20)); U_eta = s_eta S_eta/|S_eta|_2 (S symmetrised normal, s in (0, 2)), kept when the "
         "top eigenvalue of sum_eta U_eta is simple and positive; y0 uniform on D^l(v)",
         _decode_multihead, distance_from_v, _hypotheses_multihead),
+    "conj.multihead-causal-common": Family(
+        "conj.multihead-causal-common", True, "equilibrium", (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "causal, h in {2, 3}, l in {2..5}, d in {2, 3, 4}; P_eta as conj.multihead-causal; U_eta = Q diag(s_eta, "
+        "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2)); "
+        "y0 uniform on D^l(v)",
+        _decode_multihead_common, distance_from_v, _hypotheses_multihead_common),
     "conj.value-causal": Family(
         "conj.value-causal", True, "equilibrium", (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h = 1, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P = c G/|G|_2 (G normal, c in (0, 20)); "
@@ -263,6 +304,14 @@ FAMILIES: dict[str, Family] = {
     "conj.value-full": Family(
         "conj.value-full", False, "equilibrium", (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "full attention, otherwise as conj.value-causal", _decode_value, diameter, _hypotheses_value),
+    "conj.value-causal-antipodal": Family(
+        "conj.value-causal-antipodal", True, "equilibrium", (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "as conj.value-causal; the claimed outcome is every token at +v or -v", _decode_value,
+        distance_from_plus_minus_v, _hypotheses_value),
+    "conj.value-full-antipodal": Family(
+        "conj.value-full-antipodal", False, "equilibrium", (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "as conj.value-full; the claimed outcome is every token at +v or -v", _decode_value,
+        distance_from_plus_minus_v, _hypotheses_value),
     "conj.gradient-equilibria": Family(
         "conj.gradient-equilibria", False, "equilibrium", (1,), (2, 3, 4, 5, 6, 7, 8), (2, 3, 4), 200.0,
         "Hypothesis 3.1 with W = P (h = 1, U = I, P SPD): mapped by z = P^{1/2} y onto P = U = W = I on the "

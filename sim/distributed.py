@@ -9,12 +9,12 @@ arguments reuses them. At the end ``out/summary.json`` and ``out/witnesses/<clai
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
 from reports.files import write_json
+from reports.outputs import SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, read_json, say_rebuilt
 from reports.records import CheckResult
 from reports.registry import get_claim
 
@@ -68,12 +68,13 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
     write ``out/summary.json`` and the witnesses; return the summary."""
     family = _check_search(claim, instances, chunk_size, workers, scheduler)
     started = time.perf_counter()
+    output = check_output_folder(out, command="sim search", settings=search_settings(family, chunk_size, adversarial))
     stack, client = connect(workers=workers, scheduler=scheduler)  # before anything is written
-    out = Path(out)
     sizes = chunk_sizes(int(instances), int(chunk_size))
     with stack:
+        out = claim_output_folder(output)
         checkpoints = out / "chunks"
-        checkpoints.mkdir(parents=True, exist_ok=True)
+        checkpoints.mkdir(exist_ok=True)
         results = _resumed_chunks(checkpoints, family, sizes, adversarial)
         missing = [i for i in range(len(sizes)) if i not in results]
         from tqdm import tqdm
@@ -106,6 +107,13 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
     return summary
 
 
+def search_settings(family: Family, chunk_size: int, adversarial: bool) -> dict:
+    """What a search folder is written with and a rerun must repeat to resume it (more or fewer instances only
+    reuse or add chunks)."""
+    return {"claim": family.claim, "chunk_size": int(chunk_size), "adversarial": adversarial,
+            "version": SEARCH_VERSION}
+
+
 def _check_search(claim: str | Family, instances: int, chunk_size: int, workers: int | None,
                   scheduler: str | None) -> Family:
     """Raise for inconsistent arguments of ``run_search``; return the claim's family."""
@@ -130,7 +138,10 @@ def _resumed_chunks(checkpoints: Path, family: Family, sizes: list[int], adversa
     for index, size in enumerate(sizes):
         path = checkpoints / f"chunk-{index:05d}.json"
         if path.exists():
-            saved = json.loads(path.read_text())
+            saved = read_json(path)
+            if not isinstance(saved, dict):
+                raise OutputError(f"{path} must be a JSON object (a chunk's record); delete it to search that chunk "
+                                  "again (nothing was changed).")
             if (saved.get("claim"), saved.get("size"), saved.get("adversarial"), saved.get("version")) == \
                     (family.claim, size, adversarial, SEARCH_VERSION):
                 results[index] = saved
@@ -138,11 +149,17 @@ def _resumed_chunks(checkpoints: Path, family: Family, sizes: list[int], adversa
 
 
 def _write_witnesses(witness_dir: Path, summary: dict) -> None:
-    """Write each witness record of ``summary`` (removed from it) to ``witness_dir/NAME.json``."""
+    """Write each witness record of ``summary`` (removed from it) to ``witness_dir/NAME.json``; a witness file of an
+    earlier, larger search in this folder that the summary does not list is removed, and said so."""
+    records = summary.pop("witness_records")
     if summary["witnesses"]:
         witness_dir.mkdir(parents=True, exist_ok=True)
-    for name, record in summary.pop("witness_records").items():
-        write_json(witness_dir / f"{name}.json", record)
+    for stale in sorted(witness_dir.glob("*.json")) if witness_dir.is_dir() else ():
+        if stale.stem not in records:
+            stale.unlink()
+            say_rebuilt(witness_dir, f"removed {stale.name}, a witness of an earlier search of more instances")
+    for name, record in records.items():
+        write_json(witness_dir / f"{name}.json", {"schema_version": SCHEMA_VERSIONS["witness"], **record})
 
 
 def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size: int, adversarial: bool) -> dict:
@@ -164,7 +181,7 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
               f"{'stable equilibria' if family.kind == 'equilibrium' else 'trajectories staying away'}; "
               "a certified hit shrunk (fewer tokens, lower dimension, round numbers) and certified again")
     return {
-        "claim": family.claim, "statement": _statement(family.claim), "verdict": verdict,
+        "schema_version": SCHEMA_VERSIONS["summary"], "claim": family.claim, "statement": _statement(family.claim), "verdict": verdict,
         "family": family.description, "horizon": family.horizon, "kind": family.kind, "method": method,
         "instances": instances, "chunks": len(chunks), "chunk_size": chunk_size, "adversarial": adversarial,
         "valid_random_instances": sum(c["valid_random"] for c in chunks),

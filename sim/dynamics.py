@@ -318,6 +318,18 @@ def hemisphere_lyapunov(y, v) -> np.ndarray:
     return np.max(token_lyapunov(y, v), axis=-1)
 
 
+def leading_eigenpair(U: np.ndarray) -> tuple[complex, np.ndarray, float]:
+    """(lambda, v, runner-up): the eigenvalue of ``U : shape=[d, d]`` of largest real part, a real unit eigenvector
+    (the real part of the computed one, normalised; sign: first nonzero entry positive) and the next largest real
+    part (-inf when d = 1). The one eigenpair helper: Thm 5.2's hypotheses and the conjecture families read it."""
+    values, vectors = np.linalg.eig(U)
+    order = np.argsort(-values.real)
+    runner = float(values[order[1]].real) if len(values) > 1 else -np.inf
+    v = np.real(vectors[:, order[0]])
+    v = v / np.linalg.norm(v)
+    return complex(values[order[0]]), v * np.sign(v[np.flatnonzero(np.abs(v) > 1e-12)[0]]), runner
+
+
 def top_eigenvector(U) -> tuple[float, np.ndarray]:
     """(lambda, v): the largest eigenvalue of a symmetric U and its unit eigenvector (sign: first nonzero > 0).
 
@@ -329,10 +341,7 @@ def top_eigenvector(U) -> tuple[float, np.ndarray]:
     asymmetry = float(np.max(np.abs(U - U.T)))
     if asymmetry > 1e-12 * max(1.0, float(np.max(np.abs(U)))):
         raise ValueError(f"U must be symmetric (Thm 5.2 / ICML 4.5 needs U^T = U); max |U - U^T| is {asymmetry:.3g}.")
-    eigenvalues, eigenvectors = np.linalg.eigh(U)
-    if U.shape[0] > 1 and eigenvalues[-1] - eigenvalues[-2] <= 1e-12 * max(1.0, abs(eigenvalues[-1])):
-        raise ValueError(f"U's largest eigenvalue must be simple; the top two are {eigenvalues[-1]:.6g} and "
-                         f"{eigenvalues[-2]:.6g}.")
-    v = eigenvectors[:, -1]
-    v = v * np.sign(v[np.flatnonzero(np.abs(v) > 1e-12)[0]])
-    return float(eigenvalues[-1]), v
+    lam, v, runner = leading_eigenpair(U)
+    if U.shape[0] > 1 and lam.real - runner <= 1e-12 * max(1.0, abs(lam.real)):
+        raise ValueError(f"U's largest eigenvalue must be simple; the top two are {lam.real:.6g} and {runner:.6g}.")
+    return float(lam.real), v

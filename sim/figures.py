@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from reports.checks import check, claim_result
+from reports.outputs import check_output_folder, claim_output_folder, say_rebuilt
 from reports.records import CheckResult, Figure
 
 from .dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
@@ -378,10 +379,12 @@ def make_figure(number: int, out: Path | str, *, size: str = "full") -> FigureOu
         raise ValueError(f"number={number!r} must be one of 1..6 (the paper's simulated figures).")
     if size not in SIZES:
         raise ValueError(f"size={size!r} must be one of {SIZES}.")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    output = check_output_folder(out, command="sim figure", settings={"size": size})
     data = _SIMULATE[number](size)
+    out = claim_output_folder(output)
     png, data_path = out / f"fig{number}.png", out / f"fig{number}.json"
+    if data_path.exists():
+        say_rebuilt(data_path.parent / f"fig{number}.*", "made again with the same settings")
     plot_figure(number, data, png)
     seed = {2: SEEDS["fig2.initial"], 3: SEEDS["fig2.initial"], 4: f"{SEEDS['fig4.matrices']}, {SEEDS['fig4.initial']}",
             5: SEEDS["fig5.initial"], 6: SEEDS["fig5.initial"]}.get(number)

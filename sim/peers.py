@@ -39,7 +39,7 @@ class Systems:
 
 def available() -> dict[str, str | None]:
     """Each peer's name -> None when importable, else the reason it is skipped (how to install it)."""
-    hint = "not installed: pip install -e '.[peers]' (with the CPU constraints file, see README)"
+    hint = "not installed: pip install -e '.[peers]' (with the CPU constraints file, see docs/simulation.md)"
     return {"diffrax": None if all(importlib.util.find_spec(m) for m in ("jax", "diffrax")) else hint,
             "torchdiffeq": None if importlib.util.find_spec("torchdiffeq") else hint}
 

@@ -1,18 +1,19 @@
-"""``python -m theory check [ID ...] [--json]``: run the symbolic checks (SPEC section 6)."""
+"""``python -m theory check [ID ...] [--json]``: run the symbolic checks of the paper's claims."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+
+from reports.helpformat import Parser
 
 from .checks import CHECKS, run_checks
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m theory", description="Run the symbolic (SymPy) checks of the paper's claims.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     check = commands.add_parser("check", help="run the symbolic checks of the given claims (all by default)")
     check.add_argument("claims", nargs="*", metavar="ID", help=f"claim ids among: {', '.join(CHECKS)}")
     check.add_argument("--json", action="store_true",

@@ -9,10 +9,10 @@ from math import comb, sqrt
 
 import numpy as np
 import sympy as sp
-from scipy.optimize import linprog
 
 from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
+from sim.hemisphere import in_open_hemisphere
 
 from .results import Identity, identities_result
 
@@ -49,16 +49,6 @@ def cover_count(points: int, dimension: int) -> int:
     if points == 1:
         return 2
     return cover_count(points - 1, dimension) + cover_count(points - 1, dimension - 1)
-
-
-def in_open_hemisphere(points: np.ndarray) -> bool:
-    """Whether some v has v^T y_i > 0 for all rows y_i: the LP y_i^T v >= 1 is feasible (scale invariance)."""
-    mean = points.mean(axis=0)
-    if np.all(points @ mean > 0):  # a cheap certificate
-        return True
-    d = points.shape[1]
-    result = linprog(np.zeros(d), A_ub=-points, b_ub=-np.ones(len(points)), bounds=[(None, None)] * d, method="highs")
-    return result.status == 0
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_SCORE) -> tuple[float, float]:

@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from sim.hemisphere import open_hemisphere
+
 from ..adapters import LoopAdapter
 from ..consensus import misalignment
 from ..loop import embed
 from .geometry import layernorm_residuals, rmsnorm_residuals
 from .heads import norm_gain, output_projection, qk_norms
-from .hypotheses import open_hemisphere
 
 
 def _cos_distance(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:

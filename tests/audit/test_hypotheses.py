@@ -10,12 +10,25 @@ from empirical.audit.hypotheses import (
     low_rank_asymmetry,
     low_rank_norms,
     low_rank_summary,
-    open_hemisphere,
     spectrum_summary,
 )
+from sim.hemisphere import in_open_hemisphere, open_hemisphere
 
 
 # --- the open-hemisphere LP ---------------------------------------------------------------------
+def test_the_quick_decision_agrees_with_the_certified_one():
+    """in_open_hemisphere (Wendel's Monte Carlo, the conjecture families) is open_hemisphere's decision."""
+    rng = np.random.default_rng(7)
+    decisions = []
+    for tokens, dim in [(3, 2), (4, 3), (6, 3), (10, 3), (5, 8)]:
+        for _ in range(40):
+            points = rng.normal(size=(tokens, dim))
+            decisions.append(in_open_hemisphere(points))
+            assert decisions[-1] == open_hemisphere(points).inside, points
+    assert any(decisions) and not all(decisions)  # both answers met
+
+
+
 def test_points_in_a_cap_are_inside_with_the_cap_margin():
     rng = np.random.default_rng(0)
     axis = np.array([0.0, 0.0, 1.0])

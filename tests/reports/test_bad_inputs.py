@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from reports.__main__ import ROOT, main, run_benchmark
-from reports.build import SECTION_REVISION_KEY, ReportInputError, check_reused_sections, output_folder, read_section
+from reports.build import SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
 from reports.manifest import git_revision
+from reports.outputs import OutputError, check_output_folder, claim_output_folder
 
 pytest_plugins = ["pytester"]
 
@@ -42,9 +43,13 @@ def _sections(tmp_path: Path, **section) -> Path:
     return folder
 
 
+def output_folder(path: Path):
+    return check_output_folder(path, command="reports build", settings={"pytest_args": []})
+
+
 BAD_INPUTS = [
     pytest.param(lambda tmp: output_folder(_file(tmp)), "must be a folder; it is a file", id="out-is-a-file"),
-    pytest.param(lambda tmp: output_folder(_file(tmp) / "report"), "must be a folder this user can write to: Not a dir",
+    pytest.param(lambda tmp: output_folder(_file(tmp) / "report"), "must be a folder; .*report.html above it is a file",
                  id="out-under-a-file"),
     pytest.param(lambda tmp: output_folder(_unwritable_folder(tmp)), "must be a folder this user can write to",
                  id="out-unwritable"),
@@ -66,7 +71,7 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("call, message", BAD_INPUTS)
 def test_bad_input_raises_a_clear_error(tmp_path, call, message):
-    with pytest.raises(ReportInputError, match=message):
+    with pytest.raises((ReportInputError, OutputError), match=message):
         call(tmp_path)
 
 
@@ -76,8 +81,7 @@ def test_build_into_a_file_stops_at_once(tmp_path, capsys):
 
 
 def test_build_refuses_benchmark_sections_and_verdicts_of_another_revision(tmp_path, capsys):
-    out = tmp_path / "report"
-    out.mkdir()
+    out = claim_output_folder(output_folder(tmp_path / "report"))  # an earlier build's folder
     (out / "verdicts.json").write_text(json.dumps({"manifest": {"git_revision": OTHER_REVISION}, "claims": []}))
     _sections(out, **{SECTION_REVISION_KEY: OTHER_REVISION})
     assert main(["build", "--no-bench", "--out", str(out)]) == 2

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from reports.manifest import git_revision
+from reports.outputs import check_output_folder, claim_output_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_SELECTION = ["--", "tests/reports/test_records.py"]
@@ -48,7 +49,8 @@ def test_report_builds_into_a_folder_outside_the_project(tmp_path):
 
 def test_report_builds_into_a_relative_folder_replacing_another_revisions_verdicts(tmp_path):
     out = tmp_path / "relative" / "report"
-    out.mkdir(parents=True)
+    # an earlier build with the same arguments (its settings.json), whose verdicts are another revision's
+    claim_output_folder(check_output_folder(out, command="reports build", settings={"pytest_args": TINY_SELECTION[1:]}))
     stale = {"manifest": {"git_revision": "0123456789ab"}, "counts": {"verified": 1}, "claims": [{"claim": "x"}]}
     (out / "verdicts.json").write_text(json.dumps(stale))
     result = _build(["--no-bench", "--out", "relative/report", *TINY_SELECTION], cwd=tmp_path)
@@ -57,6 +59,19 @@ def test_report_builds_into_a_relative_folder_replacing_another_revisions_verdic
     verdicts = _verdicts(out)
     assert verdicts["manifest"]["git_revision"] == git_revision(ROOT)
     assert "x" not in [c["claim"] for c in verdicts["claims"]]
+    assert "rebuilding the report in" in result.stdout
+
+
+def test_report_refuses_a_folder_built_with_other_pytest_arguments(tmp_path):
+    out = tmp_path / "report"
+    claim_output_folder(check_output_folder(out, command="reports build", settings={"pytest_args": ["-k", "wendel"]}))
+    result = _build(["--no-bench", "--out", str(out), *TINY_SELECTION], cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"error: --out {out} holds the output of `reports build` with other settings (pytest_args: ['-k', 'wendel'] "
+        "there, ['tests/reports/test_records.py'] here); use another folder, or repeat those settings to resume "
+        "(nothing was changed)."]
+    assert sorted(p.name for p in out.iterdir()) == ["settings.json"]
 
 
 def test_bad_pytest_argument_fails_before_the_benchmarks(tmp_path):

@@ -20,8 +20,8 @@ def test_an_unknown_claim_id_is_an_error_naming_it():
 
 
 def test_a_method_that_is_no_evidence_kind_is_an_error_naming_it():
-    with pytest.raises(ValueError, match=r"method='proof'\): method must be one of"):
-        check("full.wendel", method="proof")
+    with pytest.raises(ValueError, match=r"method='hunch'\): method must be one of"):
+        check("full.wendel", method="hunch")
 
 
 @pytest.fixture(autouse=True)

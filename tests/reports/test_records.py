@@ -24,8 +24,8 @@ from reports.records import NO_CHECK, CheckResult, Figure, ReportSection, Table,
                      "printed statement", id="discrepancy-without-printed-statement"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="verified", tolerance=1e-9), "tolerance_reason",
                      id="tolerance-without-reason"),
-        pytest.param(dict(claim="conj.value-full", method="search", verdict="verified"), "never 'verified'",
-                     id="conjecture-verified"),
+        pytest.param(dict(claim="conj.value-full", method="search", verdict="verified"),
+                     "only a proof .* not 'verified' by 'search'", id="conjecture-verified-by-a-search"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
                      id="theorem-supported"),
     ],
@@ -90,9 +90,15 @@ def test_section_json_carries_its_tables_and_figures():
 
 
 @pytest.mark.parametrize("verdict", ["verified", "discrepancy"])
-def test_a_conjecture_cannot_be_verified_or_found_a_discrepancy(verdict):
-    with pytest.raises(ValueError, match=f"is a conjecture: a search gives 'supported' or 'refuted', never '{verdict}'"):
+def test_a_conjecture_cannot_be_verified_by_a_search_or_found_a_discrepancy(verdict):
+    with pytest.raises(ValueError, match=f"is a conjecture: .* not '{verdict}' by 'search'"):
         CheckResult("conj.value-full", "search", verdict)
+
+
+def test_a_conjecture_is_verified_only_by_a_proof():
+    assert CheckResult("conj.gradient-equilibria", "proof", "verified").verdict == "verified"
+    with pytest.raises(ValueError, match="not 'discrepancy' by 'proof'"):
+        CheckResult("conj.gradient-equilibria", "proof", "discrepancy")
 
 
 def test_complex_numbers_become_real_and_imaginary_parts():

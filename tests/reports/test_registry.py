@@ -15,9 +15,13 @@ SPEC_IDS = [
     "emp.in-kind-trained",
 ]
 CONJECTURE_IDS = [
-    "conj.multihead-causal", "conj.value-causal", "conj.value-full", "conj.gradient-equilibria",
-    "conj.gradient-value", "conj.nonsymmetric-full",
+    "conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-causal-antipodal",
+    "conj.value-full", "conj.value-full-antipodal", "conj.gradient-equilibria", "conj.gradient-value",
+    "conj.nonsymmetric-full",
 ]
+#: Each reading of an ambiguous sentence is its own claim; the suite's own readings and questions say so.
+SUITE_READINGS = ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-full",
+                  "conj.gradient-value", "conj.nonsymmetric-full"]
 
 
 def test_every_spec_claim_is_registered():
@@ -28,8 +32,22 @@ def test_every_spec_claim_is_registered():
 def test_every_conjecture_is_registered_as_one():
     for claim_id in CONJECTURE_IDS:
         claim = get_claim(claim_id)
-        assert claim.conjecture and claim.evidence == ("search",), claim_id
+        assert claim.conjecture and "search" in claim.evidence, claim_id
+        assert set(claim.evidence) <= {"search", "proof", "symbolic"}, claim_id
     assert [c.id for c in CLAIMS if c.conjecture] == CONJECTURE_IDS
+
+
+def test_the_suites_own_readings_are_labelled_and_quote_their_source():
+    for claim_id in SUITE_READINGS:
+        claim = get_claim(claim_id)
+        assert claim.origin == "suite", claim_id
+        assert "this suite" in claim.statement or "This suite" in claim.statement, claim_id
+    assert [c.id for c in CLAIMS if c.origin == "cited"] == ["conj.value-causal-antipodal", "conj.value-full-antipodal"]
+
+
+def test_an_unknown_origin_is_refused():
+    with pytest.raises(ValueError, match="origin='blog' must be one of"):
+        Claim("x.y", "-", "-", "s", ("search",), "blog")
 
 
 def test_claim_ids_are_unique():

@@ -6,15 +6,24 @@ from types import SimpleNamespace
 import pytest
 
 from reports import render
-from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, typeset_fragments
+from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, STATEMENT_FRAGMENTS, typeset_fragments
 from reports.records import CheckResult
-from reports.registry import CLAIMS_BY_ID
+from reports.registry import CLAIMS_BY_ID, ORIGIN_LABELS
+from theory.wendel import CORRECTED as WENDEL_CORRECTED
+from theory.wendel import PRINTED as WENDEL_PRINTED
 
 EMPIRICAL = Path(__file__).resolve().parents[2] / "empirical"
+THEORY = EMPIRICAL.parent / "theory"
 
 
 def test_every_claim_formula_belongs_to_a_registry_claim():
     assert set(CLAIM_TEX) <= set(CLAIMS_BY_ID)
+
+
+def test_every_statement_fragment_is_written_by_a_check():
+    # a fragment no printed or corrected statement holds any more would be dead
+    source = "\n".join(path.read_text() for folder in (THEORY, EMPIRICAL) for path in folder.rglob("*.py"))
+    assert [ascii_form for ascii_form, _ in STATEMENT_FRAGMENTS if ascii_form not in source] == []
 
 
 def test_every_audit_fragment_is_written_by_the_audit():
@@ -50,29 +59,83 @@ def _entry(claim, verdict, records=(), tests=()):
     return {"claim": CLAIMS_BY_ID[claim], "verdict": verdict, "records": list(records), "tests": list(tests)}
 
 
-def test_first_look_lists_discrepancies_problems_not_run_with_commands_and_gaps():
-    skipped = SimpleNamespace(nodeid="tests/x.py::test_big", outcome="skipped",
-                              message="expensive check: run by `make report` (or pytest --full)")
-    absent = SimpleNamespace(nodeid="tests/y.py::test_gpu", outcome="skipped", message="no GPU here")
-    missing = CheckResult("emp.full", "empirical", "not-run", numbers={"missing": {"gpt2-xl": "python -m empirical run"}})
-    entries = [
-        _entry("full.wendel", "discrepancy", [CheckResult("full.wendel", "exact", "discrepancy", printed="a", corrected="b"),
+
+SKIPPED = SimpleNamespace(nodeid="tests/x.py::test_big", outcome="skipped",
+                          message="expensive check: run by `make report` (or pytest --full)")
+ABSENT = SimpleNamespace(nodeid="tests/y.py::test_gpu", outcome="skipped", message="no GPU here")
+GPT2 = {"gpt2-xl": "python -m empirical suite --profile gpu --only gpt2-xl-trained-no-ffn ..."}
+
+
+def _missing(claim):
+    return CheckResult(claim, "empirical", "not-run", numbers={"missing": GPT2})
+
+
+def _first_look_entries():
+    return [
+        _entry("full.wendel", "discrepancy", [CheckResult("full.wendel", "exact", "discrepancy", printed=WENDEL_PRINTED,
+                                                          corrected=WENDEL_CORRECTED),
                                               CheckResult("full.wendel", "exact", "not-run")]),
         _entry("conj.value-full", "refuted", [CheckResult("conj.value-full", "search", "refuted")]),
+        _entry("conj.gradient-equilibria", "supported", [CheckResult("conj.gradient-equilibria", "search", "supported")]),
         _entry("causal.scalar", "failed", [CheckResult("causal.scalar", "symbolic", "failed")]),
-        _entry("emp.rate", "not-run", tests=[skipped, absent]),
-        _entry("emp.full", "not-run", [missing]),
+        _entry("emp.rate", "not-run", tests=[SKIPPED, ABSENT]),
+        _entry("emp.full", "not-run", [_missing("emp.full")]),
+        _entry("emp.no-ffn", "not-run", [_missing("emp.no-ffn")]),
         _entry("sim.fig1", "no check yet"),
         _entry("model.projection", "verified", [CheckResult("model.projection", "symbolic", "verified")]),
     ]
-    first = render.overview(entries)
+
+
+def test_first_look_lists_discrepancies_problems_not_run_with_commands_and_gaps():
+    first = render.overview(_first_look_entries())
     assert [e["claim"].id for e, _ in first["discrepancies"]] == ["full.wendel"]
-    assert [e["claim"].id for e in first["problems"]] == ["conj.value-full", "causal.scalar"]
-    assert dict((e["claim"].id, commands) for e, commands in first["not_run"]) == {
-        "emp.rate": ["python -m pytest --full tests/x.py::test_big", "tests/y.py::test_gpu: no GPU here"],
-        "emp.full": ["python -m empirical run"]}
     assert [e["claim"].id for e in first["partly_run"]] == ["full.wendel"]
     assert [e["claim"].id for e in first["gaps"]] == ["sim.fig1"]
+
+
+def test_first_look_keeps_the_papers_failures_apart_from_the_conjectures():
+    first = render.overview(_first_look_entries())
+    assert [e["claim"].id for e in first["problems"]] == ["causal.scalar"]
+    assert [(e["claim"].id, e["verdict"]) for e in first["conjectures"]] == [
+        ("conj.value-full", "refuted"), ("conj.gradient-equilibria", "supported")]
+
+
+def test_first_look_shows_each_command_once_with_every_claim_it_runs():
+    groups = [(commands, [e["claim"].id for e in claims]) for commands, claims in
+              render.overview(_first_look_entries())["not_run"]]
+    assert groups == [
+        (["python -m pytest --full tests/x.py::test_big", "tests/y.py::test_gpu: no GPU here"], ["emp.rate"]),
+        ([GPT2["gpt2-xl"]], ["emp.full", "emp.no-ffn"])]
+
+
+def _first_look(entries) -> str:
+    """The report's first screen (templates/first_look.html) for ``entries``."""
+    return render.environment().get_template("first_look.html").render(first=render.overview(entries),
+                                                                        origin_labels=ORIGIN_LABELS,
+                                                                        manifest={"pytest_exitstatus": 0})
+
+
+def test_the_conjectures_are_labelled_by_origin_on_the_first_screen_and_in_their_table():
+    first = _first_look(_first_look_entries())
+    conjectures = first[first.index('id="first-conjectures"'):]
+    assert "conj.value-full</code></a> (this suite&#39;s own reading)" in conjectures
+    assert "conj.gradient-equilibria</code></a> (the paper&#39;s)" in conjectures
+    conjectures_only = [e for e in _first_look_entries() if e["claim"].conjecture]
+    page = render.render_html(entries=conjectures_only, sections=[], manifest={}, counts={}, mathjax=None)
+    table = page[page.index('<table id="conjectures">'):]
+    table = table[:table.index("</table>")]
+    assert '<td class="origin origin-suite">this suite&#39;s own reading</td>' in table
+    assert '<td class="origin origin-paper">the paper&#39;s</td>' in table
+
+
+def test_first_screen_typesets_the_printed_formulas_as_the_table_does():
+    first = _first_look(_first_look_entries())
+    assert str(typeset_fragments(WENDEL_PRINTED)) in first and r"\sum_{\mu=0}^{n-1} \binom{l-1}{\mu}" in first
+    assert r"\sum_{\mu=0}^{n} \binom{l-1}{\mu}" in first  # the corrected statement too
+    assert "sum_{mu=0}" not in first  # no ASCII form left
+    assert first.count(GPT2["gpt2-xl"].replace("...", "")) == 1  # the shared command block once
+    conjectures = first[first.index('id="first-conjectures"'):]
+    assert "conj.value-full" in conjectures and "causal.scalar" not in conjectures
 
 
 def test_missing_mathjax_bundle_leaves_tex_source_with_a_warning(monkeypatch, capsys):

@@ -207,10 +207,10 @@ def test_tex_error_is_detected_by_the_render_check(report, browser):
 def test_summary_of_findings_is_on_the_first_screen(opened):
     page, _ = opened
     assert _on_first_screen(page, "#first-look")
-    for part in ("#first-discrepancies", "#first-problems", "#first-not-run"):
+    for part in ("#first-discrepancies", "#first-problems", "#first-conjectures", "#first-not-run"):
         assert _on_first_screen(page, f"{part} h3"), part
     assert "full.wendel" in page.inner_text("#first-discrepancies")
-    assert "conj.value-full" in page.inner_text("#first-problems")
+    assert "conj.value-full" in page.inner_text("#first-conjectures")
     not_run = page.inner_text("#first-not-run")
     assert "emp.rate" in not_run and "python -m pytest --full test_suite.py::test_expensive" in not_run
     # the first-screen check itself fails on a page whose summary is moved below the claims (negative control;

@@ -13,11 +13,11 @@ import sim.compiled as compiled
 from sim import AdaptiveStepSize, Dopri5, Ellipsoid, solve
 from sim.compiled import solve_field
 from sim.conjectures import chunk_seed, get_family
+from sim.eq6 import eq6
 from sim.instances import InstanceField, lanes_field_
 from sim.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
 from tests.sim.test_compiled_small import SAME_METHOD
-from tests.sim.test_witnesses import eq6
 
 #: Seeds of the drawn initial states / instances.
 SEED_A, CLAIM = 7, "conj.multihead-causal"
@@ -46,8 +46,10 @@ def _scipy_figure2(field, y0, t1):
 
 
 def _scipy_search(P, U, causal, y0, t1):
-    return solve_ivp(eq6(P, U, causal), (0.0, t1), y0.ravel(), method="DOP853", rtol=1e-12,
-                     atol=1e-12).y[:, -1].reshape(y0.shape)
+    def rhs(t, flat):  # the oracle eq. 6 (sim.eq6), written apart from sim.dynamics and the compiled lanes
+        return eq6(flat.reshape(y0.shape), P, U, causal).ravel()
+
+    return solve_ivp(rhs, (0.0, t1), y0.ravel(), method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1].reshape(y0.shape)
 
 
 def _deviations(module) -> dict[str, float]:

@@ -5,9 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from reports.outputs import OutputError
 from sim import AttentionField
 from sim.certify import certify_equilibrium, certify_trajectory
-from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family, in_open_hemisphere
+from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family
+from sim.hemisphere import in_open_hemisphere
 from sim.distributed import check_result, run_search
 from sim.search import planted, search_chunk
 
@@ -163,9 +165,19 @@ def test_search_resumes_from_its_checkpoints(tmp_path):
     again = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=2, adversarial=False, progress=False)
     assert again["timing"]["resumed_chunks"] == 2
     assert {k: v for k, v in again.items() if k != "timing"} == {k: v for k, v in first.items() if k != "timing"}
-    # a checkpoint of other settings (here: chunks of another size) is not reused
-    other = run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=3, adversarial=False, progress=False)
-    assert other["timing"]["resumed_chunks"] == 0
+    # a folder of other settings (here: chunks of another size) is refused, and left as it was
+    before = sorted((p.name, p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file())
+    with pytest.raises(OutputError, match=r"other settings \(chunk_size: 2 there, 3 here\)"):
+        run_search("conj.gradient-equilibria", 6, tmp_path, chunk_size=3, adversarial=False, progress=False)
+    assert sorted((p.name, p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file()) == before
+
+
+def test_a_smaller_search_in_the_same_folder_removes_the_witnesses_it_does_not_list(repulsive_family, tmp_path, capsys):
+    larger = run_search(repulsive_family, 8, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    smaller = run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    folder = tmp_path / "witnesses" / "planted.repulsive"
+    assert sorted(p.stem for p in folder.glob("*.json")) == sorted(smaller["witnesses"])
+    assert len(larger["witnesses"]) > len(smaller["witnesses"]) and "removed chunk00001-" in capsys.readouterr().err
 
 
 def test_chunks_are_seeded_by_claim_and_index():

@@ -11,10 +11,10 @@ from theory.__main__ import main
 from theory.checks import CHECKS
 
 
-def test_every_check_is_registered_under_a_claim_with_symbolic_or_exact_evidence():
+def test_every_check_is_registered_under_a_claim_with_symbolic_exact_or_proof_evidence():
     from reports.registry import get_claim
     for claim in CHECKS:
-        assert {"symbolic", "exact"} & set(get_claim(claim).evidence), claim
+        assert {"symbolic", "exact", "proof"} & set(get_claim(claim).evidence), claim
 
 
 def test_json_output_lists_claim_verdict_method_detail():

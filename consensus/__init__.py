@@ -1,0 +1,1 @@
+"""``consensus``: the suite's one entry point (:mod:`consensus.cli`)."""
