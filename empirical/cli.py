@@ -1,4 +1,4 @@
-"""``python -m empirical {prompts,run,suite,bench,audit}``: the paper's experiments from the command line.
+"""``python -m empirical {prompts,run,plot,suite,bench,audit,gpu-checks}``: the paper's experiments from the command line.
 
 Every default is stated once, where the experiment defines it: a run's in :class:`empirical.run.RunSettings`, an
 audit's in :class:`empirical.audit.AuditSettings`, the benchmark's in :data:`BENCH_DEFAULTS`; the choices of
@@ -18,6 +18,7 @@ from reports.outputs import (OutputError, check_output_folder, check_writable_fo
                              say_rebuilt)
 
 from .audit.measure import AuditSettings
+from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
 from .loop import NonFiniteActivations
 from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
 from .prompts import GPT2_VOCAB_SIZE
@@ -57,14 +58,45 @@ def _run(args) -> int:
         settings = RunSettings(model=args.model, weights=args.weights, ffn=not args.no_ffn, prompts=args.prompts,
                                length=args.length, passes=args.passes, seed=args.seed, prompt_seed=args.prompt_seed,
                                device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation)
-        results = run_experiment(settings, args.out, progress=not args.quiet)
+        rule = CollapseRule(threshold=args.threshold, window=args.window, min_fall=args.min_fall,
+                            max_passes=args.passes)
+        results = run_experiment(settings, args.out, progress=not args.quiet,
+                                 until=(rule,) if args.until_decided else (), rule=rule)
     except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
         return _error(error)
-    mean = results["E_mean"]
-    layers = results["layers"]
-    print(f"E_mean after the embeddings {mean[0]:.4f}; after each pass: "
-          + " ".join(f"{mean[k * layers]:.4f}" for k in range(1, results["passes"] + 1)))
-    print(f"wrote {args.out / 'results.json'} and {args.out / 'manifest.json'}")
+    ends = results["E_pass_end"]
+    decision = results["decision"]
+    print(f"E_mean after the embeddings {ends[0]:.4g}; after each pass: " + " ".join(f"{e:.4g}" for e in ends[1:]))
+    print(f"floor of E in this dtype {results['E_floor']:.2g}; decision: {decision['verdict']}"
+          + (f" at pass {decision['decided_at']}" if decision["decided_at"] else "") + f" ({decision['reason']}); "
+          f"monotone: {'yes' if decision['monotone'] else 'no'}")
+    print(f"wrote {args.out / 'results.json'}, {args.out / 'manifest.json'} and {args.out / 'E.png'}")
+    return 0
+
+
+def _plot(args) -> int:
+    from .figures import plot_overlay
+    from .run import load_results
+
+    try:
+        runs = [load_results(folder) for folder in args.runs]
+    except ValueError as error:
+        return _error(error)
+    title = args.title or "Mean E over depth: " + "; ".join(str(folder) for folder in args.runs)
+    print(f"wrote {plot_overlay(runs, args.out, title)}")
+    return 0
+
+
+def _gpu_checks(args) -> int:
+    from .gpu_checks import run_checks
+
+    try:
+        result = run_checks(args.out, tiny=args.tiny, device=args.device, passes=args.passes, work=args.work)
+    except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+        return _error(error)
+    for line in result["summary"]:
+        print(line)
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -74,7 +106,7 @@ def _suite_distributed(args, chosen, folders, status: int) -> int:
     try:
         for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers,
                                  device=args.device, dtype=args.dtype, progress=not args.quiet,
-                                 weights_dirs=folders):
+                                 weights_dirs=folders, decide=args.until_decided):
             print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
                   f"({summary['passes']} passes x {summary['layers']} blocks)")
     except ConnectionError as error:
@@ -100,7 +132,7 @@ def _suite(args) -> int:
     for variant in chosen:
         try:
             _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
-                                     weights_dirs=folders)
+                                     weights_dirs=folders, decide=args.until_decided)
             print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
                   f"({results['passes']} passes x {results['layers']} blocks)")
         except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
@@ -178,7 +210,8 @@ def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None
                         help="auto: CUDA when present (several GPUs: sharded), else the CPU")
     if dtype:
         parser.add_argument("--dtype", choices=("auto", *DTYPES), default=RUN["dtype"],
-                            help="auto: float32 on the CPU; bfloat16 on a GPU that has it, else float16")
+                            help="auto: float32 on every device (the floor of E in bfloat16 nears the collapse "
+                                 "threshold); bfloat16 and float16 only when named")
 
 
 def _add_prompts(commands) -> None:
@@ -203,7 +236,8 @@ def _add_run(commands) -> None:
                      help="number of prompts N (the paper's)")
     run.add_argument("--length", type=int, default=RUN["length"],
                      help="tokens per prompt L (the paper's)")
-    run.add_argument("--passes", type=int, default=RUN["passes"], help="passes K through all blocks")
+    run.add_argument("--passes", type=int, default=RUN["passes"],
+                     help="passes K through all blocks (with --until-decided: the most passes)")
     run.add_argument("--seed", type=int, default=RUN["seed"],
                      help="weight-draw seed (random: the draw; redrawn: seed + pass)")
     run.add_argument("--prompt-seed", type=int, default=RUN["prompt_seed"],
@@ -211,9 +245,41 @@ def _add_run(commands) -> None:
     _device_options(run)
     run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
                      help="attention kernel (none given: the model's own default)")
+    run.add_argument("--until-decided", action="store_true",
+                     help="stop at the first pass where the collapse rule decides (collapsed or stalled; "
+                          "empirical/decision.py), --passes at most")
+    run.add_argument("--threshold", type=float, default=THRESHOLD,
+                     help=f"the rule's collapse threshold on the pass-end mean E (default {THRESHOLD:g})")
+    run.add_argument("--window", type=int, default=WINDOW,
+                     help=f"the plateau test's window in passes (default {WINDOW})")
+    run.add_argument("--min-fall", type=float, default=MIN_FALL,
+                     help=f"the least fall of the window median that counts as falling (default {MIN_FALL:g})")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", type=Path, required=True, help="output folder (rerun the same command to resume)")
     run.set_defaults(handler=_run)
+
+
+def _add_plot(commands) -> None:
+    plot = commands.add_parser("plot", help="overlay the E of run folders on one log-scale figure (PNG)")
+    plot.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="folders written by `python -m empirical run`")
+    plot.add_argument("--out", type=Path, required=True, help="the figure (.png)")
+    plot.add_argument("--title", help="the figure's title (default: the folders)")
+    plot.set_defaults(handler=_plot)
+
+
+def _add_gpu_checks(commands) -> None:
+    from .gpu_checks import GPU_PASSES, TINY_PASSES
+
+    checks = commands.add_parser("gpu-checks", help="every GPU check in one call: build, loop and end-to-end times, "
+                                                    "E floor per dtype (JSON)")
+    checks.add_argument("--out", type=Path, required=True, help="the measurements (JSON)")
+    checks.add_argument("--tiny", action="store_true",
+                        help="tiny GPT-2 / GPT-Neo configurations and prompts instead of the paper's "
+                             "(a CPU smoke test)")
+    checks.add_argument("--device", choices=DEVICES, default=RUN["device"])
+    checks.add_argument("--passes", type=int, help=f"passes per run (default {GPU_PASSES}; with --tiny {TINY_PASSES})")
+    checks.add_argument("--work", type=Path, help="folder for the runs (default: a temporary folder, deleted)")
+    checks.set_defaults(handler=_gpu_checks)
 
 
 def _add_suite(commands) -> None:
@@ -226,6 +292,9 @@ def _add_suite(commands) -> None:
                        help="a folder with the trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (save_pretrained "
                             "output or a hub snapshot; repeatable). Without it: CONSENSUS_WEIGHTS_GPT2_XL / "
                             "CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the Hugging Face cache (offline)")
+    suite.add_argument("--until-decided", action="store_true",
+                       help="run each variant until the collapse rule and its doubled twin decide (at most twice "
+                            "the profile's passes)")
     suite.add_argument("--quiet", action="store_true", help="no progress bar")
     suite.add_argument("--out", type=Path, default=SUITE_OUT, help="one folder per variant under this")
     cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
@@ -275,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m empirical", description="Loop real transformers for many passes and measure "
                     "token consensus: the paper's experiments (figures 7-10), their benchmark and the hypothesis audit.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for add in (_add_prompts, _add_run, _add_suite, _add_bench, _add_audit):
+    for add in (_add_prompts, _add_run, _add_plot, _add_suite, _add_bench, _add_audit, _add_gpu_checks):
         add(commands)
     return parser
 

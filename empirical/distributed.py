@@ -19,19 +19,20 @@ from .suite import Variant, run_variant
 
 
 def _task(variant: Variant, root: str, device: str, dtype: str, seed: int,
-          weights_dirs: Mapping[str, Path] | None) -> dict:
+          weights_dirs: Mapping[str, Path] | None, decide: bool) -> dict:
     """One variant on a worker: a short summary (the numbers stay in the variant's folder)."""
     manifest, results = run_variant(variant, Path(root), device=device, dtype=dtype, seed=seed, progress=False,
-                                    weights_dirs=weights_dirs)
+                                    weights_dirs=weights_dirs, decide=decide)
     return {"key": variant.key, "passes": results["passes"], "layers": results["layers"],
             "E_first": results["E_mean"][0], "E_last": results["E_mean"][-1], "status": manifest.get("status")}
 
 
 def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = None, workers: int | None = None,
               device: str = RunSettings.device, dtype: str = RunSettings.dtype, seed: int = RunSettings.seed,
-              progress: bool = True, weights_dirs: Mapping[str, Path] | None = None) -> list[dict]:
+              progress: bool = True, weights_dirs: Mapping[str, Path] | None = None, decide: bool = False) -> list[dict]:
     """Run ``chosen`` variants as Dask tasks (``scheduler``: a running cluster; ``workers``: a LocalCluster of that
-    many processes; ``weights_dirs``: folders of trained weights, seen by every worker, as for ``run_variant``);
+    many processes; ``weights_dirs``: folders of trained weights, seen by every worker, and ``decide``, as for
+    ``run_variant``);
     return their summaries in the order given. Raises ConnectionError for a scheduler that does
     not answer, before anything is written."""
     chosen = list(chosen)
@@ -43,8 +44,8 @@ def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = 
         from distributed import as_completed
         from tqdm import tqdm
 
-        futures = {client.submit(_task, v, str(root), device, dtype, seed, weights_dirs, key=f"variant-{v.key}-{seed}"): v.key
-                   for v in chosen}
+        futures = {client.submit(_task, v, str(root), device, dtype, seed, weights_dirs, decide,
+                                 key=f"variant-{v.key}-{seed}"): v.key for v in chosen}
         done = {}
         with tqdm(total=len(futures), desc="variants", unit="variant", disable=not progress) as bar:
             for future in as_completed(futures):

@@ -1,10 +1,15 @@
 """``python -m empirical run``: one looped-consensus experiment, checkpointed and resumable.
 
 Writes ``DIR/manifest.json`` (what was run: model, weights, FFN, prompts, passes, dtype, device,
-seeds, versions, the draw verifications), ``DIR/results.json`` (``E`` per prompt, ``E_mean``,
-``E_std``, ``layers``, ``passes``) and ``DIR/checkpoint.pt`` (the hidden state after the last finished
-pass). Every file is written atomically after every pass; rerunning the same command resumes from
-the last finished pass (and extends a finished run if ``--passes`` grew).
+seeds, versions, the draw verifications, the dtype's floor of E (:mod:`empirical.floor`) and the
+timings), ``DIR/results.json`` (``E`` per prompt, ``E_mean``, ``E_std``, ``layers``, ``passes``, and each
+value's ``pass`` and ``block``, the floor and the collapse decision of :mod:`empirical.decision`),
+``DIR/E.png`` (mean E over depth, log scale, pass boundaries, the floor and the threshold) and
+``DIR/checkpoint.pt`` (the hidden state after the last finished pass). Every file is written
+atomically: the checkpoint and the manifest after every pass, results.json every minute and when the run
+ends or stops, the figure when it ends. Rerunning the same command resumes from the last checkpoint
+(and extends a finished run if ``--passes`` grew). With ``until`` rules the run stops at the first pass
+where every rule has decided (or reached its maximum).
 """
 
 from __future__ import annotations
@@ -12,16 +17,20 @@ from __future__ import annotations
 import json
 import pickle
 import time
-from dataclasses import asdict, dataclass, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
 from reports.files import atomic_write, write_json
 from reports.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, say_rebuilt, unreadable
 
-from .adapters import adapter_class, adapter_for
+from .adapters import BlockInputs, adapter_class, adapter_for
+from .decision import CollapseRule, decide, needs_more_passes, pass_ends
+from .figures import plot_run
+from .floor import measure_floor
 from .loop import NonFiniteActivations, embed, run_pass
 from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
 from .prompts import PAPER_SEED, authors_prompts
@@ -75,11 +84,12 @@ def resolve_device(device: str) -> torch.device:
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """``auto`` -> bfloat16 on GPUs that support it, else float16 on GPU; float32 on CPU."""
+    """``auto`` -> float32 on every device. Reason: on an H100 the paper's protocol in bfloat16 (once the CUDA
+    default) stalled at E = 1e-4 (GPT-Neo 2.7B, redrawn, no FFN) where float32 went below 1e-8; the floor of
+    E in bfloat16 sits within a factor 10 of the collapse threshold (:mod:`empirical.decision`). Lower
+    precisions stay an explicit ``--dtype``."""
     if dtype != "auto":
         return DTYPES[dtype]
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
 
 
@@ -122,12 +132,18 @@ def check_before_loading(settings: RunSettings) -> None:
 
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                    after_pass: Callable[[int], None] | None = None,
-                   weights_dirs: Mapping[str, Path] | None = None) -> dict[str, Any]:
+                   weights_dirs: Mapping[str, Path] | None = None,
+                   until: Sequence[CollapseRule] = (), rule: CollapseRule | None = None) -> dict[str, Any]:
     """Run (or resume) one experiment into ``out``; return the results dict written to ``results.json``.
 
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
-    folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`).
+    folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`). ``until``: collapse
+    rules (:mod:`empirical.decision`); the run stops at the first pass where each has decided or reached its
+    maximum (``settings.passes`` stays the run's maximum). Without rules the run does ``settings.passes``
+    passes. ``results.json`` carries the decision of ``rule`` (default: the first of ``until``, else the default rule
+    with ``settings.passes`` as its maximum).
     """
+    started = time.perf_counter()
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
@@ -135,39 +151,64 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     output = check_output_folder(out, command="empirical run", settings=settings.identity())
     out = output.path
     previous = _previous_manifest(out, settings, source)
+    dtype_name = str(dtype).replace("torch.", "")
+    if previous is not None and previous.get("dtype", dtype_name) != dtype_name:
+        raise ValueError(f"{out} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now {dtype_name} "
+                         f"(auto is float32 on every device): pass --dtype {previous['dtype']} to resume it, or use "
+                         "another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
+    _synchronise(device)
+    built = time.perf_counter()
     adapter = adapter_for(model)
     claim_output_folder(output)
     if previous is not None and (reason := unreadable(out / "results.json")):
         say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
+    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn)
+    rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
     manifest = {
         "settings": asdict(settings), "settings_identity": settings.identity(),
-        "device": str(device), "dtype": str(dtype).replace("torch.", ""), "device_map": device_map,
+        "device": str(device), "dtype": dtype_name, "device_map": device_map,
         "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
-                  "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None},
+                  "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
+                  "floor_probe": floor.get("probe_seed")},
         "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
+        "floor": floor, "until": [asdict(r) for r in until],
         "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": previous.get("seconds", 0.0) if previous else 0.0,
+        "timings": {"model_build_s": built - started},
     }
     write_json(out / "manifest.json", manifest)
+    writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule)
+    stop = (lambda ends: len(ends) > 1 and not any(needs_more_passes(ends, floor["E_floor"], r) for r in until)) \
+        if until else None
     try:
-        _run_passes(settings, model, adapter, state, _Writer(out, checkpoint, manifest), progress, after_pass)
+        loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
     except NonFiniteActivations as error:
         manifest["status"] = f"stopped: {error}"
         write_json(out / "manifest.json", manifest)
         raise
-    results = _results(state.E, adapter.num_layers, max(settings.passes, state.resumed_from))
-    write_json(out / "results.json", results)
+    finally:
+        results = writer.close(state, adapter.num_layers)
+    figure = plot_run(manifest, results, out / FIGURE)
     manifest["status"] = "complete"
     manifest["passes_done"] = results["passes"]
+    manifest["figure"] = figure.name
+    manifest["timings"].update(floor_s=floor["seconds"] if previous is None or "floor" not in previous else 0.0,
+                               loop_s=loop_seconds, end_to_end_s=time.perf_counter() - started)
     write_json(out / "manifest.json", manifest)
     return results
+
+
+def _synchronise(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so that a time read after it is the work's."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _previous_manifest(out: Path, settings: RunSettings, source: dict | None) -> dict[str, Any] | None:
@@ -195,6 +236,8 @@ class _Progress:
     draws: list[dict[str, Any]]
     ids: list[list[int]]
     excluded: list[int]
+    embeddings: torch.Tensor  # (prompts, tokens, width): pass 0's input, for the floor's probe
+    inputs: BlockInputs
     resumed_from: int = 0
 
     @property
@@ -212,41 +255,80 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
     excluded = adapter.zero_embedding_ids()
     ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
     x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)))
+    inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
-        return _Progress(x, [e0[:, None]], 0, draws, ids, excluded)
+        return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
     done, E, hidden = checkpoint.load(tuple(x.shape), adapter.num_layers)
     return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, previous.get("draws", draws), ids, excluded,
-                     resumed_from=done)
+                     x, inputs, resumed_from=done)
+
+
+#: results.json is rewritten after a pass only if the last rewrite is at least this old (and always when the run
+#: ends or stops). Reason: it holds every value of E as text, so it grows with the passes (100 prompts x 50 passes
+#: of GPT-2 XL: 1.1 MB written in 1.4 s here); rewritten every pass it would cost more than the loop of a GPU run.
+#: Resuming reads the checkpoint, which is written every pass, so no pass is lost by it.
+RESULTS_EVERY_S = 60.0
 
 
 @dataclass
 class _Writer:
-    """The run folder's files, rewritten after every pass: checkpoint, manifest and results."""
+    """The run folder's files after every pass: the checkpoint (written by a background thread while the next pass
+    runs, at most one in flight: a run stopped mid-pass loses at most the pass before), the manifest, and
+    results.json (every :data:`RESULTS_EVERY_S` seconds and when the run ends or stops)."""
 
     out: Path
     checkpoint: Checkpoint
     manifest: dict[str, Any]
+    floor: float
+    rule: CollapseRule
+    pending: Future | None = None
+    results_written: float = field(default_factory=time.perf_counter)
+    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
 
-    def after_pass(self, state: _Progress, seconds: float, layers: int) -> dict[str, Any]:
-        """Save pass ``state.done`` (which took ``seconds``); return the results so far."""
-        E = state.E
-        self.checkpoint.save(state.done, state.x, E)
+    def after_pass(self, state: _Progress, seconds: float, layers: int) -> None:
+        """Save pass ``state.done`` (which took ``seconds``)."""
+        self.wait()
+        self.pending = self.executor.submit(self.checkpoint.save, state.done, state.x.to('cpu', copy=True), state.E)
         self.manifest["seconds"] += seconds
         self.manifest["draws"] = state.draws
         self.manifest["passes_done"] = state.done
         write_json(self.out / "manifest.json", self.manifest)
-        results = _results(E, layers, state.done)
+        if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
+            self.write_results(state, layers)
+
+    def wait(self) -> None:
+        """Wait for the checkpoint in flight (its error, if any, is raised here)."""
+        if self.pending is not None:
+            self.pending.result()
+            self.pending = None
+
+    def write_results(self, state: _Progress, layers: int) -> dict[str, Any]:
+        """Write and return ``results.json`` after ``state.done`` passes (:func:`results_record`)."""
+        results = results_record(state.E, layers, state.done, self.floor, self.rule)
         write_json(self.out / "results.json", results)
+        self.results_written = time.perf_counter()
         return results
+
+    def close(self, state: _Progress, layers: int) -> dict[str, Any]:
+        """The run ends or stops: the checkpoint in flight lands, results.json is written; return the results."""
+        try:
+            self.wait()
+        finally:
+            self.executor.shutdown()
+        return self.write_results(state, layers)
 
 
 def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer: _Writer, progress: bool,
-                after_pass: Callable[[int], None] | None) -> None:
-    """The passes from ``state.done`` to ``settings.passes``, each saved by ``writer`` before ``after_pass`` runs."""
-    inputs = adapter.block_inputs(settings.length, state.x.device, state.x.dtype)
+                after_pass: Callable[[int], None] | None, stop: Callable[[list[float]], bool] | None) -> float:
+    """The passes from ``state.done`` to ``settings.passes``, each saved by ``writer`` before ``after_pass`` runs;
+    none after ``stop(pass ends)`` says the rules have decided. Returns the seconds the passes took."""
+    inputs = state.inputs
     bar = _progress_bar(settings, adapter.num_layers, state.done, progress)
+    total = 0.0
     try:
         for k in range(state.done, settings.passes):
+            if stop is not None and stop(_ends(state, adapter.num_layers)):
+                break
             started = time.perf_counter()
             if settings.weights == "redrawn" and k > 0:
                 before = fingerprint(model)
@@ -255,15 +337,23 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
             result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k)
             state.x, state.done = result.hidden, k + 1
             state.columns.append(result.E.T)
-            results = writer.after_pass(state, time.perf_counter() - started, adapter.num_layers)
+            seconds = time.perf_counter() - started
+            total += seconds
+            writer.after_pass(state, seconds, adapter.num_layers)
             if bar is not None:
                 bar.update(adapter.num_layers)
-                bar.set_postfix(E_mean=f"{results['E_mean'][-1]:.4f}")
+                bar.set_postfix(E_mean=f"{float(result.E[-1].double().mean()):.4g}")
             if after_pass is not None:
                 after_pass(k + 1)
     finally:
         if bar is not None:
             bar.close()
+    return total
+
+
+def _ends(state: _Progress, layers: int) -> list[float]:
+    """The pass-end mean E of ``state`` so far (:func:`empirical.decision.pass_ends`)."""
+    return pass_ends(state.E.double().mean(0).tolist(), layers, state.done)
 
 
 def _input_device(model, device: torch.device) -> torch.device:
@@ -271,12 +361,22 @@ def _input_device(model, device: torch.device) -> torch.device:
     return model.get_input_embeddings().weight.device if hasattr(model, "get_input_embeddings") else device
 
 
-def _results(E: torch.Tensor, layers: int, passes: int) -> dict[str, Any]:
-    """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts."""
+#: The run's figure, beside results.json.
+FIGURE = "E.png"
+def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule) -> dict[str, Any]:
+    """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
+    ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
+    the pass ends, the dtype's floor of E and ``rule``'s decision on the pass ends."""
     E = E[:, : passes * layers + 1].double()
-    return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": E.mean(0).tolist(),
+    mean = E.mean(0).tolist()
+    ends = pass_ends(mean, layers, passes)
+    return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": mean,
             "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
-            "layers": layers, "passes": passes}
+            "layers": layers, "passes": passes,
+            "pass": [0] + [k for k in range(1, passes + 1) for _ in range(layers)],
+            "block": [0] + [b for _ in range(passes) for b in range(1, layers + 1)],
+            "pass_end_index": [k * layers for k in range(passes + 1)], "E_pass_end": ends,
+            "E_floor": floor, "decision": decide(ends, floor, rule).to_json() if passes else None}
 
 
 def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
@@ -291,7 +391,22 @@ def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
 def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged."""
     out = Path(out)
-    return read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+    if not out.is_dir():
+        raise ValueError(f"{out} is not a folder: a run folder is one written by `python -m empirical run --out DIR`.")
+    manifest, results = read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+    _check_shape(results, out / "results.json")
+    return manifest, results
+
+
+def _check_shape(results: dict[str, Any], path: Path) -> None:
+    """``results`` must hold ``layers`` and ``passes`` and, per prompt, ``passes * layers + 1`` values of E."""
+    layers, passes, E = results.get("layers"), results.get("passes"), results["E"]
+    if not (isinstance(layers, int) and isinstance(passes, int) and layers > 0 and passes >= 0):
+        raise ValueError(f"{path} must hold positive integers 'layers' and 'passes'; the run folder is damaged: delete "
+                         "it to run afresh, or use another --out folder.")
+    if not (isinstance(E, list) and E and all(isinstance(row, list) and len(row) == passes * layers + 1 for row in E)):
+        raise ValueError(f"{path} must hold E with passes x layers + 1 = {passes * layers + 1} values per prompt; the "
+                         "run folder is damaged: delete it to run afresh, or use another --out folder.")
 
 
 def read_json(path: Path, key: str) -> dict[str, Any]:
@@ -320,7 +435,8 @@ class Checkpoint:
         return self.path.exists()
 
     def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor) -> None:
-        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E ``(prompts, passes * layers + 1)``."""
+        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
+        ``(prompts, passes * layers + 1)``."""
         state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
         atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True)
 

@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .decision import MAX_PASSES, CollapseRule, needs_more_passes, pass_ends
 from .embedded import GEMMA3
+from .figures import floor_of
 from .models import SMOLLM2
 from .run import RunSettings, load_results, run_experiment
 from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, SHORT_NAMES, get_command, locate
@@ -42,9 +44,20 @@ class Variant:
     figure: str
 
     def settings(self, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-                 seed: int = RunSettings.seed) -> RunSettings:
+                 seed: int = RunSettings.seed, *, decide: bool = False) -> RunSettings:
+        """The run's settings; with ``decide``, twice the passes (the doubled rule's maximum)."""
         return RunSettings(model=self.model, weights=self.weights, ffn=self.ffn, prompts=self.prompts,
-                           length=self.length, passes=self.passes, seed=seed, device=device, dtype=dtype)
+                           length=self.length, passes=2 * self.passes if decide else self.passes, seed=seed,
+                           device=device, dtype=dtype)
+
+    @property
+    def rule(self) -> CollapseRule:
+        """The collapse rule of :mod:`empirical.decision` with this variant's passes as its maximum."""
+        return CollapseRule(max_passes=self.passes)
+
+    def until(self, decide: bool) -> tuple[CollapseRule, ...]:
+        """The rules a run of this variant stops on: with ``decide``, the rule and its doubled twin; else none."""
+        return (self.rule, self.rule.doubled()) if decide else ()
 
     @property
     def label(self) -> str:
@@ -63,11 +76,17 @@ def _variant(model, weights, ffn, prompts, length, passes) -> Variant:
 
 
 #: CPU budget (chosen for 2 shared cores; the numbers below are what the report states). Every trained
-#: model (SmolLM2, Gemma 3, and GPT-2 XL / GPT-Neo 2.7B where their weights are) runs CPU_SMOLLM2.
-CPU_SMOLLM2 = dict(prompts=8, length=200, passes=6)
-CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=3)
-#: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them).
-GPU_PAPER = dict(prompts=100, length=200, passes=50)
+#: model (SmolLM2, Gemma 3, and GPT-2 XL / GPT-Neo 2.7B where their weights are) runs CPU_SMOLLM2; ``passes`` is
+#: the collapse rule's maximum (the report runs until the rule and its doubled twin decide, at most twice it).
+#: 48 passes: trained Gemma 3 270M with FFN, the slowest, falls below the threshold at pass 38 (measured).
+CPU_SMOLLM2 = dict(prompts=8, length=200, passes=48)
+#: The GPU profile's maximum (50 passes), measured with 4 prompts x 64 tokens: random GPT-2 XL without FFN falls
+#: below 1e-3 at pass 25; with FFN it falls from 0.42 to 0.17 in 8 passes, by 0.88 a pass, about 48 passes to 1e-3
+#: at that pace; redrawn GPT-Neo 2.7B without FFN reached it at pass 5.
+CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=MAX_PASSES)
+#: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them): the collapse
+#: rule's maximum (empirical.decision.MAX_PASSES).
+GPU_PAPER = dict(prompts=100, length=200, passes=MAX_PASSES)
 
 PROFILES: dict[str, tuple[Variant, ...]] = {
     "cpu": (
@@ -120,7 +139,8 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
                        progress: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
     """Figures 7-8 as printed wherever the weights are: the trained variants of GPT-2 XL and GPT-Neo 2.7B
     (``ffn``: which of without / with FFN) of ``profile`` (default :func:`report_profile`), run or reused
-    under :func:`profile_root`. ``budget`` overrides prompts / length / passes (tests use tiny models).
+    under :func:`profile_root` until the collapse rule and its doubled twin decide (``run_variant(decide=True)``).
+    ``budget`` overrides prompts / length / passes (tests use tiny models).
     Returns ``(runs, missing)``: ``(manifest, results)`` pairs, and the absent models -> the command."""
     profile = report_profile() if profile is None else profile
     runs, missing = [], {}
@@ -129,7 +149,7 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
         ready, absent = split_by_weights(chosen, weights_dirs)
         if absent:
             missing[model] = get_command(model)
-        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs)
+        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs, decide=True)
                  for v in ready]
     return runs, missing
 
@@ -141,10 +161,11 @@ def profile_root(root: Path, profile: str) -> Path:
 
 def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, progress: bool = False
                 ) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
-    """Every run of the report, run or reused under ``root``: the ``cpu`` profile's variants that need no
-    paper-model weights, and :func:`trained_paper_runs` (both FFN variants) wherever the weights are.
+    """Every run of the report, run or reused under ``root`` until the collapse rules decide: the ``cpu`` profile's
+    variants that need no paper-model weights, and :func:`trained_paper_runs` (both FFN variants) wherever the weights are.
     Returns ``([(label, manifest, results)], missing)``."""
-    runs = [(v.label, *run_variant(v, root, progress=progress)) for v in PROFILES["cpu"] if not needs_weights(v)]
+    runs = [(v.label, *run_variant(v, root, progress=progress, decide=True)) for v in PROFILES["cpu"]
+            if not needs_weights(v)]
     trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress)
     for manifest, results in trained:
         s = manifest["settings"]
@@ -164,25 +185,34 @@ def variants(profile: str, only: list[str] | None = None) -> tuple[Variant, ...]
     return chosen
 
 
-def finished(folder: Path, settings: RunSettings) -> bool:
-    """Whether ``folder`` already holds this run, complete (so it need not even load the model)."""
+def finished(folder: Path, settings: RunSettings, until: tuple[CollapseRule, ...] = ()) -> bool:
+    """Whether ``folder`` already holds this run, complete (so it need not even load the model): all its passes,
+    or, with ``until`` rules, as many as they need to decide."""
     try:
         manifest, results = load_results(folder)
     except (OSError, ValueError):
         return False
-    return (manifest.get("status") == "complete" and manifest["settings_identity"] == settings.identity()
-            and results["passes"] >= settings.passes)
+    if manifest.get("status") != "complete" or manifest["settings_identity"] != settings.identity():
+        return False
+    if results["passes"] >= settings.passes:
+        return True
+    floor = floor_of(manifest)
+    ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
+    return bool(until) and floor is not None and not any(needs_more_passes(ends, floor, rule) for rule in until)
 
 
 def run_variant(variant: Variant, root: Path, *, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-                seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None
-                ) -> tuple[dict[str, Any], dict[str, Any]]:
+                seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None,
+                decide: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
-    A finished run is reused only if its trained weights came from where they come from now."""
+    ``decide``: run until the variant's collapse rule and its doubled twin have decided (at most twice
+    ``variant.passes``), else exactly ``variant.passes``. A finished run is reused only if its trained weights came
+    from where they come from now."""
     folder = Path(root) / variant.key
-    settings = variant.settings(device, dtype, seed)
-    if not finished(folder, settings) or not _same_source(folder, variant, weights_dirs):
-        run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs)
+    settings = variant.settings(device, dtype, seed, decide=decide)
+    until = variant.until(decide)
+    if not finished(folder, settings, until) or not _same_source(folder, variant, weights_dirs):
+        run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs, until=until)
     return load_results(folder)
 
 

@@ -15,7 +15,9 @@ from ..adapters import LoopAdapter, adapter_for
 from ..models import describe_model, load_model
 from ..prompts import authors_prompts
 from .checklist import hypothesis_rows
-from .rates import blocks_to_fraction, compare_rates, fit_exponential, RateFit
+from ..floor import measure_floor
+from ..loop import embed
+from .rates import E_FLOOR, blocks_to_fraction, compare_rates, fit_exponential, RateFit
 from .states import audit_states
 from .weights import audit_weights, embedding_scale
 
@@ -39,10 +41,11 @@ class AuditSettings:
 
 
 # -- rates ---------------------------------------------------------------------------------------------
-def rate_summary(values: np.ndarray) -> dict[str, Any]:
-    """Exponential fit of E per layer, with its CI over prompts and the model-free blocks-to-half."""
-    fit = fit_exponential(values)
-    return {"rate": fit.rate, "ci_low": fit.ci_low, "ci_high": fit.ci_high, "r2": fit.r2,
+def rate_summary(values: np.ndarray, floor: float = E_FLOOR) -> dict[str, Any]:
+    """Exponential fit of E per layer (values at or below ``floor``, the dtype's floor of E, left out), with its CI
+    over prompts and the model-free blocks-to-half."""
+    fit = fit_exponential(values, floor=floor)
+    return {"floor": floor, "rate": fit.rate, "ci_low": fit.ci_low, "ci_high": fit.ci_high, "r2": fit.r2,
             "half_life": fit.half_life, "per_prompt": fit.per_prompt, "window": list(fit.window),
             "blocks_to_half": blocks_to_fraction(values, 0.5), "E_start": float(np.mean(values[:, 0])),
             "E_end": float(np.mean(values[:, -1]))}
@@ -78,7 +81,10 @@ def audit_adapter(adapter: LoopAdapter, input_ids: torch.Tensor, passes: int, *,
             say(f"states {'with' if ffn else 'without'} FFN: {input_ids.shape[0]} prompts x {passes} passes "
                 f"(+{time.time() - started:.0f}s)")
             states = audit_states(adapter, input_ids, passes, ffn=ffn)
-            states["rate"] = rate_summary(states["E"])
+            embeddings, _ = embed(adapter, input_ids)
+            states["floor"] = measure_floor(adapter, embeddings, adapter.block_inputs(input_ids.shape[1],
+                                            embeddings.device, embeddings.dtype), ffn=ffn)
+            states["rate"] = rate_summary(states["E"], states["floor"]["E_floor"])
             variants["ffn" if ffn else "no-ffn"] = states
     return {"weights": weights, "variants": variants, "seconds": time.time() - started,
             "context_length": adapter.context_length,

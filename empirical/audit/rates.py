@@ -16,8 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-#: Values of E at or below this are left out of the log fit. Reason: E is computed from float32
-#: activations, where cosines carry errors ~1e-7, so E below 1e-6 is rounding, not decay.
+#: Values of E at or below this are left out of the log fit when no measured floor is given (runs made before
+#: floors were measured; every fit of the audit and of a run folder passes the floor of E measured for its dtype,
+#: empirical.floor). Reason: E is computed from float32 activations, where cosines carry errors ~1e-7 to 1.5e-6
+#: (widths 32 to 2560), so E below 1e-6 is rounding, not decay.
 E_FLOOR = 1e-6
 #: Confidence level of the intervals over prompts.
 CONFIDENCE = 0.95

@@ -19,6 +19,7 @@ from reports.records import CheckResult, ReportSection, Table
 from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
 from .grading import SURFACE_TOL_FLOAT32
 from .measure import AuditSettings, comparison, rate_summary
+from .rates import E_FLOOR
 from .store import cached_audit
 
 PAPER_MODELS_NOTE = ("The report audits trained GPT-2 XL and GPT-Neo 2.7B wherever their weights are (a folder "
@@ -166,14 +167,16 @@ def rate_table(results: list[dict[str, Any]], extra: list[dict[str, Any]] = ()) 
 
 def run_rates(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
     """Rate fits of ``python -m empirical run`` outputs: ``(label, manifest, results)`` -> rate items for
-    :func:`audit_section` (``group`` pairs the runs of one model and weights with and without FFN)."""
+    :func:`audit_section` (``group`` pairs the runs of one model and weights with and without FFN). Values at or below
+    a run's floor of E are left out (runs made before floors: float32's, ``rates.E_FLOOR``)."""
     items = []
     for label, manifest, results in runs:
         settings = manifest.get("settings", {})
         group = f"{settings.get('model', label)} ({settings.get('weights', '?')})"
         items.append({"source": label, "group": group, "ffn": settings.get("ffn"), "model": settings.get("model"),
                       "weights": settings.get("weights"),
-                      "rate": rate_summary(np.asarray(results["E"], dtype=np.float64))})
+                      "rate": rate_summary(np.asarray(results["E"], dtype=np.float64),
+                                           (manifest.get("floor") or {}).get("E_floor", E_FLOOR))})
     return items
 
 

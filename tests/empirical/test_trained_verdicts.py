@@ -21,7 +21,7 @@ from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderE
                                weights_environment)
 from empirical.suite import split_by_weights, trained_paper_runs, variants
 
-from .tiny_trained import BUDGET, REVISION, save_to_hub_cache, tiny_model
+from .tiny_trained import BUDGET, REVISION, RULE, save_to_hub_cache, tiny_model
 
 AUDIT = AuditSettings(prompts=4, length=16, passes=2, seed=0)
 
@@ -114,7 +114,7 @@ def test_weights_dir_options_are_parsed_with_clear_errors(tmp_path):
 
 def test_the_manifest_records_where_the_weights_came_from(hub, tmp_path):
     _cache(hub, neo=tiny_model("gpt-neo"))
-    settings = RunSettings(model=GPT_NEO, weights="trained", device="cpu", **BUDGET)
+    settings = RunSettings(model=GPT_NEO, weights="trained", device="cpu", **{**BUDGET, "passes": 1})
     run_experiment(settings, tmp_path / "run", progress=False)
     manifest, _ = load_results(tmp_path / "run")
     assert manifest["weights_source"]["origin"] == "hf-cache"
@@ -138,7 +138,7 @@ def test_trained_paper_variants_are_skipped_without_weights_and_an_error_when_as
 
 def test_no_weights_gives_not_run_with_the_command(hub, tmp_path):
     runs, missing = _runs(tmp_path, (False,))
-    result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN")
+    result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN", rule=RULE)
     assert result.verdict == "not-run"
     assert "huggingface-cli download gpt2-xl" in result.detail
     assert "CONSENSUS_WEIGHTS_GPT_NEO_2_7B=DIR make report" in result.detail
@@ -149,7 +149,7 @@ def test_collapsing_trained_models_verify_figures_7_and_8(collapsing, tmp_path):
     for claim, ffn in (("emp.no-ffn", False), ("emp.full", True)):
         runs = [(m, r) for m, r in collapsing["runs"] if m["settings"]["ffn"] == ffn]
         missing = collapsing["missing"]
-        result = check_trained(claim, runs, missing, tmp_path / f"{claim}.png", "Fig. 7", "trained")
+        result = check_trained(claim, runs, missing, tmp_path / f"{claim}.png", "Fig. 7", "trained", rule=RULE)
         assert result.verdict == "verified", result.detail
         assert (tmp_path / f"{claim}.png").is_file()
         assert all(run["weights_source"]["origin"] == "hf-cache" for run in result.numbers["runs"])
@@ -159,7 +159,7 @@ def test_control_a_non_collapsing_trained_model_is_refuted(hub, tmp_path):
     """Blocks that are the identity (zero value / output projections, zero MLP): E does not fall."""
     _cache(hub, gpt2=tiny_model("gpt2", "still"))
     runs, missing = _runs(tmp_path, (False,))
-    result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN")
+    result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN", rule=RULE)
     assert result.verdict == "refuted"
     assert list(missing) == [GPT_NEO] and "gpt-neo-2.7B" in result.detail  # the model that did not run is named
 
@@ -238,7 +238,7 @@ def test_rate_and_scope_without_weights_are_not_run(hub, tmp_path):
 # -- emp.in-kind-trained: the evidence of other families can fail ---------------------------------------
 
 def test_in_kind_families_that_collapse_are_verified_side_by_side(collapsing, tmp_path):
-    result = check_in_kind(collapsing["runs"], tmp_path / "in_kind.png")
+    result = check_in_kind(collapsing["runs"], tmp_path / "in_kind.png", rule=RULE)
     assert result.verdict == "verified", result.detail
     assert (tmp_path / "in_kind.png").is_file() and len(result.numbers["runs"]) == 4
 
@@ -246,22 +246,25 @@ def test_in_kind_families_that_collapse_are_verified_side_by_side(collapsing, tm
 def test_control_an_in_kind_model_that_stops_collapsing_is_refuted(collapsing, tmp_path):
     """A trained model saved to a folder (as --model DIR) whose blocks are the identity, beside a collapsing one."""
     tiny_model("gpt-neo", "still").save_pretrained(tmp_path / "still")
-    settings = RunSettings(model=str(tmp_path / "still"), weights="trained", ffn=False, device="cpu", **BUDGET)
-    run_experiment(settings, tmp_path / "run", progress=False)
+    settings = RunSettings(model=str(tmp_path / "still"), weights="trained", ffn=False, device="cpu",
+                           **{**BUDGET, "passes": 2 * RULE.max_passes})
+    run_experiment(settings, tmp_path / "run", progress=False, until=(RULE, RULE.doubled()))
     still = load_results(tmp_path / "run")
     assert still[0]["weights_source"]["origin"] == "folder"
-    result = check_in_kind([collapsing["runs"][0], still], tmp_path / "in_kind.png")
+    result = check_in_kind([collapsing["runs"][0], still], tmp_path / "in_kind.png", rule=RULE)
     assert result.verdict == "refuted"
-    assert "stop collapsing" in result.detail and str(tmp_path / "still") in result.detail
+    assert "A run stalled" in result.detail and str(tmp_path / "still") in result.detail
+    run = result.numbers["runs"][1]
+    assert (run["decision"]["decided_at"], run["decision_doubled"]["decided_at"]) == (8, 16)
 
 
 def test_in_kind_needs_trained_runs(collapsing):
     with pytest.raises(ValueError, match="at least one trained run"):
-        check_in_kind([], None)
+        check_in_kind([], None, rule=RULE)
     manifest, results = collapsing["runs"][0]
     random = ({**manifest, "settings": {**manifest["settings"], "weights": "random"}}, results)
     with pytest.raises(ValueError, match="must all use trained weights"):
-        check_in_kind([random], None)
+        check_in_kind([random], None, rule=RULE)
 
 
 def test_report_build_names_weights_folders_to_the_tests(tmp_path, monkeypatch):
@@ -285,5 +288,6 @@ def test_the_cpu_profile_runs_two_trained_families_in_kind_with_the_smollm2_budg
     trained = {v.key: v for v in variants("cpu") if v.weights == "trained"}
     for key in ("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn",
                 "gpt2-xl-trained-ffn", "gpt-neo-2.7b-trained-no-ffn"):
-        assert (trained[key].prompts, trained[key].length, trained[key].passes) == (8, 200, 6), key
+        assert (trained[key].prompts, trained[key].length, trained[key].passes) == (8, 200, 48), key
+        assert trained[key].rule.max_passes == 48 and trained[key].until(True)[1].max_passes == 96
     assert trained["gemma3-trained-ffn"].model == "gemma3-270m" and trained["gemma3-trained-ffn"].ffn

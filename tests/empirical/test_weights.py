@@ -79,3 +79,71 @@ def test_control_wrong_statistics_are_caught():
         model.model.layers[0].mlp.up_proj.weight.mul_(3.0)
     with pytest.raises(RuntimeError, match="up_proj"):
         verify_draw(adapter, before)
+
+
+class _Allocations(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the elements of every floating-point tensor an operation returns, by device type (weights are floating
+    point; GPT-Neo's initialiser rebuilds its boolean attention masks on the CPU and copies them, which is the
+    library's and not a weight)."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                self.elements[tensor.device.type] = self.elements.get(tensor.device.type, 0) + tensor.numel()
+        return out
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-gpt-neo", "tiny-llama"])
+def test_random_weights_are_built_and_drawn_on_the_target_device(name):
+    """The meta device stands in for a GPU: every parameter and buffer is made there, and the CPU allocates less than
+    a hundredth of the model's elements meanwhile (rotary frequencies, the seed), so nothing is materialised first."""
+    from empirical.models import build_random
+
+    with _Allocations() as allocations:
+        model = build_random(name, 0, device="meta")
+    parameters = sum(p.numel() for p in model.parameters())
+    assert {t.device.type for t in [*model.parameters(), *model.buffers()]} == {"meta"}
+    assert allocations.elements.get("meta", 0) >= parameters  # the draw ran there
+    assert allocations.elements.get("cpu", 0) < parameters / 100, allocations.elements
+
+
+def test_random_weights_are_drawn_once_in_the_target_dtype():
+    model = load_model("tiny-llama", "random", seed=0, dtype=torch.bfloat16)
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    verify_draw(adapter_for(model), None)
+
+
+def test_control_a_model_built_on_the_cpu_and_moved_is_caught():
+    """The former path (``from_config`` on the CPU, then ``.to(device)``) allocates every weight on the CPU first."""
+    from transformers import AutoModelForCausalLM
+
+    from empirical.models import load_config
+
+    with _Allocations() as allocations:
+        model = AutoModelForCausalLM.from_config(load_config("tiny-gpt2")).to("meta")
+    assert allocations.elements.get("cpu", 0) >= sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_on_the_cpu_the_draw_on_the_device_gives_the_former_path_s_weights(name):
+    """Built on the device with one draw, a model has the weights and buffers of the former path (``from_config``
+    seeded on the CPU, then the seeded re-draw), value for value: runs made before keep their numbers."""
+    from transformers import AutoModelForCausalLM
+
+    from empirical.models import load_config
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        former = AutoModelForCausalLM.from_config(load_config(name))
+    redraw(former, 3)
+    now = load_model(name, "random", seed=3)
+    for before, after in ((former.state_dict(), now.state_dict()), (dict(former.named_buffers()),
+                                                                    dict(now.named_buffers()))):
+        assert before.keys() == after.keys()
+        for key in before:
+            torch.testing.assert_close(after[key], before[key], atol=0, rtol=0, msg=key)

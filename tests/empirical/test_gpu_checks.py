@@ -1,0 +1,33 @@
+"""The one script of GPU checks (`python -m empirical gpu-checks`), run here on tiny models (--tiny)."""
+
+import json
+
+from empirical.__main__ import main
+from empirical.gpu_checks import END_TO_END_TARGET, grid
+
+
+def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path, capsys):
+    out = tmp_path / "gpu.json"
+    assert main(["gpu-checks", "--tiny", "--passes", "2", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [run["key"] for run in result["runs"]] == [check.key for check in grid(tiny=True)]
+    for run in result["runs"]:
+        assert run["passes"] == 2 and run["prompts"] == 4
+        assert 0 < run["model_build_s"] and 0 < run["loop_s"] < run["end_to_end_s"] <= run["wall_s"]
+        assert run["E_floor"] == run["floor"]["E_floor"] > 0
+    floors = {run["dtype"]: run["E_floor"] for run in result["runs"] if run["model"] == "tiny-gpt-neo"}
+    assert floors["bfloat16"] > 10 * floors["float32"]  # bfloat16 keeps 8 bits of mantissa, float32 24
+    speed = [run for run in result["runs"] if "targets" in run]
+    assert len(speed) == 2 and all(len(run["targets"]) == 2 for run in speed)
+    assert f"end_to_end <= {END_TO_END_TARGET:g} x loop" in speed[0]["targets"]
+    assert len(capsys.readouterr().out.splitlines()) == 5  # a line per run, then the file
+
+
+def test_gpu_checks_on_cuda_without_cuda_is_an_error(tmp_path, capsys):
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["gpu-checks", "--tiny", "--device", "cuda", "--out", str(tmp_path / "x.json")]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err
