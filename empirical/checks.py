@@ -27,7 +27,7 @@ from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts, decode_gpt2, 
 PAPER_COMMAND = ("python -m empirical suite --profile gpu --until-decided --out runs  # GPT-2 XL and GPT-Neo 2.7B, "
                  "trained / random / redrawn, with and without FFN, 100 prompts x 200 tokens, until the collapse rule "
                  "decides (50 passes at most, 100 for the doubled horizon), float32; trained weights from the Hugging Face "
-                 "cache (huggingface-cli download gpt2-xl EleutherAI/gpt-neo-2.7B) or --weights-dir MODEL=DIR")
+                 "cache (hf download gpt2-xl EleutherAI/gpt-neo-2.7B) or --weights-dir MODEL=DIR")
 THRESHOLD_REASON = ("the collapse threshold on the pass-end mean E (empirical/decision.py): below it the mean cosine "
                     "to the first token exceeds 0.999, about three orders below the embeddings' E, and at least "
                     f"{FLOOR_MARGIN:g} times the floor of E in the run's dtype (no decision is read closer to it)")

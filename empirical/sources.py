@@ -163,7 +163,7 @@ def get_command(model: str) -> str:
     """The exact commands that give the report (or the paper's protocol) the trained weights of ``model``."""
     name = canonical(model)
     variable = WEIGHTS_DIR_ENV.get(name, "CONSENSUS_WEIGHTS_<MODEL>")
-    return (f"get the weights with `huggingface-cli download {HUB_IDS.get(name, (name,))[0]}` (into the Hugging Face "
+    return (f"get the weights with `hf download {HUB_IDS.get(name, (name,))[0]}` (into the Hugging Face "
             f"cache; everything after is offline) or save them to a folder DIR with save_pretrained; then "
             f"`make report` (cache) or `{variable}=DIR make report` (folder) runs them in the CPU budget, and on a GPU "
             f"`python -m empirical suite --profile gpu --only {_trained_keys(name)} [--weights-dir {name}=DIR] "

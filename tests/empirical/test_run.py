@@ -86,7 +86,7 @@ def test_non_finite_activations_stop_the_run(tmp_path, monkeypatch):
 
 BAD_INPUT = [
     pytest.param(["--model", "no-such-model", "--weights", "random"], "unknown model 'no-such-model'", id="unknown-model"),
-    pytest.param(["--model", "gpt2-xl", "--weights", "trained"], "huggingface-cli download gpt2-xl", id="missing-weights"),
+    pytest.param(["--model", "gpt2-xl", "--weights", "trained"], "hf download gpt2-xl", id="missing-weights"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--device", "cuda"], "CUDA is not available",
                  id="cuda-without-cuda"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--length", "65"], "longer than the model's context",

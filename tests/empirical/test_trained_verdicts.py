@@ -129,7 +129,7 @@ def test_trained_paper_variants_are_skipped_without_weights_and_an_error_when_as
     assert all(v.weights != "trained" or v.model not in (GPT2_XL, GPT_NEO) for v in ready)
     status = main(["suite", "--only", "gpt2-xl-trained-ffn", "--out", str(tmp_path), "--quiet"])
     assert status == 2
-    assert "huggingface-cli download gpt2-xl" in capsys.readouterr().err
+    assert "hf download gpt2-xl" in capsys.readouterr().err
     assert main(["suite", "--weights-dir", "gpt2-xl", "--out", str(tmp_path)]) == 2
     assert "must be MODEL=DIR" in capsys.readouterr().err
 
@@ -140,7 +140,7 @@ def test_no_weights_gives_not_run_with_the_command(hub, tmp_path):
     runs, missing = _runs(tmp_path, (False,))
     result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN", rule=RULE)
     assert result.verdict == "not-run"
-    assert "huggingface-cli download gpt2-xl" in result.detail
+    assert "hf download gpt2-xl" in result.detail
     assert "CONSENSUS_WEIGHTS_GPT_NEO_2_7B=DIR make report" in result.detail
 
 
@@ -189,7 +189,7 @@ def test_control_the_opposite_ffn_effect_is_refuted(hub, tmp_path):
 
 def test_ffn_effect_without_weights_is_not_run(hub, tmp_path):
     result = ffn_record([], _suite_rates(tmp_path))
-    assert result.verdict == "not-run" and "huggingface-cli download EleutherAI/gpt-neo-2.7B" in result.detail
+    assert result.verdict == "not-run" and "hf download EleutherAI/gpt-neo-2.7B" in result.detail
 
 
 # -- emp.rate and emp.theory-scope from the audits of the trained models ------------------------------------
@@ -216,7 +216,7 @@ def test_control_a_trained_model_slower_than_random_refutes_the_rate_claim(hub, 
     audits, missing = trained_paper_audits(AUDIT, tmp_path / "audits")
     result = rate_record(audits)
     assert result.verdict == "refuted"
-    assert list(missing) == [GPT2_XL] and "huggingface-cli download gpt2-xl" in result.detail
+    assert list(missing) == [GPT2_XL] and "hf download gpt2-xl" in result.detail
 
 
 def test_theory_scope_verified_when_u_is_the_identity(hub, tmp_path):
