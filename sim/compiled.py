@@ -33,6 +33,7 @@ from .manifold import as_finite_array
 from .products import worker_pool
 from .scenarios import CosineDiagonal, Modulated
 from .solvers import MAX_STEPS, AdaptiveStepSize, Dopri5, MaxStepsReached
+from .solvers import stepsize
 
 # Dormand-Prince 5(4) (the tableau of sim.solvers.Dopri5, as arrays the compiled loop reads as constants).
 _C = np.array(Dopri5._C)
@@ -43,6 +44,10 @@ _B = np.array(Dopri5._B)
 _E = np.array(Dopri5._E)
 _SAFETY, _MIN_FACTOR, _MAX_FACTOR = (AdaptiveStepSize.safety, AdaptiveStepSize.min_factor,
                                      AdaptiveStepSize.max_factor)
+_ORDER = Dopri5.embedded_order
+#: The step-size rule of sim.solvers (sim/solvers/stepsize.py), the same functions compiled.
+_first_guess, _starting_step, _next_step = (njit(cache=True, nogil=True)(rule) for rule in
+                                            (stepsize.first_guess, stepsize.starting_step, stepsize.next_step))
 #: Status of one instance's integration.
 OK, OUT_OF_STEPS, NOT_FINITE = 0, 1, 2
 
@@ -122,7 +127,7 @@ def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, 
     _scaled_norms(k[0], y_flat, y_flat, rtol, atol, norms[1])
     for q in range(LANES):
         d0, d1 = norms[0, q], norms[1, q]
-        step[q] = min(1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1, span)  # h0
+        step[q] = _first_guess(d0, d1, span)  # h0
         times[q] = t0 + step[q]
     for m in range(size):
         for q in range(LANES):
@@ -135,12 +140,7 @@ def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, 
     _scaled_norms(error, y_flat, y_flat, rtol, atol, norms[2])
     for q in range(LANES):
         if fresh[q]:
-            h0, d1, d2 = step[q], norms[1, q], norms[2, q] / step[q]
-            if d1 <= 1e-15 and d2 <= 1e-15:
-                h1 = max(1e-6, h0 * 1e-3)
-            else:
-                h1 = (0.01 / max(d1, d2)) ** (1.0 / 5.0)
-            dt[q] = min(100 * h0, h1, span)
+            dt[q] = _starting_step(step[q], norms[1, q], norms[2, q] / step[q], span, _ORDER)
 
 
 @njit(cache=True, nogil=True)
@@ -254,17 +254,11 @@ def _control(q, err, exponent, t1, tiny, landed, last_rejected, step, dt, t, y, 
     if not np.isfinite(err):
         lane_stats[q, 0] = NOT_FINITE
         return
-    if err > 1.0:
-        dt[q] = step[q] * max(_MIN_FACTOR, _SAFETY * err ** exponent)
+    accepted, dt[q] = _next_step(err, step[q], dt[q], last_rejected[q], _SAFETY, _MIN_FACTOR, _MAX_FACTOR, exponent)
+    last_rejected[q] = not accepted
+    if not accepted:
         lane_stats[q, 2] += 1
-        last_rejected[q] = True
         return
-    factor = _MAX_FACTOR if err == 0 else min(_MAX_FACTOR, _SAFETY * err ** exponent)
-    if last_rejected[q]:
-        factor = min(1.0, factor)
-    last_rejected[q] = False
-    if not (step[q] < dt[q] and factor >= 1.0):  # a step shortened to land on t1 keeps the proposal
-        dt[q] = step[q] * factor
     t[q] = t1 if landed[q] else t[q] + step[q]
     for i in range(tokens):  # retraction pi(x) = x / |x| (eq. 2), then the drift |y_i^T y_i - 1|
         total = 0.0

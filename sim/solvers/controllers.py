@@ -12,6 +12,7 @@ import numpy as np
 
 from ..kernels import scaled_error_means
 from .base import Solver, flat
+from .stepsize import first_guess, next_step, starting_step
 
 
 @dataclass(frozen=True)
@@ -86,15 +87,9 @@ class AdaptiveStepSize:
             return self.error_norm(x, y0, y0)
 
         d0, d1 = norm(y0), norm(f0)
-        h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
-        h0 = min(h0, span)
+        h0 = first_guess(d0, d1, span)
         f1 = field(t0 + h0, y0 + h0 * f0)
-        d2 = norm(f1 - f0) / h0
-        if d1 <= 1e-15 and d2 <= 1e-15:
-            h1 = max(1e-6, h0 * 1e-3)
-        else:
-            h1 = (0.01 / max(d1, d2)) ** (1.0 / (solver.embedded_order + 1))
-        return min(100 * h0, h1, span)
+        return starting_step(h0, d1, norm(f1 - f0) / h0, span, solver.embedded_order)
 
     def rule(self, solver: Solver, dt: float) -> "ErrorControl":
         return ErrorControl(self, solver.embedded_order, dt)
@@ -114,16 +109,7 @@ class ErrorControl:
         """``error``: the attempt's ``instance_errors``; ``step``: the step attempted (the proposal, or shorter
         to land on a save time). Accept when the combined norm is <= 1; return the next step to try."""
         c = self.controller
-        norm = c.combine(error)
-        if norm > 1.0:
-            self.proposed = step * max(c.min_factor, c.safety * norm**self.exponent)
-            self.after_rejection = True
-            return False, self.proposed
-        factor = c.max_factor if norm == 0 else min(c.max_factor, c.safety * norm**self.exponent)
-        if self.after_rejection:
-            factor = min(1.0, factor)
-        self.after_rejection = False
-        # A step shortened to land on a save time says little about larger steps: keep the proposal.
-        if not (step < self.proposed and factor >= 1.0):
-            self.proposed = step * factor
-        return True, self.proposed
+        accepted, self.proposed = next_step(c.combine(error), step, self.proposed, self.after_rejection, c.safety,
+                                            c.min_factor, c.max_factor, self.exponent)
+        self.after_rejection = not accepted
+        return accepted, self.proposed
