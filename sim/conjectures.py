@@ -146,20 +146,30 @@ def _decode_multihead(theta: np.ndarray, shape: Shape) -> Batch:
     P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
     U = _normalised(_symmetric(rawU)) * _scale(zU, 2.0)[..., None, None]
     valid = np.array([top_eigenpair(u.sum(axis=0))[0] for u in U])
-    y0 = _sphere(rawy)
-    v = _summed_top_vectors(U)
+    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))
+    return Batch(P, U, y0, valid & inside)
+
+
+def _reflected(y0: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each token of ``y0 : shape=[n, l, d]`` reflected into D^l(v) (uniform on it when y0 is uniform), ``v :
+    shape=[n, d]``; and whether each instance lies strictly inside, shape=[n]."""
     signs = np.sign(np.einsum("nld,nd->nl", y0, v))
-    y0 = y0 * np.where(signs == 0, 1.0, signs)[..., None]  # reflect into D^l(v) (uniform on it)
-    valid &= np.all(np.einsum("nld,nd->nl", y0, v) > 0, axis=1)
-    return Batch(P, U, y0, valid)
+    y0 = y0 * np.where(signs == 0, 1.0, signs)[..., None]
+    return y0, np.all(np.einsum("nld,nd->nl", y0, v) > 0, axis=1)
 
 
-def _hypotheses_multihead(P, U, y0) -> list[str]:
+def _multihead_problems(P, U) -> list[str]:
+    """What the multi-head readings ask of the heads before their eigenvectors: h >= 2, every U_eta symmetric."""
     problems = []
     if len(P) < 2:
         problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
     if any(np.max(np.abs(u - u.T)) > 1e-12 for u in U):
         problems.append("some U_eta is not symmetric")
+    return problems
+
+
+def _hypotheses_multihead(P, U, y0) -> list[str]:
+    problems = _multihead_problems(P, U)
     ok, lam, v = top_eigenpair(np.sum(U, axis=0))
     if not ok:
         problems.append(f"the top eigenvalue of sum_eta U_eta ({lam:.3g}) is not simple and positive")
@@ -177,11 +187,8 @@ def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
     spectra = np.concatenate([tops[..., None], others], axis=-1)
     U = np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis)           # Q diag Q^T per head
     valid = np.array([_common_top(u) is not None for u in U])
-    v = _summed_top_vectors(U)  # = the common v, signed as top_eigenpair signs it
-    y0 = _sphere(rawy)
-    signs = np.sign(np.einsum("nld,nd->nl", y0, v))
-    y0 = y0 * np.where(signs == 0, 1.0, signs)[..., None]
-    return Batch(P, U, y0, valid & np.all(np.einsum("nld,nd->nl", y0, v) > 0, axis=1))
+    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
+    return Batch(P, U, y0, valid & inside)
 
 
 def _common_top(U: np.ndarray) -> np.ndarray | None:
@@ -194,11 +201,8 @@ def _common_top(U: np.ndarray) -> np.ndarray | None:
 
 
 def _hypotheses_multihead_common(P, U, y0) -> list[str]:
-    problems = []
-    if len(P) < 2:
-        problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
-    if any(np.max(np.abs(u - u.T)) > 1e-12 for u in U):
-        problems.append("some U_eta is not symmetric")
+    problems = _multihead_problems(P, U)
+    if problems:  # the common eigenvector is only defined for symmetric heads
         return problems
     v = _common_top(U)
     if v is None:
