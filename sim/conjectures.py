@@ -135,8 +135,9 @@ def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of U_1 (0 iff every y_i = +v or -v)."""
-    v = np.stack([top_eigenpair(u[0])[2] for u in U])[:, None, :]
+    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of sum_eta U_eta (U_1 for the one-head
+    value claims): 0 iff every y_i = +v or -v."""
+    v = _summed_top_vectors(U)[:, None, :]
     return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)
 
 

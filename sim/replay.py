@@ -1,6 +1,6 @@
 """Witnesses of refuted conjectures: written once, replayed by anyone (``python -m sim replay WITNESS.json``).
 
-A witness (JSON, ``SCHEMA_VERSION`` 2) holds an instance (P, U, causal), an attractor (``equilibrium``, and a skew
+A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, reports/schemas/witness.schema.json) holds an instance (P, U, causal), an attractor (``equilibrium``, and a skew
 ``generator`` when the configuration rotates rigidly), a start ``y0`` meeting the conjecture's hypotheses, and the
 certificate it was stored with. A replay recomputes everything from P, U and the equilibrium:
 
@@ -23,6 +23,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial import ConvexHull
 
+from reports.outputs import SCHEMA_VERSIONS
 from reports.records import CheckResult
 
 from .certify import AWAY, attention_field, run
@@ -31,7 +32,6 @@ from .eq6 import eq6
 from .solvers import AdaptiveStepSize
 from .validated import Chart, Problem, ValidatedCertificate, certify
 
-SCHEMA_VERSION = 2
 #: Integrations of the float64 evidence: rtol 1e-10 each; the end must lie inside the certified ball with a
 #: factor 2 to spare, far above the 1e-8 the two integrators may differ by.
 EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
@@ -111,7 +111,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     numbers["start_inside_certified_ball"] = inside
     if inside:
         return result(True, "validated attractor; the start lies inside its certified ball")
-    ends = _evidence(problem, y0, y_star, certificate.numbers["basin_radius"])
+    ends = _evidence(problem, y0, y_star)
     numbers.update(ends)
     if max(ends["sim_end_distance"], ends["scipy_end_distance"]) >= certificate.numbers["basin_radius"] / 2:
         return result(False, "float64 runs from the start do not reach the certified ball")
@@ -125,7 +125,7 @@ def _chart_distance(centre: np.ndarray, y: np.ndarray) -> float:
     return float(np.linalg.norm(w[:, 1:] / w[:, :1]))
 
 
-def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray, basin: float) -> dict:
+def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
     """Float64: sim's Dopri5 and SciPy's LSODA from ``y0``; chart distances of the ends from the attractor."""
     t1 = EVIDENCE_HORIZON
     ours = run(attention_field(problem.P, problem.U, problem.causal), y0, t1, EVIDENCE)[-1]
@@ -159,20 +159,24 @@ def witness_certificate(outcome: Replay) -> dict:
             "replay": outcome.numbers}
 
 
+def draft(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.ndarray) -> dict:
+    """A witness of ``claim`` before its replay (JSON-ready, no certificate yet)."""
+    return {"schema_version": SCHEMA_VERSIONS["witness"], "claim": claim, "causal": problem.causal,
+            "P": np.asarray(problem.P, float).tolist(), "U": np.asarray(problem.U, float).tolist(),
+            "generator": None if problem.generator is None else np.asarray(problem.generator, float).tolist(),
+            "equilibrium": np.asarray(equilibrium, float).tolist(), "y0": np.asarray(y0, float).tolist()}
+
+
 def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.ndarray, *, provenance: str,
                  seeds: dict | None = None) -> dict:
     """A witness dict (JSON-ready) whose replay refutes ``claim``; raises ValueError when it would not."""
-    draft = {"schema_version": SCHEMA_VERSION, "claim": claim, "causal": problem.causal,
-             "P": problem.P.tolist(), "U": problem.U.tolist(),
-             "generator": None if problem.generator is None else problem.generator.tolist(),
-             "equilibrium": np.asarray(equilibrium, float).tolist(), "y0": np.asarray(y0, float).tolist(),
-             "provenance": provenance, "seeds": seeds or {}}
-    outcome = replay(draft)
+    witness = dict(draft(claim, problem, equilibrium, y0), provenance=provenance, seeds=seeds or {})
+    outcome = replay(witness)
     if not outcome.refuted:
         raise ValueError(f"not a witness of {claim}: {outcome.reason}")
-    draft["equilibrium"] = outcome.certificate.equilibrium.tolist()
-    draft["certificate"] = witness_certificate(outcome)
-    return draft
+    witness["equilibrium"] = outcome.certificate.equilibrium.tolist()
+    witness["certificate"] = witness_certificate(outcome)
+    return witness
 
 
 def load(path: Path | str) -> dict:

@@ -26,9 +26,9 @@ import numpy as np
 from scipy.optimize import differential_evolution
 
 from .certify import Certificate, certify_equilibrium
-from .conjectures import Batch, Family, Shape, chunk_seed, top_eigenpair
+from .conjectures import Batch, Family, Shape, chunk_seed, distance_from_plus_minus_v, top_eigenpair
 from .compiled import solve_instances
-from .replay import SCHEMA_VERSION, replay, witness_certificate
+from .replay import draft, replay, witness_certificate
 from .solvers import AdaptiveStepSize
 from .validated import Problem
 
@@ -75,7 +75,7 @@ def certify(family: Family, P, U, y0, *, seed: int) -> Certificate:
     screen = certify_equilibrium(P, U, family.causal, y0, family.horizon, distance, seed=seed)
     if not screen.certified:
         return screen
-    outcome = replay(draft_witness(family, P, U, y0, screen.equilibrium), family)
+    outcome = replay(_draft(family, P, U, y0, screen.equilibrium), family)
     if not outcome.refuted:
         return Certificate(False, f"float64 screen passed; validated replay: {outcome.reason}", "equilibrium",
                            equilibrium=screen.equilibrium, eigenvalues=screen.eigenvalues, numbers=screen.numbers)
@@ -83,11 +83,9 @@ def certify(family: Family, P, U, y0, *, seed: int) -> Certificate:
                        eigenvalues=screen.eigenvalues, numbers=witness_certificate(outcome))
 
 
-def draft_witness(family: Family, P, U, y0, equilibrium) -> dict:
-    """A witness (``sim.replay``'s format) of ``family``'s claim before its replay."""
-    return {"schema_version": SCHEMA_VERSION, "claim": family.claim, "causal": family.causal,
-            "P": np.asarray(P).tolist(), "U": np.asarray(U).tolist(), "generator": None,
-            "equilibrium": np.asarray(equilibrium).tolist(), "y0": np.asarray(y0).tolist()}
+def _draft(family: Family, P, U, y0, equilibrium) -> dict:
+    """A witness of ``family``'s claim before its replay (``sim.replay.draft``)."""
+    return draft(family.claim, Problem(np.asarray(P, float), np.asarray(U, float), family.causal), equilibrium, y0)
 
 
 def _valid(family: Family, P, U, y0) -> bool:
@@ -211,19 +209,19 @@ def search_chunk(family: Family, index: int, size: int, *, adversarial: bool = T
 
 
 def plus_minus_v_distance(U, y) -> float | None:
-    """max_i min(|y_i - v|, |y_i + v|), v the top eigenvector of sum_eta U_eta (None if its top eigenvalue is not
-    real): 0 when every token sits at +v or -v, the two antipodal clusters a weaker reading of 'consensus' allows."""
-    ok, _, v = top_eigenpair(np.sum(np.asarray(U), axis=0))
-    if not ok:
+    """``sim.conjectures.distance_from_plus_minus_v`` of one instance (None if the top eigenvalue of sum_eta U_eta
+    is not real, simple and positive): 0 when every token sits at +v or -v, the two antipodal clusters a weaker
+    reading of 'consensus' allows."""
+    U = np.asarray(U)
+    if not top_eigenpair(np.sum(U, axis=0))[0]:
         return None
-    y = np.asarray(y)
-    return float(np.max(np.minimum(np.linalg.norm(y - v, axis=1), np.linalg.norm(y + v, axis=1))))
+    return float(distance_from_plus_minus_v(None, U[None], np.asarray(y)[None])[0])
 
 
 def witness_record(family: Family, P, U, y0, certificate: Certificate, *, seeds: dict,
                    extra: dict | None = None) -> dict:
     """The JSON of a certified witness (``witnesses/<claim>/<name>.json``, ``sim.replay``'s format)."""
-    record = draft_witness(family, P, U, y0, certificate.equilibrium)
+    record = _draft(family, P, U, y0, certificate.equilibrium)
     record.update(certificate=certificate.numbers, seeds=seeds,
                   provenance=f"sim.search chunk {seeds.get('chunk')} (rank {seeds.get('rank')}), horizon "
                              f"{family.horizon:g}", tokens_from_plus_minus_v=plus_minus_v_distance(U, certificate.equilibrium))
