@@ -2,8 +2,9 @@
 
 The paper's two models (GPT-2 XL, GPT-Neo 2.7B) are looked up, in this order, in
 
-1. a folder named on the command line (``python -m empirical suite --weights-dir gpt2-xl=DIR``,
-   ``python -m reports build --weights-dir ...``), or in the environment variable of the model
+1. a folder named on the command line (``python -m empirical suite --weights-dir gpt2-xl=DIR``, or
+   ``python -m reports build --weights-dir ...``, which hands it to its tests in the environment:
+   :func:`report_weights_dirs`), or in the environment variable of the model
    (:data:`WEIGHTS_DIR_ENV`, e.g. ``CONSENSUS_WEIGHTS_GPT2_XL=DIR``): a folder written by
    ``save_pretrained`` (``config.json`` and the weights), or a snapshot folder of the hub's cache;
 2. the local Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
@@ -20,6 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import reports.weights_dirs as reports_weights_dirs
 
 from .models import PAPER_MODEL_ALIASES
 
@@ -122,13 +125,17 @@ def locate(model: str, folders: Mapping[str, Path] | None = None) -> WeightsSour
     """Where the trained weights of ``model`` are on this machine, or ``None`` (see the module docstring).
 
     ``folders`` maps model ids (any alias) to folders named on the command line; they take precedence
-    over the environment variables of :data:`WEIGHTS_DIR_ENV`. Raises :class:`WeightsFolderError` when
+    over those the report build named (:func:`report_weights_dirs`), which take precedence over the environment
+    variables of :data:`WEIGHTS_DIR_ENV`. Raises :class:`WeightsFolderError` when
     a named folder holds no weights.
     """
     name = canonical(model)
     for key, folder in (folders or {}).items():
         if canonical(key) == name:
             return _named_folder(name, folder, f"--weights-dir {key}={folder}")
+    reported = report_weights_dirs()
+    if name in reported:
+        return _named_folder(name, reported[name], f"python -m reports build --weights-dir {name}={reported[name]}")
     variable = WEIGHTS_DIR_ENV.get(name)
     if variable and os.environ.get(variable):
         return _named_folder(name, Path(os.environ[variable]), f"the environment variable {variable}")
@@ -138,25 +145,20 @@ def locate(model: str, folders: Mapping[str, Path] | None = None) -> WeightsSour
 
 
 def parse_weights_dirs(items: Sequence[str]) -> dict[str, Path]:
-    """``["gpt2-xl=DIR", ...]`` (``--weights-dir``) -> ``{"gpt2-xl": Path(DIR)}``, with a clear error."""
-    folders = {}
-    for item in items:
-        model, separator, folder = item.partition("=")
-        if not separator or not model or not folder:
-            raise ValueError(f"--weights-dir {item!r} must be MODEL=DIR, e.g. gpt2-xl=/data/gpt2-xl "
-                             f"(models: {', '.join(PAPER_MODELS)}).")
-        folders[canonical(model)] = Path(folder)
-    return folders
+    """``["gpt2-xl=DIR", ...]`` (``--weights-dir``) -> ``{"gpt2-xl": DIR}`` under canonical model ids, with a
+    clear error."""
+    return {canonical(model): folder for model, folder in reports_weights_dirs.parse_weights_dirs(items).items()}
 
 
-def weights_environment(folders: Mapping[str, Path]) -> dict[str, str]:
-    """The environment variables that name ``folders`` to child processes (``python -m reports build``)."""
+def report_weights_dirs() -> dict[str, Path]:
+    """The folders that ``python -m reports build --weights-dir`` named to this process (reports/weights_dirs.py),
+    under canonical model ids; a model the report does not run trained is an error."""
+    folders = reports_weights_dirs.weights_dirs_from_environment()
     unknown = [model for model in folders if canonical(model) not in WEIGHTS_DIR_ENV]
     if unknown:
         raise ValueError(f"--weights-dir names {unknown}; the report runs trained weights of {list(PAPER_MODELS)} "
                          "only.")
-    return {WEIGHTS_DIR_ENV[canonical(model)]: str(Path(folder).expanduser().resolve())
-            for model, folder in folders.items()}
+    return {canonical(model): folder for model, folder in folders.items()}
 
 
 def get_command(model: str) -> str:

@@ -22,6 +22,7 @@ from .helpformat import Parser
 from .manifest import git_revision
 from .outputs import OutputError, check_output_folder, claim_output_folder
 from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
+from .weights_dirs import parse_weights_dirs, weights_dirs_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +77,7 @@ def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: s
 def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None) -> int:
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
     section, 4 or 5: pytest arguments refused before anything ran). ``weights_env`` names folders of trained
-    paper-model weights to the tests (``--weights-dir``; see empirical/sources.py)."""
+    paper-model weights to the tests (``--weights-dir``; reports/weights_dirs.py)."""
     revision = git_revision(ROOT)
     try:
         output = check_output_folder(out, command="reports build", settings={"pytest_args": pytest_args})
@@ -135,10 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         from .compare import main as compare
 
         return compare(args.old, args.new, args.expected)
-    from empirical.sources import parse_weights_dirs, weights_environment
-
     try:
-        weights_env = weights_environment(parse_weights_dirs(args.weights_dir))
+        weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
     except ValueError as error:
         parser.error(str(error))
     return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env)

@@ -12,7 +12,10 @@ import os
 # example took 146 s with the default threads and 24 s with one). Set before numpy is first imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+from reports.weights_dirs import WEIGHTS_DIRS_ENV  # noqa: E402
 
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, print_blob=True,
@@ -20,3 +23,15 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.register_profile("thorough", max_examples=300, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    """A report build's --weights-dir naming a model the report does not run trained is refused before any test
+    runs (reports/weights_dirs.py hands the folders over unchecked: reports imports nothing of empirical)."""
+    if os.environ.get(WEIGHTS_DIRS_ENV):
+        from empirical.sources import report_weights_dirs  # (torch: only when a report build named folders)
+
+        try:
+            report_weights_dirs()
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from error

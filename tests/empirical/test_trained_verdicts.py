@@ -7,6 +7,10 @@ check can give is reached here: collapsing models -> verified, a non-collapsing 
 weights -> not-run with the command.
 """
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,8 +22,9 @@ from empirical.audit.report import audit_section, ffn_record, rate_record, run_r
 from empirical.checks import check_in_kind, check_trained
 from empirical.run import RunSettings, load_results, run_experiment
 from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderError, locate, parse_weights_dirs,
-                               weights_environment)
+                               report_weights_dirs)
 from empirical.suite import split_by_weights, trained_paper_runs, variants
+from reports.weights_dirs import WEIGHTS_DIRS_ENV
 
 from .tiny_trained import BUDGET, REVISION, RULE, save_to_hub_cache, tiny_model
 
@@ -33,7 +38,7 @@ def _empty_hub(folder, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(folder / "hf"))
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for variable in WEIGHTS_DIR_ENV.values():
+    for variable in (*WEIGHTS_DIR_ENV.values(), WEIGHTS_DIRS_ENV):
         monkeypatch.delenv(variable, raising=False)
     return cache
 
@@ -103,13 +108,15 @@ def test_a_named_folder_wins_over_the_cache_and_a_folder_without_weights_is_an_e
         locate(GPT_NEO)
 
 
-def test_weights_dir_options_are_parsed_with_clear_errors(tmp_path):
+def test_weights_dir_options_are_parsed_with_clear_errors(tmp_path, monkeypatch):
     assert parse_weights_dirs(["openai-community/gpt2-xl=/data/x"]) == {GPT2_XL: Path("/data/x")}
     with pytest.raises(ValueError, match="must be MODEL=DIR"):
         parse_weights_dirs(["/data/x"])
-    assert weights_environment({GPT_NEO: tmp_path}) == {"CONSENSUS_WEIGHTS_GPT_NEO_2_7B": str(tmp_path.resolve())}
+    monkeypatch.setenv(WEIGHTS_DIRS_ENV, json.dumps({"gpt-neo-2.7B": str(tmp_path)}))
+    assert report_weights_dirs() == {GPT_NEO: tmp_path}
+    monkeypatch.setenv(WEIGHTS_DIRS_ENV, json.dumps({"smollm2-135m": str(tmp_path)}))
     with pytest.raises(ValueError, match="trained weights of"):
-        weights_environment({"smollm2-135m": tmp_path})
+        report_weights_dirs()
 
 
 def test_the_manifest_records_where_the_weights_came_from(hub, tmp_path):
@@ -279,9 +286,22 @@ def test_report_build_names_weights_folders_to_the_tests(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli.subprocess, "run", run)
     assert cli.main(["build", "--out", str(tmp_path), "--no-bench", "--weights-dir", f"gpt2-xl={tmp_path}"]) == 0
-    assert environments[0]["CONSENSUS_WEIGHTS_GPT2_XL"] == str(tmp_path.resolve())
+    monkeypatch.setenv(WEIGHTS_DIRS_ENV, environments[0][WEIGHTS_DIRS_ENV])
+    assert report_weights_dirs() == {GPT2_XL: tmp_path.resolve()}
     with pytest.raises(SystemExit):
-        cli.main(["build", "--out", str(tmp_path), "--weights-dir", f"smollm2-135m={tmp_path}"])
+        cli.main(["build", "--out", str(tmp_path), "--weights-dir", str(tmp_path)])
+
+
+def test_control_the_report_tests_refuse_a_weights_folder_of_a_model_not_run_trained(tmp_path):
+    """reports hands the folders over unchecked; the test process (tests/conftest.py) refuses an unknown model
+    before collecting anything, as the report build's argument check runs it."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, WEIGHTS_DIRS_ENV: json.dumps({"smollm2-135m": str(tmp_path)})}
+    refused = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "--no-report", "-p",
+                              "no:cacheprovider", "tests/reports/test_registry.py"], cwd=root, env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR, refused.stdout + refused.stderr
+    assert "the report runs trained weights of" in refused.stderr
 
 
 def test_the_cpu_profile_runs_two_trained_families_in_kind_with_the_smollm2_budget():
