@@ -59,11 +59,11 @@ mutants: $(STAMP)
 	mkdir -p build/mutants
 	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
 	rm -f mutants/mutmut-stats.json
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m reports.mutation measure \
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m devtools.mutation measure \
 	  build/mutants/run-mutmut.json -- nice -n 10 $(BIN)/mutmut run $(MUTANTS_SCOPE)
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m reports.mutation measure build/mutants/run-compiled.json -- \
-	  nice -n 10 $(BIN)/python -m reports.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION)
-	$(BIN)/python -m reports.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m devtools.mutation measure build/mutants/run-compiled.json -- \
+	  nice -n 10 $(BIN)/python -m devtools.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION)
+	$(BIN)/python -m devtools.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
 	  --cosmic-ray $(COMPILED_SESSION) --run build/mutants/run-mutmut.json --run build/mutants/run-compiled.json
 
 clean:

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .adapters import LoopAdapter, adapter_for
+from .adapters import LoopAdapter
 from .embedded import GEMMA3, gemma3_dequantised
 from .loading import ModelNotAvailable, offline, reading_gguf
 

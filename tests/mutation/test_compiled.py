@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from reports.compiled_mutants import (COMPILE_OPTION, LEFT_TO_MUTMUT, _wait_for, leave_to_mutmut, mutmut_lines,
-                                      njit_lines, worker_ports)
-from reports.mutation import read_cosmic_ray
-from tests.reports.test_mutation import _cosmic_ray_session
+from devtools.mutation.compiled import (COMPILE_OPTION, LEFT_TO_MUTMUT, leave_to_mutmut, mutmut_lines, njit_lines,
+                                        wait_for_workers, worker_ports)
+from devtools.mutation.summary import read_cosmic_ray
+from tests.mutation.test_summary import _cosmic_ray_session
 
 #: A module as sim/compiled.py is laid out: a kernel (@njit), a wrapper, a class with a method and a property.
 MODULE = '''from numba import njit
@@ -84,14 +84,14 @@ def test_a_worker_that_never_listens_fails_with_its_port():
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         with pytest.raises(RuntimeError, match=f"port {port} did not start"):
-            _wait_for([port], process, seconds=1.0)
+            wait_for_workers([port], process, seconds=1.0)
     finally:
         process.kill()
         process.wait()
 
 
 def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
-    from reports.compiled_mutants import forget_survivors
+    from devtools.mutation.compiled import forget_survivors
 
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
@@ -105,7 +105,7 @@ def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
 
 
 def test_running_survivors_again_needs_a_session(tmp_path, capsys):
-    from reports.mutation import main
+    from devtools.mutation.__main__ import main
 
     with pytest.raises(SystemExit):
         main(["compiled", "tests/mutation/compiled.toml", str(tmp_path / "none.sqlite"), "--survivors"])

@@ -95,7 +95,9 @@ def worker_ports(config: Path) -> list[int]:
     return [int(url.rsplit(":", 1)[1]) for url in urls]
 
 
-def _wait_for(ports: list[int], workers: subprocess.Popen, seconds: float) -> None:
+def wait_for_workers(ports: list[int], workers: subprocess.Popen, seconds: float) -> None:
+    """Wait until a worker listens on each of ``ports``; an error naming the port when ``workers`` exits first or
+    ``seconds`` pass."""
     deadline = time.monotonic() + seconds
     for port in ports:
         while True:
@@ -120,7 +122,7 @@ def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
         print(f"{leave_to_mutmut(session)} mutants left to mutmut", flush=True)
     workers = subprocess.Popen(["cr-http-workers", str(config), "."], start_new_session=True)
     try:
-        _wait_for(worker_ports(config), workers, WORKER_START_SECONDS)
+        wait_for_workers(worker_ports(config), workers, WORKER_START_SECONDS)
         return subprocess.run(["cosmic-ray", "exec", str(config), str(session)]).returncode
     finally:  # an interrupt to cr-http-workers' process group: the workers stop and it removes their clones
         os.killpg(workers.pid, signal.SIGINT)

@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from reports.mutation import (EQUIVALENTS, SUMMARY, main, measure, module_name, mutmut_outcomes, read_cosmic_ray,
-                              read_equivalents, revision, section, summarise)
+from devtools.mutation.__main__ import main
+from devtools.mutation.summary import (EQUIVALENTS, SUMMARY, measure, module_name, mutmut_outcomes, read_cosmic_ray,
+                                       read_equivalents, revision, section, summarise)
 
 # mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
 FAKE_RUN = {

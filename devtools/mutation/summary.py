@@ -1,37 +1,21 @@
-"""Mutation testing of the core modules: the summary `make mutants` writes, and the report's section on it.
-
-`make mutants` runs mutmut (configuration: ``[tool.mutmut]`` in pyproject.toml) and, for the Numba-compiled code
-that mutmut cannot reach, cosmic-ray (tests/mutation/compiled.toml, run by ``python -m reports.mutation compiled
-CONFIG SESSION``: reports/compiled_mutants.py); then ``python -m reports.mutation DIR OUT --cosmic-ray SESSION``
-reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's session and the checked-in list of
-equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes ``OUT``
-(build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected = killed
-+ timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no selected
-test reaches counts as undetected. A listed equivalent counts apart only while it survives: one that a test now
-kills, or that no longer exists, is reported as stale, never dropped silently (one not run yet is neither).
-
-``python -m reports.mutation measure OUT -- COMMAND`` runs the mutation tools and records what the run cost
-(``OUT``, build/mutants/run.json): the git revision measured, wall and CPU time, and the machine's load average
-sampled during the run (a shared machine's load inflates the wall time, not the CPU time). The summary takes one
-such record per segment of a run (``--run``, repeatable: a run resumed after an interruption).
-"""
+"""The summary of a mutation run (mutmut's results, cosmic-ray's session, the equivalents) and the report's
+section on it; the package docstring (devtools/mutation/__init__.py) describes the whole run."""
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import json
 import os
 import re
 import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .compiled_mutants import LEFT_TO_MUTMUT, run_session
-from .records import ReportSection, Table
+from reports.records import ReportSection, Table
+
+from .compiled import LEFT_TO_MUTMUT
 
 SUMMARY = Path("build/mutants/summary.json")
 EQUIVALENTS = Path("tests/mutation/equivalent.toml")
@@ -114,7 +98,7 @@ PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>[\d.]+s\) from pytest-timeout")
 def read_cosmic_ray(session: Path) -> dict[str, str]:
     """mutant name -> outcome from a cosmic-ray session (its SQLite file); a mutant its operator filter skipped
     is "excluded" (the reasons are in tests/mutation/compiled.toml), a timeout (cosmic-ray's or pytest-timeout's) is
-    "timeout"; one left to mutmut (``compiled_mutants.leave_to_mutmut``) is not listed: mutmut's results count it."""
+    "timeout"; one left to mutmut (``compiled.leave_to_mutmut``) is not listed: mutmut's results count it."""
     import sqlite3
 
     if not Path(session).exists():
@@ -244,65 +228,3 @@ def _cost(runs: list[Mapping[str, Any]]) -> str:
         text += (f", load average {mean:.1f} (at most {max(load['max'] for load in loads):.1f}) on "
                  f"{runs[0].get('cores')} cores: the machine was shared, which inflates the wall time")
     return text + "."
-
-
-def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv[:1] == ["measure"]:
-        return _measure_command(argv[1:])
-    if argv[:1] == ["compiled"]:
-        return _compiled_command(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m reports.mutation",
-                                     description="Summarise a mutmut run into build/mutants/summary.json.")
-    parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
-    parser.add_argument("out", type=Path, help="the summary to write (build/mutants/summary.json)")
-    parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
-    parser.add_argument("--scope", nargs="+", default=["*"], help="the mutant-name globs `mutmut run` was given")
-    parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the compiled code")
-    parser.add_argument("--run", type=Path, action="append", default=[],
-                        help="what a segment of the run cost (`measure`'s record; repeat for each segment)")
-    args = parser.parse_args(argv)
-    outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
-    if args.cosmic_ray is not None:
-        outcomes.update(read_cosmic_ray(args.cosmic_ray))
-    runs = tuple(json.loads(path.read_text()) for path in args.run)
-    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), runs=runs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=1, ensure_ascii=False))
-    t = summary["totals"]
-    print(f"{t['total']} mutants: {t['killed']} killed, {t['timeout']} timed out, {t['survived']} survived, "
-          f"{t['equivalent']} equivalent, {t['no tests']} untested; score {t['score']}", file=sys.stderr)
-    return 0
-
-
-def _measure_command(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.mutation measure",
-                                     description="Run a command and record its revision, wall and CPU time, load.")
-    parser.add_argument("out", type=Path, help="the record to write (build/mutants/run.json)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    record = measure(command)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1))
-    print(f"{record['seconds'] / 60:.1f} min wall, {record['cpu_seconds'] / 60:.1f} min CPU, load average "
-          f"{record['load_average']['mean']:.1f} at {record['revision']}", file=sys.stderr)
-    return record["exit_code"]
-
-
-def _compiled_command(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.mutation compiled",
-                                     description="Run cosmic-ray's session over the Numba-compiled code.")
-    parser.add_argument("config", type=Path, help="cosmic-ray's configuration (tests/mutation/compiled.toml)")
-    parser.add_argument("session", type=Path, help="the session file to make (build/mutants/compiled.sqlite)")
-    parser.add_argument("--survivors", action="store_true",
-                        help="run the session's surviving mutants again (after adding tests), not a new session")
-    args = parser.parse_args(argv)
-    if args.survivors and not args.session.exists():
-        parser.error(f"--survivors needs an existing session; {args.session} does not exist (run `make mutants`).")
-    return run_session(args.config, args.session, survivors=args.survivors)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
