@@ -2,10 +2,11 @@
 nothing of ours above it; the build sits on it, the pytest plugin on the build, the orchestration (__main__) on top;
 no cycle. Read from the source (every import, also those inside functions), with a negative control."""
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.reports.test_layout import imports_in
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("theory", "sim", "empirical", "reports", "tests")
@@ -23,19 +24,11 @@ FOUNDATION = 0
 
 
 def imports_of(source: str, module: str) -> set[str]:
-    """The modules of ours (``PACKAGES``) that ``source`` (the text of ``module``) imports, anywhere in it."""
-    package = module if module == "reports" else module.rsplit(".", 1)[0]
+    """The modules of ours (``PACKAGES``) that ``source`` (the text of ``module``) imports, anywhere in it (``from .
+    import x`` names a module, so each imported name is listed too)."""
     found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)  # ``from . import x`` names a module
+    for target, name, _ in imports_in(source, module, is_package=module == "reports"):
+        found.update([target, f"{target}.{name}"] if name else [target])
     return {name for name in found if name.split(".")[0] in PACKAGES}
 
 
