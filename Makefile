@@ -48,6 +48,8 @@ report: $(STAMP)
 # failed in seconds in a fresh process). mutmut keeps its copies in mutants/; cosmic-ray's two workers each mutate
 # their own git clone of the committed tree (commit first: uncommitted changes are not in the clones).
 # The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
+# A module moved must be renamed here, in [tool.mutmut] and in tests/mutation/compiled.toml: tests/mutation/
+# test_targets.py names every entry that no longer matches a file.
 MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
   'sim.solvers.euler.*' 'sim.solvers.rk4.*' 'sim.solvers.discrete.*' 'sim.solvers.dopri5.*' \
   'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
