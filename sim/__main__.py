@@ -49,10 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
     bench.add_argument("--quick", action="store_true",
                        help="small sizes, for trying the command (not the benchmark's figures)")
-    bench.add_argument("--part", choices=("all", "scipy", "peers"), default="all",
+    bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
                        help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
                             "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
-                            "all: both")
+                            "fields: one evaluation of eq. 6 by each backend (sim.backends); all: scipy and peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
@@ -121,6 +121,14 @@ def _bench(args) -> int:
             args.peers_out.parent.mkdir(parents=True, exist_ok=True)
             args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
         print(table(peers))
+    if args.part == "fields":
+        from .field_bench import run_field_benchmark, table as field_table
+
+        fields = run_field_benchmark()
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(fields, indent=1))
+        print(field_table(fields))
     return 0
 
 

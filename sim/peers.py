@@ -1,8 +1,8 @@
 """Other libraries' adaptive Dopri5 on the same small systems, for ``sim bench``: diffrax under ``jax.jit`` and
 torchdiffeq (the optional extra ``.[peers]``; absent, ``available()`` says which and why).
 
-Each peer integrates eq. 6 on the sphere (written here in its own array library, W = I, no retraction: neither
-library has one) with the whole batch as one state ``[b, l, d]``, in float64 (JAX with x64 enabled), from 0 to
+Each peer integrates eq. 6 on the sphere (``sim.array_field``, in its own array library, W = I, no retraction:
+neither library has one) with the whole batch as one state ``[b, l, d]``, in float64 (JAX with x64 enabled), from 0 to
 t1 at rtol = atol = tol, and returns the end states. A problem is ``Systems``: per-instance matrices ``P, U :
 [b, h, d, d]`` (P' when modulated by ``CosineDiagonal`` arrays ``[h, d]``), ``causal``, ``y0 : [b, l, d]``, t1.
 """
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from .array_field import array_field
 
 #: The peers' step budget: far above what any tolerance of the benchmark needs (a few hundred steps), so a run
 #: never stops early; reaching it is an error.
@@ -55,34 +57,6 @@ class PreparedPeer:
     threads: str
 
 
-def _field(xp, einsum, softmax, as_array, systems: Systems):
-    """eq. 6 on the sphere in the array library ``xp`` (jax.numpy or torch; ``as_array`` turns a numpy array into
-    one of its arrays), batched over the instances."""
-    P, U = systems.P, systems.U
-    dim = P.shape[-1]
-    tokens = systems.y0.shape[1]
-    root = float(np.sqrt(dim))
-    mask = as_array(np.tril(np.ones((tokens, tokens), dtype=bool))) if systems.causal else None
-    modulation = systems.modulation
-
-    def field(t, y):
-        if modulation is None:
-            P_t = P
-        else:
-            amplitude, omega, phase, sine = modulation
-            argument = omega * t + phase
-            D = amplitude * xp.where(sine, xp.sin(argument), xp.cos(argument))  # [h, d]
-            P_t = D[None, :, :, None] * P
-        scores = einsum("bic,bhce,bje->bhij", y, P_t, y)  # y_i^T P_eta y_j
-        if mask is not None:
-            scores = xp.where(mask, scores, -np.inf)
-        weights = softmax(scores) / root
-        total = einsum("bhec,bhij,bjc->bie", U, weights, y)  # sum_eta sum_j alpha_ij^eta U_eta y_j
-        return total - (y * total).sum(-1)[..., None] * y
-
-    return field
-
-
 def prepare_diffrax(systems: Systems) -> PreparedPeer:
     """diffrax ``Dopri5`` with a ``PIDController(rtol=tol, atol=tol)`` (its defaults: RMS norm over the whole
     state, an I controller), ``dt0=None`` (its own starting step), jitted once with the tolerance an argument;
@@ -98,10 +72,9 @@ def prepare_diffrax(systems: Systems) -> PreparedPeer:
     import diffrax
     import jax.numpy as jnp
 
-    arrays = Systems(systems.name, jnp.asarray(systems.P), jnp.asarray(systems.U), systems.causal,
-                     systems.y0, systems.t1,
-                     None if systems.modulation is None else tuple(jnp.asarray(a) for a in systems.modulation))
-    field = _field(jnp, jnp.einsum, lambda s: jax.nn.softmax(s, axis=-1), jnp.asarray, arrays)
+    modulation = None if systems.modulation is None else tuple(map(jnp.asarray, systems.modulation))
+    field = array_field(jnp, lambda s: jax.nn.softmax(s, axis=-1), jnp.asarray(systems.P), jnp.asarray(systems.U),
+                        systems.causal, modulation)
     term = diffrax.ODETerm(lambda t, y, args: field(t, y))
 
     def integrate(y0, tol):
@@ -129,9 +102,9 @@ def prepare_torchdiffeq(systems: Systems) -> PreparedPeer:
     from torchdiffeq import odeint
 
     as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
-    tensors = Systems(systems.name, as_tensor(systems.P), as_tensor(systems.U), systems.causal, systems.y0,
-                      systems.t1, None if systems.modulation is None else tuple(map(as_tensor, systems.modulation)))
-    field = _field(torch, torch.einsum, lambda s: torch.softmax(s, dim=-1), as_tensor, tensors)
+    modulation = None if systems.modulation is None else tuple(map(as_tensor, systems.modulation))
+    field = array_field(torch, lambda s: torch.softmax(s, dim=-1), as_tensor(systems.P), as_tensor(systems.U),
+                        systems.causal, modulation)
     y0 = torch.from_numpy(np.ascontiguousarray(systems.y0))
     times = torch.tensor([0.0, systems.t1], dtype=torch.float64)
 
