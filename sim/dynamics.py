@@ -11,7 +11,6 @@ attention keeps j <= i only. Every function is batched: ``y : shape=[..., l, d]`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
 import numpy as np
@@ -59,7 +58,6 @@ def _check_head_matrices(name: str, matrices, dim: int | None) -> tuple[tuple[Ma
     return tuple(checked), dim
 
 
-@dataclass(frozen=True, eq=False)
 class AttentionField:
     """The vector field of eq. 6: dy_i/dt = P_{y_i}( sum_eta sum_j alpha_ij^eta(t, y) U_eta(t) y_j ).
 
@@ -78,57 +76,47 @@ class AttentionField:
     Calling the field, ``field(t, y)`` with ``y : shape=[..., l, d]``, returns dy/dt of the same shape.
     The formula is evaluated as printed at any y (on E_W it is tangent to E_W).
 
-    The field holds the mathematics, frozen; its evaluations keep their arrays in ``workspace``
+    The field holds the mathematics, set once when it is made; its evaluations keep their arrays in ``workspace``
     (``sim.workspace.FieldWorkspace``: per-thread buffers, P(t) of the last times). Eq. 6's pieces are
     methods, the softmax (``_softmax``) and the tangent projection (``_project_``), so that a negative
     control replaces one piece of this one implementation.
     """
 
-    P: Sequence[Matrix]
-    U: Sequence[Matrix] | None = None
-    W: np.ndarray | None = None
-    causal: bool = False
-    manifold: Ellipsoid = field(init=False, repr=False, compare=False)
-    dim: int | None = field(init=False, repr=False, compare=False)
-    _P_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
-    workspace: FieldWorkspace = field(init=False, repr=False, compare=False)
-    _U_stack: np.ndarray | None = field(init=False, repr=False, compare=False)
-    _identity_values: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        heads = self.P
-        if callable(heads) or isinstance(heads, np.ndarray) and heads.ndim == 2:
+    def __init__(self, P: Sequence[Matrix], U: Sequence[Matrix] | None = None, W: np.ndarray | None = None,
+                 causal: bool = False) -> None:
+        if callable(P) or isinstance(P, np.ndarray) and P.ndim == 2:
             raise TypeError("P must be a sequence of h head matrices (arrays or callables of t), e.g. P=(P1, P2); "
                             "got a single matrix.")
-        heads = tuple(heads)
+        heads = tuple(P)
         if not heads:
             raise ValueError("P must hold at least one head (h >= 1).")
-        manifold = Ellipsoid(self.W)
-        dim = manifold.dim
-        checked_P, dim = _check_head_matrices("P", heads, dim)
-        values = None
-        if self.U is not None:
-            if callable(self.U) or isinstance(self.U, np.ndarray) and self.U.ndim == 2:
+        self.manifold = Ellipsoid(W)
+        self.P, dim = _check_head_matrices("P", heads, self.manifold.dim)
+        self.U = None
+        if U is not None:
+            if callable(U) or isinstance(U, np.ndarray) and U.ndim == 2:
                 raise TypeError("U must be a sequence of h value matrices (arrays or callables of t), or None "
                                 "for U = I; got a single matrix.")
-            values = tuple(self.U)
-            if len(values) != len(heads):
-                raise ValueError(f"U must have one matrix per head: len(U) = {len(values)} but len(P) = {len(heads)}.")
-            values, dim = _check_head_matrices("U", values, dim)
-        identity = values is None or all(not callable(u) and np.array_equal(u, np.eye(dim)) for u in values)
-        set_ = object.__setattr__
-        set_(self, "P", checked_P)
-        set_(self, "U", values)
-        set_(self, "W", None if self.W is None else np.asarray(self.W, dtype=np.float64))
-        set_(self, "causal", bool(self.causal))
-        set_(self, "manifold", manifold)
-        set_(self, "dim", dim)
-        set_(self, "_identity_values", identity)
-        set_(self, "workspace", FieldWorkspace())
-        constant_P = not any(callable(p) for p in checked_P)
-        set_(self, "_P_stack", np.concatenate(checked_P, axis=1) if constant_P else None)
-        constant_U = values is not None and not any(callable(u) for u in values)
-        set_(self, "_U_stack", np.concatenate([u.T for u in values], axis=0) if constant_U and not identity else None)
+            if len(tuple(U)) != len(heads):
+                raise ValueError(f"U must have one matrix per head: len(U) = {len(tuple(U))} but len(P) = "
+                                 f"{len(heads)}.")
+            self.U, dim = _check_head_matrices("U", tuple(U), dim)
+        self.W = None if W is None else np.asarray(W, dtype=np.float64)
+        self.causal = bool(causal)
+        self.dim = dim
+        #: Per-thread buffers and P(t) of the last times: where evaluations keep their arrays.
+        self.workspace = FieldWorkspace()
+        self._identity_values = self.U is None or all(not callable(u) and np.array_equal(u, np.eye(dim))
+                                                      for u in self.U)
+        constant_P = not any(callable(p) for p in self.P)
+        self._P_stack = np.concatenate(self.P, axis=1) if constant_P else None  # [P_1 | ... | P_h], [d, h d]
+        constant_U = self.U is not None and not any(callable(u) for u in self.U)
+        self._U_stack = (np.concatenate([u.T for u in self.U], axis=0)  # [U_1^T; ...; U_h^T], [h d, d]
+                         if constant_U and not self._identity_values else None)
+
+    def __repr__(self) -> str:
+        metric = "I" if self.W is None else "given"
+        return f"AttentionField(heads={self.heads}, d={self.dim}, causal={self.causal}, W={metric})"
 
     # --- the matrices at time t -----------------------------------------------------------------
     @property
