@@ -87,7 +87,7 @@ def test_the_field_benchmark_times_agreeing_backends_and_reports_a_disagreeing_o
     """``python -m sim bench --part fields`` on small sizes: every runnable backend is compared and timed; a planted
     backend evaluating the non-causal field where causal is asked is reported as disagreeing, not timed."""
     import sim.field_bench as bench
-    from sim import backends
+    import sim.backends as backends
 
     monkeypatch.setattr(bench, "SIZES", (("tiny", 3, 4, 2, 2, True),))
     monkeypatch.setattr(bench, "REPEATS", 1)
