@@ -29,7 +29,7 @@ from .dynamics import AttentionField
 from .manifold import Ellipsoid
 from .products import matmul as field_matmul, solver_threads, worker_pool
 from .scenarios import FIG3_V, causal_random_example, full_attention_example, uniform_box_tokens
-from .solvers import AdaptiveStepSize, Dopri5, solve, step_parts
+from .solvers import AdaptiveStepSize, Dopri5, SolveOptions, solve, step_parts
 
 SEEDS = {"a.initial": 100, "b.matrices": 4, "b.initial": 41}
 LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # our rtol = tol * factor: the loosest as accurate as scipy
@@ -68,7 +68,8 @@ def _scipy_run(field: AttentionField, y0: np.ndarray, t1: float, tol: float):
 
 def _ours(field, y0, t1, rtol, workers: int = 1):
     start = time.perf_counter()
-    sol = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol), workers=workers)
+    sol = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
+                options=SolveOptions(workers=workers))
     return sol, time.perf_counter() - start
 
 
@@ -251,7 +252,7 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
         for count in counts:
             start = time.perf_counter()
             solutions[count] = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
-                                     workers=count)
+                                     options=SolveOptions(workers=count))
             seconds = time.perf_counter() - start
             window = _matmul_window(libraries[library], matmul_size, seconds)
             _settle(library)
@@ -294,7 +295,8 @@ def _problem_a(quick: bool, workers: int) -> dict[str, Any]:
     y0_a = y0_large[:instances_a]
     t1_a = 2.0
     reference_large = solve(field_a, Dopri5(), 0.0, t1_a, y0_large,
-                            controller=AdaptiveStepSize(rtol=1e-12, atol=1e-12), workers=workers).ys[-1]
+                            controller=AdaptiveStepSize(rtol=1e-12,
+                                                        atol=1e-12), options=SolveOptions(workers=workers)).ys[-1]
     check = solve_ivp(lambda t, z: field_a(t, z.reshape(10, 3)).ravel(), (0.0, t1_a), y0_a[0].ravel(),
                       method="DOP853", rtol=1e-13, atol=1e-13).y[:, -1].reshape(10, 3)
     # 200 instances in one thread: split in groups of 100 the arrays are so small that the threads mostly wait
@@ -321,7 +323,7 @@ def _problem_b(quick: bool, workers: int, size: int) -> dict[str, Any]:
     rounds = 3 if quick else 5
     rhs = _rhs_throughput(field_b, y0_b, rounds, size, workers)
     reference_b = solve(field_b, Dopri5(), 0.0, t1_b, y0_b, controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9),
-                        workers=workers)
+                        options=SolveOptions(workers=workers))
     b = _compare("b: figure-4 problem (100 x 50 tokens x d = 500, h = 2, causal)", field_b, y0_b, t1_b, 1e-6,
                  reference_b.ys[-1], workers=workers)
     ours = b["ours"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from .dynamics import AttentionField
 from .linearisation import tangent_basis, tangent_jacobian
-from .solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
+from .solvers import AdaptiveStepSize, Dopri5, SaveAt, SolveOptions, solve
 
 #: |f(y*)| bound of a certified equilibrium (the brief's 1e-10; Newton reaches ~1e-15 where it converges).
 RESIDUAL = 1e-10
@@ -63,7 +63,8 @@ def attention_field(P: np.ndarray, U: np.ndarray, causal: bool) -> AttentionFiel
 def run(field_: AttentionField, y0: np.ndarray, t1: float, controller=TIGHT, ts=None) -> np.ndarray:
     """The states at ``ts`` (or at t1 only), shape=[len(ts), ..., l, d]."""
     saveat = SaveAt(ts=tuple(ts)) if ts is not None else SaveAt()
-    return solve(field_, Dopri5(), 0.0, t1, y0, saveat=saveat, controller=controller, max_steps=MAX_STEPS).ys
+    return solve(field_, Dopri5(), 0.0, t1, y0, saveat=saveat, controller=controller,
+                 options=SolveOptions(max_steps=MAX_STEPS)).ys
 
 
 def approach(field_: AttentionField, y0: np.ndarray, t1: float) -> tuple[np.ndarray, float]:
@@ -74,7 +75,7 @@ def approach(field_: AttentionField, y0: np.ndarray, t1: float) -> tuple[np.ndar
     y, t, length = np.array(y0, dtype=float), 0.0, 5.0
     while t < t1:
         end = min(t1, t + length)
-        y = solve(field_, Dopri5(), t, end, y, controller=APPROACH, max_steps=MAX_STEPS).ys[-1]
+        y = solve(field_, Dopri5(), t, end, y, controller=APPROACH, options=SolveOptions(max_steps=MAX_STEPS)).ys[-1]
         t, length = end, 2 * length
         if np.max(np.abs(field_(t, y))) < SETTLED:
             break
