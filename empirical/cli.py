@@ -101,12 +101,12 @@ def _gpu_checks(args) -> int:
 
 
 def _suite_distributed(args, chosen, folders, status: int) -> int:
-    from .distributed import run_suite
+    from .distributed import VariantOptions, run_suite
 
+    options = VariantOptions(device=args.device, dtype=args.dtype, weights_dirs=folders, decide=args.until_decided)
     try:
-        for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers,
-                                 device=args.device, dtype=args.dtype, progress=not args.quiet,
-                                 weights_dirs=folders, decide=args.until_decided):
+        for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers, options=options,
+                                 progress=not args.quiet):
             print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
                   f"({summary['passes']} passes x {summary['layers']} blocks)")
     except ConnectionError as error:

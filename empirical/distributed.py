@@ -9,6 +9,7 @@ variants, 100 prompts, 50 passes) then spreads over a cluster's GPU workers (``-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -18,23 +19,32 @@ from .run import RunSettings
 from .suite import Variant, run_variant
 
 
-def _task(variant: Variant, root: str, device: str, dtype: str, seed: int,
-          weights_dirs: Mapping[str, Path] | None, decide: bool) -> dict:
+@dataclass(frozen=True)
+class VariantOptions:
+    """How every variant of a suite runs, as ``run_variant``'s options: ``device``, ``dtype``, the weights' ``seed``,
+    ``weights_dirs`` (folders of trained weights, seen by every worker) and ``decide``."""
+
+    device: str = RunSettings.device
+    dtype: str = RunSettings.dtype
+    seed: int = RunSettings.seed
+    weights_dirs: Mapping[str, Path] | None = None
+    decide: bool = False
+
+
+def _task(variant: Variant, root: str, options: VariantOptions) -> dict:
     """One variant on a worker: a short summary (the numbers stay in the variant's folder)."""
-    manifest, results = run_variant(variant, Path(root), device=device, dtype=dtype, seed=seed, progress=False,
-                                    weights_dirs=weights_dirs, decide=decide)
+    manifest, results = run_variant(variant, Path(root), device=options.device, dtype=options.dtype,
+                                    seed=options.seed, progress=False, weights_dirs=options.weights_dirs,
+                                    decide=options.decide)
     return {"key": variant.key, "passes": results["passes"], "layers": results["layers"],
             "E_first": results["E_mean"][0], "E_last": results["E_mean"][-1], "status": manifest.get("status")}
 
 
 def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = None, workers: int | None = None,
-              device: str = RunSettings.device, dtype: str = RunSettings.dtype, seed: int = RunSettings.seed,
-              progress: bool = True, weights_dirs: Mapping[str, Path] | None = None, decide: bool = False) -> list[dict]:
+              options: VariantOptions = VariantOptions(), progress: bool = True) -> list[dict]:
     """Run ``chosen`` variants as Dask tasks (``scheduler``: a running cluster; ``workers``: a LocalCluster of that
-    many processes; ``weights_dirs``: folders of trained weights, seen by every worker, and ``decide``, as for
-    ``run_variant``);
-    return their summaries in the order given. Raises ConnectionError for a scheduler that does
-    not answer, before anything is written."""
+    many processes), each under ``options``; return their summaries in the order given. Raises ConnectionError for
+    a scheduler that does not answer, before anything is written."""
     chosen = list(chosen)
     if (scheduler is None) == (workers is None):
         raise ValueError("give exactly one of scheduler (a running cluster) or workers (a LocalCluster).")
@@ -44,8 +54,8 @@ def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = 
         from distributed import as_completed
         from tqdm import tqdm
 
-        futures = {client.submit(_task, v, str(root), device, dtype, seed, weights_dirs, decide,
-                                 key=f"variant-{v.key}-{seed}"): v.key for v in chosen}
+        futures = {client.submit(_task, v, str(root), options, key=f"variant-{v.key}-{options.seed}"): v.key
+                   for v in chosen}
         done = {}
         with tqdm(total=len(futures), desc="variants", unit="variant", disable=not progress) as bar:
             for future in as_completed(futures):

@@ -20,12 +20,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import torch
 
 from reports.files import atomic_write, write_json
-from reports.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, say_rebuilt, unreadable
+from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, say_rebuilt,
+                             unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide, needs_more_passes, pass_ends
@@ -144,25 +145,10 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     with ``settings.passes`` as its maximum).
     """
     started = time.perf_counter()
-    device = resolve_device(settings.device)
-    dtype = resolve_dtype(settings.dtype, device)
-    name, source = weights_source(settings, weights_dirs)
-    check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
-    output = check_output_folder(out, command="empirical run", settings=settings.identity())
-    out = output.path
-    previous = _previous_manifest(out, settings, source)
-    dtype_name = str(dtype).replace("torch.", "")
-    if previous is not None and previous.get("dtype", dtype_name) != dtype_name:
-        raise ValueError(f"{out} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now {dtype_name} "
-                         f"(auto is float32 on every device): pass --dtype {previous['dtype']} to resume it, or use "
-                         "another --out folder.")
-    device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
-    model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
-                       attn_implementation=settings.attn_implementation, device_map=device_map)
-    _synchronise(device)
+    loaded = _load(settings, out, weights_dirs)
+    out, previous, device, model, adapter = loaded.out, loaded.previous, loaded.device, loaded.model, loaded.adapter
     built = time.perf_counter()
-    adapter = adapter_for(model)
-    claim_output_folder(output)
+    claim_output_folder(loaded.output)
     if previous is not None and (reason := unreadable(out / "results.json")):
         say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
@@ -171,8 +157,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
     manifest = {
         "settings": asdict(settings), "settings_identity": settings.identity(),
-        "device": str(device), "dtype": dtype_name, "device_map": device_map,
-        "model": describe_model(settings.model, adapter), "weights_source": source, "environment": environment(),
+        "device": str(device), "dtype": loaded.dtype_name, "device_map": loaded.device_map,
+        "model": describe_model(settings.model, adapter), "weights_source": loaded.source,
+        "environment": environment(),
         "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
                   "floor_probe": floor.get("probe_seed")},
@@ -203,6 +190,43 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                                loop_s=loop_seconds, end_to_end_s=time.perf_counter() - started)
     write_json(out / "manifest.json", manifest)
     return results
+
+
+class _Loaded(NamedTuple):
+    """What ``run_experiment`` starts from: the checked output folder (``output``, its ``out`` path) and the manifest of
+    a run there to resume (``previous``, or None), the weights' ``source``, and the model built on ``device`` (in
+    ``dtype_name``, over ``device_map``) with its ``adapter``."""
+
+    output: OutputFolder
+    out: Path
+    previous: dict | None
+    source: dict | None
+    device: torch.device
+    dtype_name: str
+    device_map: str | None
+    model: Any
+    adapter: Any
+
+
+def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | None) -> _Loaded:
+    """Check ``settings`` and the output folder ``out`` (a run there must be resumable: the same settings, weights
+    and dtype) before the model is built, then build it; the folder is not claimed yet."""
+    device = resolve_device(settings.device)
+    dtype = resolve_dtype(settings.dtype, device)
+    name, source = weights_source(settings, weights_dirs)
+    check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    output = check_output_folder(out, command="empirical run", settings=settings.identity())
+    previous = _previous_manifest(output.path, settings, source)
+    dtype_name = str(dtype).replace("torch.", "")
+    if previous is not None and previous.get("dtype", dtype_name) != dtype_name:
+        raise ValueError(f"{output.path} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
+                         f"{dtype_name} (auto is float32 on every device): pass --dtype {previous['dtype']} to resume "
+                         "it, or use another --out folder.")
+    device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
+    model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
+                       attn_implementation=settings.attn_implementation, device_map=device_map)
+    _synchronise(device)
+    return _Loaded(output, output.path, previous, source, device, dtype_name, device_map, model, adapter_for(model))
 
 
 def _synchronise(device: torch.device) -> None:

@@ -4,10 +4,10 @@ structure-preserving solvers; the paper's figures 1-6 and the solver benchmark (
 from .dynamics import AttentionField, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
 from .manifold import Ellipsoid
 from .solvers import (AdaptiveStepSize, ConstantStepSize, DiscreteModel, Dopri5, Euler, RK4, SaveAt, Solution,
-                      Solver, integrate_fixed, solve)
+                      SolveOptions, Solver, integrate_fixed, solve)
 
 __all__ = [
     "AdaptiveStepSize", "AttentionField", "ConstantStepSize", "DiscreteModel", "Dopri5", "Ellipsoid", "Euler",
-    "RK4", "SaveAt", "Solution", "Solver", "hemisphere_lyapunov", "integrate_fixed", "misalignment", "solve",
-    "token_lyapunov", "top_eigenvector",
+    "RK4", "SaveAt", "Solution", "SolveOptions", "Solver", "hemisphere_lyapunov", "integrate_fixed", "misalignment",
+    "solve", "token_lyapunov", "top_eigenvector",
 ]

@@ -29,7 +29,7 @@ from .dynamics import AttentionField
 from .manifold import Ellipsoid
 from .products import matmul as field_matmul, solver_threads, worker_pool
 from .scenarios import FIG3_V, causal_random_example, full_attention_example, uniform_box_tokens
-from .solvers import AdaptiveStepSize, Dopri5, solve, step_parts
+from .solvers import AdaptiveStepSize, Dopri5, SolveOptions, solve, step_parts
 
 SEEDS = {"a.initial": 100, "b.matrices": 4, "b.initial": 41}
 LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # our rtol = tol * factor: the loosest as accurate as scipy
@@ -68,7 +68,8 @@ def _scipy_run(field: AttentionField, y0: np.ndarray, t1: float, tol: float):
 
 def _ours(field, y0, t1, rtol, workers: int = 1):
     start = time.perf_counter()
-    sol = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol), workers=workers)
+    sol = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
+                options=SolveOptions(workers=workers))
     return sol, time.perf_counter() - start
 
 
@@ -78,15 +79,14 @@ def _errors(finals: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 
 def _compare(name: str, field: AttentionField, y0: np.ndarray, t1: float, tol: float, reference: np.ndarray,
-             *, scipy_instances: int | None = None, workers: int = 1, timings: int = 1) -> dict[str, Any]:
+             *, workers: int = 1, timings: int = 1) -> dict[str, Any]:
     """solve_ivp one instance at a time against our batched Dopri5 (``workers`` threads) at equal accuracy.
 
     Our time at the chosen tolerance is the median of ``timings`` solves (the rung's own and ``timings - 1`` more):
     a solve of a fraction of a second is easily caught by a busy moment of the machine, solve_ivp's run of
     seconds is not."""
-    sub = y0 if scipy_instances is None else y0[:scipy_instances]
-    scipy_finals, scipy_nfev, scipy_seconds = _scipy_run(field, sub, t1, tol)
-    scipy_errors = _errors(scipy_finals, reference[: len(sub)])
+    scipy_finals, scipy_nfev, scipy_seconds = _scipy_run(field, y0, t1, tol)
+    scipy_errors = _errors(scipy_finals, reference)
     scipy_worst = float(np.max(scipy_errors))
     manifold = Ellipsoid()
     ladder = []
@@ -107,12 +107,12 @@ def _compare(name: str, field: AttentionField, y0: np.ndarray, t1: float, tol: f
     chosen["timings"] = [chosen["seconds"]] + [_ours(field, y0, t1, chosen["rtol"], workers)[1]
                                               for _ in range(timings - 1)]
     chosen["seconds"] = float(np.median(chosen["timings"]))
-    per_instance_scipy = scipy_seconds / len(sub)
+    per_instance_scipy = scipy_seconds / len(y0)
     per_instance_ours = chosen["seconds"] / len(y0)
     return {
         "problem": name, "instances": int(len(y0)), "shape": list(y0.shape[1:]), "t1": t1, "tolerance": tol,
         "workers": workers,
-        "scipy": {"instances_run": int(len(sub)), "seconds": scipy_seconds, "seconds_per_instance": per_instance_scipy,
+        "scipy": {"instances_run": int(len(y0)), "seconds": scipy_seconds, "seconds_per_instance": per_instance_scipy,
                   "nfev_mean": float(scipy_nfev.mean()), "nfev_max": int(scipy_nfev.max()),
                   "worst_error": scipy_worst, "median_error": float(np.median(scipy_errors)),
                   "max_drift": float(np.max(np.abs(manifold.submersion(scipy_finals))))},
@@ -251,7 +251,7 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
         for count in counts:
             start = time.perf_counter()
             solutions[count] = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
-                                     workers=count)
+                                     options=SolveOptions(workers=count))
             seconds = time.perf_counter() - start
             window = _matmul_window(libraries[library], matmul_size, seconds)
             _settle(library)
@@ -294,7 +294,8 @@ def _problem_a(quick: bool, workers: int) -> dict[str, Any]:
     y0_a = y0_large[:instances_a]
     t1_a = 2.0
     reference_large = solve(field_a, Dopri5(), 0.0, t1_a, y0_large,
-                            controller=AdaptiveStepSize(rtol=1e-12, atol=1e-12), workers=workers).ys[-1]
+                            controller=AdaptiveStepSize(rtol=1e-12,
+                                                        atol=1e-12), options=SolveOptions(workers=workers)).ys[-1]
     check = solve_ivp(lambda t, z: field_a(t, z.reshape(10, 3)).ravel(), (0.0, t1_a), y0_a[0].ravel(),
                       method="DOP853", rtol=1e-13, atol=1e-13).y[:, -1].reshape(10, 3)
     # 200 instances in one thread: split in groups of 100 the arrays are so small that the threads mostly wait
@@ -321,7 +322,7 @@ def _problem_b(quick: bool, workers: int, size: int) -> dict[str, Any]:
     rounds = 3 if quick else 5
     rhs = _rhs_throughput(field_b, y0_b, rounds, size, workers)
     reference_b = solve(field_b, Dopri5(), 0.0, t1_b, y0_b, controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9),
-                        workers=workers)
+                        options=SolveOptions(workers=workers))
     b = _compare("b: figure-4 problem (100 x 50 tokens x d = 500, h = 2, causal)", field_b, y0_b, t1_b, 1e-6,
                  reference_b.ys[-1], workers=workers)
     ours = b["ours"]

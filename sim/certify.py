@@ -20,7 +20,7 @@ import numpy as np
 
 from .dynamics import AttentionField
 from .linearisation import tangent_basis, tangent_jacobian
-from .solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
+from .solvers import AdaptiveStepSize, Dopri5, SaveAt, SolveOptions, solve
 
 #: |f(y*)| bound of a certified equilibrium (the brief's 1e-10; Newton reaches ~1e-15 where it converges).
 RESIDUAL = 1e-10
@@ -31,6 +31,8 @@ MARGIN = 1e-6
 AWAY = 1e-2
 #: Size of the perturbations of the return test (each token moved by this much, then retracted).
 PERTURBATION = 1e-3
+#: Perturbed starts of the return test.
+PERTURBED_RUNS = 6
 #: A perturbed run "returns" when it ends this close to y*: 1e-4 of the perturbation, above the 1e-10 solver error.
 RETURNED = 1e-7
 #: Solver tolerance of the screen's runs.
@@ -63,7 +65,8 @@ def attention_field(P: np.ndarray, U: np.ndarray, causal: bool) -> AttentionFiel
 def run(field_: AttentionField, y0: np.ndarray, t1: float, controller=TIGHT, ts=None) -> np.ndarray:
     """The states at ``ts`` (or at t1 only), shape=[len(ts), ..., l, d]."""
     saveat = SaveAt(ts=tuple(ts)) if ts is not None else SaveAt()
-    return solve(field_, Dopri5(), 0.0, t1, y0, saveat=saveat, controller=controller, max_steps=MAX_STEPS).ys
+    return solve(field_, Dopri5(), 0.0, t1, y0, saveat=saveat, controller=controller,
+                 options=SolveOptions(max_steps=MAX_STEPS)).ys
 
 
 def approach(field_: AttentionField, y0: np.ndarray, t1: float) -> tuple[np.ndarray, float]:
@@ -74,7 +77,7 @@ def approach(field_: AttentionField, y0: np.ndarray, t1: float) -> tuple[np.ndar
     y, t, length = np.array(y0, dtype=float), 0.0, 5.0
     while t < t1:
         end = min(t1, t + length)
-        y = solve(field_, Dopri5(), t, end, y, controller=APPROACH, max_steps=MAX_STEPS).ys[-1]
+        y = solve(field_, Dopri5(), t, end, y, controller=APPROACH, options=SolveOptions(max_steps=MAX_STEPS)).ys[-1]
         t, length = end, 2 * length
         if np.max(np.abs(field_(t, y))) < SETTLED:
             break
@@ -98,10 +101,10 @@ def refine(field_: AttentionField, y: np.ndarray, iterations: int = 30) -> np.nd
 
 def certify_equilibrium(P, U, causal: bool, y0: np.ndarray, t1: float,
                         distance: Callable[[np.ndarray], float], *, seed: int = 0,
-                        perturbations: int = 6, refine_steps: int = 30) -> Certificate:
+                        refine_steps: int = 30) -> Certificate:
     """Run from ``y0`` to ``t1``, refine the end point to y* (``refine_steps`` Newton steps) and certify it a stable
     equilibrium away from the claimed outcome (``distance(y) -> float``, 0 at it). ``seed`` draws the
-    perturbations of the return test."""
+    ``PERTURBED_RUNS`` perturbations of the return test."""
     field_ = attention_field(P, U, causal)
     end, reached_at = approach(field_, y0, t1)
     y_star = refine(field_, end, refine_steps)
@@ -125,14 +128,14 @@ def certify_equilibrium(P, U, causal: bool, y0: np.ndarray, t1: float,
     if reached > PERTURBATION:
         return Certificate(False, f"the run from y0 ends {reached:.3g} from y* (> {PERTURBATION:g})", **common)
     rng = np.random.default_rng(seed)
-    starts = y_star + PERTURBATION * rng.standard_normal((perturbations, *y_star.shape)) / np.sqrt(y_star.shape[-1])
+    starts = y_star + PERTURBATION * rng.standard_normal((PERTURBED_RUNS, *y_star.shape)) / np.sqrt(y_star.shape[-1])
     starts /= np.linalg.norm(starts, axis=-1, keepdims=True)
     # e^-25 of the perturbation after 25 time constants of the slowest mode (transients of a non-normal
     # Jacobian are covered by the margin 1e-3 / 1e-7 = 1e4).
     horizon = min(25.0 / abs(largest), 1e5)
     returned = run(field_, starts, horizon)[-1]
     worst = float(np.max(np.linalg.norm(returned - y_star, axis=-1)))
-    numbers.update(return_horizon=horizon, return_distance=worst, perturbations=perturbations,
+    numbers.update(return_horizon=horizon, return_distance=worst, perturbations=PERTURBED_RUNS,
                    perturbation_seed=seed)
     if worst > RETURNED:
         return Certificate(False, f"perturbed runs end {worst:.3g} from y* (> {RETURNED:g})", **common)

@@ -22,13 +22,14 @@ Shapes: ``y0 : [b, l, d]``; ``P, U : [b, h, d, d]`` (P' when modulated); a modul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .batching import instance_groups
 from .dynamics import AttentionField
-from .instances import LANES, lanes_field_, lanes_scratch
+from .instances import LANES, InstanceField, lanes_field_, lanes_scratch
 from .manifold import as_finite_array
 from .products import worker_pool
 from .scenarios import CosineDiagonal, Modulated
@@ -42,8 +43,6 @@ for _s, _row in enumerate(Dopri5._A):
     _A[_s, :len(_row)] = _row
 _B = np.array(Dopri5._B)
 _E = np.array(Dopri5._E)
-_SAFETY, _MIN_FACTOR, _MAX_FACTOR = (AdaptiveStepSize.safety, AdaptiveStepSize.min_factor,
-                                     AdaptiveStepSize.max_factor)
 _ORDER = Dopri5.embedded_order
 #: The step-size rule of sim.solvers (sim/solvers/stepsize.py), the same functions compiled.
 _first_guess, _starting_step, _next_step = (njit(cache=True, nogil=True)(rule) for rule in
@@ -52,11 +51,109 @@ _first_guess, _starting_step, _next_step = (njit(cache=True, nogil=True)(rule) f
 OK, OUT_OF_STEPS, NOT_FINITE = 0, 1, 2
 
 
+class Settings(NamedTuple):
+    """The scalars of one integration: the span [t0, t1], the controller's tolerances and step-size rule
+    (``exponent`` = -1 / (embedded order + 1)), each instance's step budget, and ``tiny``: times closer are one."""
+
+    t0: float
+    t1: float
+    rtol: float
+    atol: float
+    safety: float
+    min_factor: float
+    max_factor: float
+    exponent: float
+    max_steps: int
+    tiny: float
+
+
+class Modulation(NamedTuple):
+    """D_eta(t)_c = amplitude cos(omega t + phase) (sin where ``sine``) of P_eta(t) = diag(D_eta(t)) P'_eta, each
+    ``[h, d]`` (float64; ``sine`` bool)."""
+
+    amplitude: np.ndarray
+    omega: np.ndarray
+    phase: np.ndarray
+    sine: np.ndarray
+
+
+class LaneField(NamedTuple):
+    """eq. 6 for the instances in the lanes (``lanes_field_``'s arguments): each lane's ``base`` P_eta (P'_eta when
+    ``modulated``) and ``values`` U_eta, ``[h, d, d, LANES]``; ``matrices_at_t`` the modulated P_eta(t) of that
+    shape; ``identity``: every U_eta = I; ``scratch`` from ``lanes_scratch``."""
+
+    base: np.ndarray
+    values: np.ndarray
+    causal: bool
+    identity: bool
+    modulated: bool
+    modulation: Modulation
+    matrices_at_t: np.ndarray
+    scratch: tuple
+
+
+class Tally(NamedTuple):
+    """Per instance (``[b]``) or per lane (``[LANES]``): the status (OK, OUT_OF_STEPS, NOT_FINITE), the accepted and
+    rejected steps, the evaluations of the field, and the drift max |y_i^T y_i - 1| over the accepted steps."""
+
+    status: np.ndarray
+    steps: np.ndarray
+    rejected: np.ndarray
+    evaluations: np.ndarray
+    drift: np.ndarray
+
+
+class Lanes(NamedTuple):
+    """Each lane's state, ``[LANES]``: its instance (``slot``), whether it runs one (``active``), was just given one
+    (``fresh``), its step lands on t1 (``landed``), its last step was rejected; its t, proposed step ``dt``, the
+    ``step`` of this round, and its instance's ``tally``."""
+
+    slot: np.ndarray
+    active: np.ndarray
+    fresh: np.ndarray
+    landed: np.ndarray
+    last_rejected: np.ndarray
+    t: np.ndarray
+    dt: np.ndarray
+    step: np.ndarray
+    tally: Tally
+
+
+class Workspace(NamedTuple):
+    """The Dormand-Prince arrays of the lanes: states ``y, y_next, z : [l, d, LANES]``, ``stages : [7, l, d, LANES]``
+    (k_1 .. k_6 and the FSAL stage f(t + step, y_next)), their views ``y_flat, next_flat, z_flat : [l d, LANES]``
+    and ``k : [7, l d, LANES]``, the error estimate ``[l d, LANES]``, ``norms : [3, LANES]`` and ``times :
+    [LANES]``."""
+
+    y: np.ndarray
+    y_next: np.ndarray
+    z: np.ndarray
+    stages: np.ndarray
+    y_flat: np.ndarray
+    next_flat: np.ndarray
+    z_flat: np.ndarray
+    k: np.ndarray
+    error: np.ndarray
+    norms: np.ndarray
+    times: np.ndarray
+
+
+class Instances(NamedTuple):
+    """A group of instances: ``y0, y1 : [b, l, d]`` (start, end), ``P, U : [b, h, d, d]`` and their ``tally``
+    (``[b]`` each)."""
+
+    y0: np.ndarray
+    P: np.ndarray
+    U: np.ndarray
+    y1: np.ndarray
+    tally: Tally
+
+
 @njit(cache=True, nogil=True)
-def _matrices_at(t, base, amplitude, omega, phase, sine, out):
+def _matrices_at(t, base, modulation, out):
     """Each lane's P_eta(t_q) = diag(D_eta(t_q)) P'_eta into ``out : [h, d, d, LANES]``, ``t, base`` per lane
-    (``[LANES]``, ``[h, d, d, LANES]``); D_eta(t)_c = amplitude cos(omega t + phase) (sin where ``sine``), all
-    ``[h, d]``."""
+    (``[LANES]``, ``[h, d, d, LANES]``), D_eta from ``modulation``."""
+    amplitude, omega, phase, sine = modulation
     heads, dim = amplitude.shape
     for eta in range(heads):
         for c in range(dim):
@@ -68,14 +165,14 @@ def _matrices_at(t, base, amplitude, omega, phase, sine, out):
 
 
 @njit(cache=True, nogil=True)
-def _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, out):
+def _evaluate(field, t, y, out):
     """dy/dt at each lane's (t, y) into ``out`` (``t : [LANES]``, ``y, out : [l, d, LANES]``): the matrices at t
-    (when modulated), then eq. 6 (``lanes_field_``); the arguments between as in ``_dopri5_instances``' field."""
-    if modulated:
-        _matrices_at(t, base, amplitude, omega, phase, sine, P_t)
-        lanes_field_(y, P_t, values, causal, identity, out, scratch)
+    (when modulated), then eq. 6 (``lanes_field_``) of the ``LaneField``."""
+    if field.modulated:
+        _matrices_at(t, field.base, field.modulation, field.matrices_at_t)
+        lanes_field_(y, field.matrices_at_t, field.values, field.causal, field.identity, out, field.scratch)
     else:
-        lanes_field_(y, base, values, causal, identity, out, scratch)
+        lanes_field_(y, field.base, field.values, field.causal, field.identity, out, field.scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -93,75 +190,88 @@ def _scaled_norms(x, y, y_next, rtol, atol, out):
 
 
 @njit(cache=True, nogil=True)
-def _load_lanes(y0, P, U, t0, waiting, slot, active, fresh, last_rejected, t, y, base, values, lane_stats):
-    """Give the free lanes (``fresh`` marks them, ``[LANES]``) the next instances of ``y0 : [b, l, d]``,
-    ``P, U : [b, h, d, d]`` from index ``waiting`` on: state ``y : [l, d, LANES]``, matrices ``base, values :
-    [h, d, d, LANES]``, t = t0 and ``lane_stats : [LANES, 5]`` reset; returns how many were loaded."""
+def _load_lanes(instances, waiting, t0, lanes, field, work):
+    """Give the free lanes the next ``instances`` from index ``waiting`` on (``lanes.fresh`` marks them): their
+    state into ``work.y``, their matrices into ``field``, t = t0 and their tally reset; returns how many."""
     started = 0
     for q in range(LANES):
-        fresh[q] = not active[q] and waiting < y0.shape[0]
-        if fresh[q]:
-            slot[q], active[q], last_rejected[q], t[q] = waiting, True, False, t0
-            y[..., q], base[..., q], values[..., q] = y0[waiting], P[waiting], U[waiting]
-            lane_stats[q, 0], lane_stats[q, 1], lane_stats[q, 2], lane_stats[q, 3] = OK, 0, 0, 2
-            lane_stats[q, 4] = 0.0
+        lanes.fresh[q] = not lanes.active[q] and waiting < instances.y0.shape[0]
+        if lanes.fresh[q]:
+            lanes.slot[q], lanes.active[q], lanes.last_rejected[q], lanes.t[q] = waiting, True, False, t0
+            work.y[..., q], field.base[..., q] = instances.y0[waiting], instances.P[waiting]
+            field.values[..., q] = instances.U[waiting]
+            tally = lanes.tally
+            tally.status[q], tally.steps[q], tally.rejected[q], tally.evaluations[q] = OK, 0, 0, 2
+            tally.drift[q] = 0.0
             waiting += 1
             started += 1
     return started
 
 
 @njit(cache=True, nogil=True)
-def _starting_steps(t, t0, span, rtol, atol, fresh, y, field, stages, z, error, norms, times, step, dt):
-    """The fresh lanes' k_1 = f(t0, y0) into ``stages[0]`` and their starting step into ``dt : [LANES]``: Hairer,
-    Norsett & Wanner's (sim.solvers.AdaptiveStepSize.initial_step). ``y, z : [l, d, LANES]``, ``stages : [7, l,
-    d, LANES]``, ``error : [l d, LANES]``, ``norms : [3, LANES]``; ``times, step`` ``[LANES]`` scratch."""
+def _unload_lane(q, lanes, work, instances):
+    """Lane q's instance ended: its end state and tally into ``instances``' row; the lane is free."""
+    lanes.active[q] = False
+    b = lanes.slot[q]
+    instances.y1[b] = work.y[..., q]
+    out, lane = instances.tally, lanes.tally
+    out.status[b], out.steps[b], out.rejected[b] = lane.status[q], lane.steps[q], lane.rejected[q]
+    out.evaluations[b], out.drift[b] = lane.evaluations[q], lane.drift[q]
+
+
+@njit(cache=True, nogil=True)
+def _starting_steps(settings, lanes, field, work):
+    """The fresh lanes' k_1 = f(t0, y0) into ``work.stages[0]`` and their starting step into ``lanes.dt``: Hairer,
+    Norsett & Wanner's (sim.solvers.AdaptiveStepSize.initial_step); ``lanes.step`` holds h0 meanwhile."""
+    y_flat, z_flat, k, error, norms = work.y_flat, work.z_flat, work.k, work.error, work.norms
+    fresh, step, times, span = lanes.fresh, lanes.step, work.times, settings.t1 - settings.t0
     size = error.shape[0]
-    y_flat, z_flat, k = y.reshape(size, LANES), z.reshape(size, LANES), stages.reshape(7, size, LANES)
-    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
-    _evaluate(t, y, base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch, z)
+    _evaluate(field, lanes.t, work.y, work.z)
     for m in range(size):
         for q in range(LANES):
             if fresh[q]:
                 k[0, m, q] = z_flat[m, q]
-    _scaled_norms(y_flat, y_flat, y_flat, rtol, atol, norms[0])
-    _scaled_norms(k[0], y_flat, y_flat, rtol, atol, norms[1])
+    _scaled_norms(y_flat, y_flat, y_flat, settings.rtol, settings.atol, norms[0])
+    _scaled_norms(k[0], y_flat, y_flat, settings.rtol, settings.atol, norms[1])
     for q in range(LANES):
         d0, d1 = norms[0, q], norms[1, q]
         step[q] = _first_guess(d0, d1, span)  # h0
-        times[q] = t0 + step[q]
+        times[q] = settings.t0 + step[q]
     for m in range(size):
         for q in range(LANES):
             z_flat[m, q] = y_flat[m, q] + step[q] * k[0, m, q]
-    _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
-              P_t, scratch, stages[1])
+    _evaluate(field, times, work.z, work.stages[1])
     for m in range(size):
         for q in range(LANES):
             error[m, q] = k[1, m, q] - k[0, m, q]
-    _scaled_norms(error, y_flat, y_flat, rtol, atol, norms[2])
+    _scaled_norms(error, y_flat, y_flat, settings.rtol, settings.atol, norms[2])
     for q in range(LANES):
         if fresh[q]:
-            dt[q] = _starting_step(step[q], norms[1, q], norms[2, q] / step[q], span, _ORDER)
+            lanes.dt[q] = _starting_step(step[q], norms[1, q], norms[2, q] / step[q], span, _ORDER)
 
 
 @njit(cache=True, nogil=True)
-def _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step):
-    """Each lane's step this round into ``step : [LANES]``: dt, or what is left to t1 when that lands on it
-    (``landed``), 0 for a lane without a running instance; a lane whose budget is spent gets OUT_OF_STEPS."""
+def _step_sizes(settings, lanes):
+    """Each lane's step this round into ``lanes.step``: dt, or what is left to t1 when that lands on it
+    (``lanes.landed``), 0 for a lane without a running instance; a lane whose budget is spent gets
+    OUT_OF_STEPS."""
+    t1, t, dt, tally = settings.t1, lanes.t, lanes.dt, lanes.tally
     for q in range(LANES):
-        if active[q] and lane_stats[q, 1] + lane_stats[q, 2] >= max_steps:
-            lane_stats[q, 0] = OUT_OF_STEPS
-        landed[q] = t[q] + dt[q] >= t1 - tiny
-        step[q] = (t1 - t[q] if landed[q] else dt[q]) if active[q] and lane_stats[q, 0] == OK else 0.0
+        if lanes.active[q] and tally.steps[q] + tally.rejected[q] >= settings.max_steps:
+            tally.status[q] = OUT_OF_STEPS
+        lanes.landed[q] = t[q] + dt[q] >= t1 - settings.tiny
+        running = lanes.active[q] and tally.status[q] == OK
+        lanes.step[q] = (t1 - t[q] if lanes.landed[q] else dt[q]) if running else 0.0
 
 
 @njit(cache=True, nogil=True)
-def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error):
-    """One Dormand-Prince 5(4) step of ``step : [LANES]`` from each lane's (t, y): stages k_2 .. k_6 and the FSAL
-    stage f(t + step, y_next) into ``stages : [7, l, d, LANES]`` (k_1 given), ``y_next : [l, d, LANES]`` and the
-    embedded error estimate into ``error : [l d, LANES]``; ``z`` ``[l, d, LANES]``, ``times`` ``[LANES]`` scratch;
-    ``y_flat, z_flat, next_flat : [l d, LANES]`` and ``k : [7, l d, LANES]`` views of y, z, y_next and stages."""
+def _dopri5_step(lanes, field, work):
+    """One Dormand-Prince 5(4) step of ``lanes.step`` from each lane's (t, y): stages k_2 .. k_6 and the FSAL
+    stage f(t + step, y_next) into ``work.stages`` (k_1 given), ``work.y_next`` and the embedded error estimate
+    into ``work.error``."""
+    t, step, times = lanes.t, lanes.step, work.times
+    y_flat, z_flat, next_flat, k, error = work.y_flat, work.z_flat, work.next_flat, work.k, work.error
     size = error.shape[0]
-    base, values, causal, identity, modulated, amplitude, omega, phase, sine, P_t, scratch = field
     for s in range(1, 6):  # stage s: y + sum_j (step a_sj) k_j
         for m in range(size):
             for q in range(LANES):
@@ -171,8 +281,7 @@ def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat
                 z_flat[m, q] = acc
         for q in range(LANES):
             times[q] = t[q] + _C[s] * step[q]
-        _evaluate(times, z, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
-                  P_t, scratch, stages[s])
+        _evaluate(field, times, work.z, work.stages[s])
     for m in range(size):  # b_2 = 0
         for q in range(LANES):
             acc = y_flat[m, q] + (step[q] * _B[0]) * k[0, m, q]
@@ -181,8 +290,7 @@ def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat
             next_flat[m, q] = acc
     for q in range(LANES):
         times[q] = t[q] + step[q]
-    _evaluate(times, y_next, base, values, causal, identity, modulated, amplitude, omega, phase, sine,
-              P_t, scratch, stages[6])
+    _evaluate(field, times, work.y_next, work.stages[6])
     for m in range(size):  # e_2 = 0
         for q in range(LANES):
             acc = (step[q] * _E[0]) * k[0, m, q]
@@ -192,74 +300,52 @@ def _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat
 
 
 @njit(cache=True, nogil=True)
-def _dopri5_instances(y0, P, U, causal, identity, modulated, amplitude, omega, phase, sine, t0, t1, rtol, atol,
-                      max_steps, y_end, stats, scratch):
-    """Integrate every instance from t0 to t1 with its own adaptive Dopri5 steps (retracted to the sphere after
-    every accepted step), ``LANES`` at a time side by side (``lanes_field_``): a lane whose instance ends (t1
-    reached, its step budget spent, a non-finite error) takes the next instance, the others carry on (their
-    arithmetic is the lane's own: a lane's results do not depend on its neighbours). ``y0, y_end : [b, l, d]``,
-    ``P, U : [b, h, d, d]``, ``stats : [b, 5]`` (status, steps, rejected, evaluations, max drift)."""
-    _, tokens, dim = y0.shape
-    base = np.empty((*P.shape[1:], LANES))
-    values = np.empty((*U.shape[1:], LANES))
-    field = (base, values, causal, identity, modulated, amplitude, omega, phase, sine, np.empty(base.shape), scratch)
-    stages = np.empty((7, tokens, dim, LANES))  # k_1 .. k_6 and the FSAL stage f(t + dt, y_next)
-    z, y, y_next = np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES)), np.empty((tokens, dim, LANES))
-    y_flat, next_flat, k = y.reshape(-1, LANES), y_next.reshape(-1, LANES), stages.reshape(7, -1, LANES)
-    z_flat = z.reshape(-1, LANES)
-    error = np.empty(y_flat.shape)
-    norms = np.empty((3, LANES))
-    lane_stats = np.zeros((LANES, 5))
-    times, t, dt, step = np.empty(LANES), np.full(LANES, t0), np.zeros(LANES), np.zeros(LANES)
-    slot = np.zeros(LANES, dtype=np.int64)  # the instance in each lane
-    active, fresh = np.zeros(LANES, dtype=np.bool_), np.zeros(LANES, dtype=np.bool_)
-    landed, last_rejected = np.zeros(LANES, dtype=np.bool_), np.zeros(LANES, dtype=np.bool_)
-    tiny = 1e-12 * max(1.0, abs(t0), abs(t1))
-    exponent = -1.0 / 5.0  # -1 / (embedded order + 1)
-    for q in range(LANES):  # every lane holds a valid instance (the first) until it is given its own
-        y[..., q], base[..., q], values[..., q] = y0[0], P[0], U[0]
+def _dopri5_instances(instances, settings, field, lanes, work):
+    """Integrate every one of ``instances`` from t0 to t1 with its own adaptive Dopri5 steps (retracted to the
+    sphere after every accepted step), ``LANES`` at a time side by side (``lanes_field_``): a lane whose instance
+    ends (t1 reached, its step budget spent, a non-finite error) takes the next instance, the others carry on
+    (their arithmetic is the lane's own: a lane's results do not depend on its neighbours). ``field``, ``lanes``
+    and ``work`` from ``_lanes_records``."""
     waiting = 0
     while True:
-        started = _load_lanes(y0, P, U, t0, waiting, slot, active, fresh, last_rejected, t, y, base, values,
-                              lane_stats)
+        started = _load_lanes(instances, waiting, settings.t0, lanes, field, work)
         waiting += started
         if started:
-            _starting_steps(t, t0, t1 - t0, rtol, atol, fresh, y, field, stages, z, error, norms, times, step, dt)
+            _starting_steps(settings, lanes, field, work)
         running = 0
         for q in range(LANES):
-            running += active[q]
+            running += lanes.active[q]
         if not running:
             return
-        _step_sizes(t1, tiny, max_steps, active, lane_stats, t, dt, landed, step)
-        _dopri5_step(t, step, y_flat, k, field, stages, z, z_flat, y_next, next_flat, times, error)
-        _scaled_norms(error, y_flat, next_flat, rtol, atol, norms[0])
+        _step_sizes(settings, lanes)
+        _dopri5_step(lanes, field, work)
+        _scaled_norms(work.error, work.y_flat, work.next_flat, settings.rtol, settings.atol, work.norms[0])
         for q in range(LANES):
-            if not active[q]:
+            if not lanes.active[q]:
                 continue
-            if lane_stats[q, 0] == OK:
-                _control(q, norms[0, q], exponent, t1, tiny, landed, last_rejected, step, dt, t, y, y_next, k,
-                         lane_stats)
-            if lane_stats[q, 0] != OK or not t1 - t[q] > tiny:  # the instance ended: its results out
-                active[q] = False
-                y_end[slot[q]] = y[..., q]
-                stats[slot[q]] = lane_stats[q]
+            if lanes.tally.status[q] == OK:
+                _control(q, work.norms[0, q], settings, lanes, work)
+            if lanes.tally.status[q] != OK or not settings.t1 - lanes.t[q] > settings.tiny:  # the instance ended
+                _unload_lane(q, lanes, work, instances)
 
 
 @njit(cache=True, nogil=True)
-def _control(q, err, exponent, t1, tiny, landed, last_rejected, step, dt, t, y, y_next, k, lane_stats):
+def _control(q, err, settings, lanes, work):
     """Lane q's step after its error ``err``: rejected (a shorter dt), or accepted (t advanced, y_next retracted
     into y, the FSAL stage kept as k_1, the drift updated); scipy's step-size rule, as sim.solvers."""
+    y, y_next, k, tally = work.y, work.y_next, work.k, lanes.tally
     tokens, dim, _ = y.shape
-    lane_stats[q, 3] += 6
+    tally.evaluations[q] += 6
     if not np.isfinite(err):
-        lane_stats[q, 0] = NOT_FINITE
+        tally.status[q] = NOT_FINITE
         return
-    accepted, dt[q] = _next_step(err, step[q], dt[q], last_rejected[q], _SAFETY, _MIN_FACTOR, _MAX_FACTOR, exponent)
-    last_rejected[q] = not accepted
+    accepted, lanes.dt[q] = _next_step(err, lanes.step[q], lanes.dt[q], lanes.last_rejected[q], settings.safety,
+                                       settings.min_factor, settings.max_factor, settings.exponent)
+    lanes.last_rejected[q] = not accepted
     if not accepted:
-        lane_stats[q, 2] += 1
+        tally.rejected[q] += 1
         return
-    t[q] = t1 if landed[q] else t[q] + step[q]
+    lanes.t[q] = settings.t1 if lanes.landed[q] else lanes.t[q] + lanes.step[q]
     for i in range(tokens):  # retraction pi(x) = x / |x| (eq. 2), then the drift |y_i^T y_i - 1|
         total = 0.0
         for e in range(dim):
@@ -269,10 +355,10 @@ def _control(q, err, exponent, t1, tiny, landed, last_rejected, step, dt, t, y, 
         for e in range(dim):
             y[i, e, q] = y_next[i, e, q] * inverse
             total += y[i, e, q] * y[i, e, q]
-        lane_stats[q, 4] = max(lane_stats[q, 4], abs(total - 1.0))
+        tally.drift[q] = max(tally.drift[q], abs(total - 1.0))
     for m in range(k.shape[1]):  # first same as last: f(t + dt, y_next) before the retraction
         k[0, m, q] = k[6, m, q]
-    lane_stats[q, 1] += 1
+    tally.steps[q] += 1
 
 
 @dataclass(frozen=True)
@@ -291,44 +377,77 @@ class Integration:
         return float(np.max(self.drift))
 
 
-def _checked_inputs(P, U, y0, t0, t1, rtol, atol, max_steps, workers):
-    """``solve_instances``' arguments checked: ``P, U : [b, h, d, d]`` and ``y0 : [b, l, d]`` (on the unit sphere)
-    as C-contiguous float64, ``t0 < t1`` as floats; a ``ValueError`` naming the argument otherwise."""
+def _checked_inputs(field: InstanceField, y0, t0, t1, controller: AdaptiveStepSize, max_steps, workers):
+    """``solve_instances``' arguments checked: ``y0 : [b, l, d]`` (on the unit sphere, for the b instances of
+    ``field``) as C-contiguous float64, ``t0 < t1`` as floats; a ``ValueError`` naming the argument otherwise."""
     y0 = as_finite_array("y0", y0)
-    P, U = as_finite_array("P", P), as_finite_array("U", U)
     if y0.ndim != 3:
         raise ValueError(f"y0 must have shape [b, l, d]; got {y0.shape}.")
     batch, _, dim = y0.shape
-    if P.ndim != 4 or P.shape[0] != batch or P.shape[2:] != (dim, dim):
-        raise ValueError(f"P must have shape [b={batch}, h, d={dim}, d={dim}]; got {P.shape}.")
-    if U.shape != P.shape:
-        raise ValueError(f"U must have the shape of P {P.shape}; got {U.shape}.")
+    if field.P.shape[0] != batch or field.P.shape[2:] != (dim, dim):
+        raise ValueError(f"field's P must have shape [b={batch}, h, d={dim}, d={dim}]; got {field.P.shape}.")
     drift0 = float(np.max(np.abs(np.sum(y0 * y0, axis=-1) - 1.0)))
     if drift0 > 1e-8:  # as sim.solve: the retraction keeps a state on the sphere, it does not put it there
         raise ValueError(f"y0 must lie on the unit sphere (max |y^T y - 1| = {drift0:.3g} > 1e-8).")
     t0, t1 = float(t0), float(t1)
     if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
         raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
-    AdaptiveStepSize(rtol=rtol, atol=atol)  # the same checks of the tolerances
+    if not isinstance(controller, AdaptiveStepSize) or controller.dt0 is not None:
+        raise ValueError(f"controller must be an AdaptiveStepSize without dt0 (each instance starts with its own "
+                         f"step); got {controller!r}.")
     if int(max_steps) != max_steps or max_steps < 1:
         raise ValueError(f"max_steps={max_steps!r} must be a positive integer.")
     if int(workers) != workers or workers < 1:
         raise ValueError(f"workers={workers!r} must be a positive integer.")
-    P, U, y0 = (np.ascontiguousarray(a) for a in (P, U, y0))
-    return P, U, y0, t0, t1
+    return np.ascontiguousarray(y0), t0, t1
 
 
-def _modulation_arrays(modulation, heads: int, dim: int) -> list[np.ndarray]:
+def _settings(controller: AdaptiveStepSize, t0: float, t1: float, max_steps: int) -> Settings:
+    """The compiled loop's scalars of an integration from t0 to t1 under ``controller``."""
+    return Settings(t0=t0, t1=t1, rtol=float(controller.rtol), atol=float(controller.atol),
+                    safety=float(controller.safety), min_factor=float(controller.min_factor),
+                    max_factor=float(controller.max_factor), exponent=-1.0 / (_ORDER + 1), max_steps=int(max_steps),
+                    tiny=1e-12 * max(1.0, abs(t0), abs(t1)))
+
+
+def _modulation_arrays(modulation, heads: int, dim: int) -> Modulation:
     """The compiled loop's form of ``modulation`` (one ``CosineDiagonal`` per head, or None): its amplitude,
     omega, phase (float64) and sine (bool), each ``[h, d]`` (zeros when None, then unused)."""
     if modulation is None:
-        return [np.zeros((heads, dim)) for _ in range(3)] + [np.zeros((heads, dim), dtype=np.bool_)]
+        return Modulation(*[np.zeros((heads, dim)) for _ in range(3)], np.zeros((heads, dim), dtype=np.bool_))
     if len(modulation) != heads or not all(isinstance(m, CosineDiagonal) for m in modulation):
         raise ValueError(f"modulation must hold one CosineDiagonal per head ({heads}); got {modulation!r}.")
-    return [np.ascontiguousarray(np.stack([np.broadcast_to(getattr(m, name), (dim,)) for m in modulation]),
-                                 dtype=dtype)
-            for name, dtype in (("amplitude", np.float64), ("omega", np.float64), ("phase", np.float64),
-                                ("sine", np.bool_))]
+    return Modulation(*[np.ascontiguousarray(np.stack([np.broadcast_to(getattr(m, name), (dim,)) for m in modulation]),
+                                             dtype=dtype)
+                        for name, dtype in (("amplitude", np.float64), ("omega", np.float64),
+                                            ("phase", np.float64), ("sine", np.bool_))])
+
+
+def _tally(size: int) -> Tally:
+    """A zero ``Tally`` of ``size`` instances or lanes."""
+    return Tally(*(np.zeros(size, dtype=np.int64) for _ in range(4)), np.zeros(size))
+
+
+def _lanes_records(field: InstanceField, modulation: Modulation, modulated: bool,
+                   y0: np.ndarray) -> tuple[LaneField, Lanes, Workspace]:
+    """One thread's arrays of ``_dopri5_instances`` for the instances of ``field`` from ``y0 : [b, l, d]``
+    (``modulation`` used when ``modulated``); every lane holds a valid instance (the first) until it is given its
+    own."""
+    _, tokens, dim = y0.shape
+    base = np.ascontiguousarray(np.broadcast_to(field.P[0, ..., None], (*field.P.shape[1:], LANES)))
+    values = np.ascontiguousarray(np.broadcast_to(field.U[0, ..., None], base.shape))
+    lane_field = LaneField(base, values, field.causal, field.identity, modulated, modulation, np.empty(base.shape),
+                           lanes_scratch(tokens, dim))
+    stages = np.empty((7, tokens, dim, LANES))
+    y = np.ascontiguousarray(np.broadcast_to(y0[0, ..., None], (tokens, dim, LANES)))
+    y_next, z = np.empty(y.shape), np.empty(y.shape)
+    work = Workspace(y, y_next, z, stages, y.reshape(-1, LANES), y_next.reshape(-1, LANES), z.reshape(-1, LANES),
+                     stages.reshape(7, -1, LANES), np.empty((tokens * dim, LANES)), np.empty((3, LANES)),
+                     np.empty(LANES))
+    flags = [np.zeros(LANES, dtype=np.bool_) for _ in range(4)]  # active, fresh, landed, last_rejected
+    lanes = Lanes(np.zeros(LANES, dtype=np.int64), *flags, np.zeros(LANES), np.zeros(LANES), np.zeros(LANES),
+                  _tally(LANES))
+    return lane_field, lanes, work
 
 
 def _raise_failures(status: np.ndarray, max_steps: int, t1: float) -> None:
@@ -343,44 +462,41 @@ def _raise_failures(status: np.ndarray, max_steps: int, t1: float) -> None:
                         "if the problem honestly needs it.")
 
 
-def solve_instances(P, U, causal: bool, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
+def solve_instances(field: InstanceField, y0, t1: float, *, controller: AdaptiveStepSize, t0: float = 0.0,
                     modulation: tuple[CosineDiagonal, ...] | None = None, max_steps: int = MAX_STEPS,
                     workers: int = 1) -> Integration:
     """Integrate every instance of eq. 6 on the sphere from t0 to t1, each with its own adaptive Dopri5 steps.
 
     Parameters
     ----------
-    P, U : arrays, shape=[b, h, d, d]: instance b's P_eta (P'_eta when ``modulation`` is given) and U_eta.
-    causal : alpha_ij = 0 for j > i.
+    field : the instances' matrices, ``InstanceField(P, U, causal)`` with ``P, U : [b, h, d, d]`` (P'_eta when
+        ``modulation`` is given).
     y0 : array, shape=[b, l, d], every token on the unit sphere.
-    rtol, atol : each instance's tolerances (as ``AdaptiveStepSize(rtol, atol)`` for that instance alone).
+    controller : each instance's ``AdaptiveStepSize(rtol, atol, ...)``, as for that instance alone (no ``dt0``).
     modulation : one ``CosineDiagonal`` per head: P_eta(t) = diag(D_eta(t)) P'_eta, the same D for every instance.
     max_steps : each instance's step budget (accepted and rejected); spent, ``MaxStepsReached`` names the instance.
     workers : threads, each integrating a contiguous group of instances (the compiled loop releases the GIL).
     """
-    P, U, y0, t0, t1 = _checked_inputs(P, U, y0, t0, t1, rtol, atol, max_steps, workers)
-    batch, _, dim = y0.shape
-    arrays = _modulation_arrays(modulation, P.shape[1], dim)
-    identity = bool(np.all(U == np.eye(dim)))  # every U_eta = I: the field skips its product
-    y1 = np.empty_like(y0)
-    stats = np.empty((batch, 5))
-    groups = instance_groups(batch, int(workers))
+    y0, t0, t1 = _checked_inputs(field, y0, t0, t1, controller, max_steps, workers)
+    settings = _settings(controller, t0, t1, max_steps)
+    arrays = _modulation_arrays(modulation, field.P.shape[1], y0.shape[-1])
+    y1, tally = np.empty_like(y0), _tally(len(y0))
+    groups = instance_groups(len(y0), int(workers))
 
     def run(group: slice) -> None:
-        _dopri5_instances(y0[group], P[group], U[group], bool(causal), identity, modulation is not None, *arrays,
-                          t0, t1, float(rtol), float(atol), int(max_steps), y1[group], stats[group],
-                          lanes_scratch(*y0.shape[1:]))
+        instances = Instances(y0[group], field.P[group], field.U[group], y1[group], Tally(*(a[group] for a in tally)))
+        _dopri5_instances(instances, settings, *_lanes_records(field, arrays, modulation is not None, y0))
 
     if len(groups) == 1:
         run(groups[0])
     else:
         with worker_pool(len(groups)) as pool:
             list(pool.map(run, groups))
-    _raise_failures(stats[:, 0].astype(int), max_steps, t1)
-    return Integration(y1, stats[:, 1].astype(int), stats[:, 2].astype(int), stats[:, 3].astype(int), stats[:, 4])
+    _raise_failures(tally.status, max_steps, t1)
+    return Integration(y1, tally.steps, tally.rejected, tally.evaluations, tally.drift)
 
 
-def solve_field(field: AttentionField, y0, t1: float, *, rtol: float, atol: float, t0: float = 0.0,
+def solve_field(field: AttentionField, y0, t1: float, *, controller: AdaptiveStepSize, t0: float = 0.0,
                 max_steps: int = MAX_STEPS, workers: int = 1) -> Integration:
     """``solve_instances`` for the instances ``y0 : [b, l, d]`` of one ``AttentionField`` on the sphere whose heads
     are constant matrices or ``Modulated`` by a ``CosineDiagonal`` (all of them alike)."""
@@ -398,10 +514,11 @@ def solve_field(field: AttentionField, y0, t1: float, *, rtol: float, atol: floa
     batch, dim = len(y0), y0.shape[-1]
     base = np.stack([p.base if modulated[0] else p for p in heads])
     values = field.values(t0)
-    P = np.ascontiguousarray(np.broadcast_to(base, (batch, *base.shape)))
-    U = np.ascontiguousarray(np.broadcast_to(values, (batch, *values.shape)))
+    if base.shape[-1] != dim:
+        raise ValueError(f"y0 must have last axis d = {base.shape[-1]}; got shape {y0.shape}.")
+    instances = InstanceField(np.broadcast_to(base, (batch, *base.shape)), np.broadcast_to(values, (batch,
+                                                                                                    *values.shape)),
+                              field.causal)
     modulation = tuple(p.diagonal for p in heads) if modulated[0] else None
-    if P.shape[-1] != dim:
-        raise ValueError(f"y0 must have last axis d = {P.shape[-1]}; got shape {y0.shape}.")
-    return solve_instances(P, U, field.causal, y0, t1, rtol=rtol, atol=atol, t0=t0, modulation=modulation,
+    return solve_instances(instances, y0, t1, controller=controller, t0=t0, modulation=modulation,
                            max_steps=max_steps, workers=workers)

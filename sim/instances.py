@@ -71,10 +71,11 @@ def _lanes_softmax(scores, causal, root, bits, scale, rows):
 
 
 @njit(cache=True, nogil=True)
-def _lanes_attend(y, U, eta, causal, identity, scores, rows, work, out):
-    """Each lane's m_i^eta = sum_j alpha_ij^eta y_j (alpha = ``scores : [l, l, LANES]`` times ``rows[1]``) in
-    ``work[1] : [d, LANES]``, then U_eta m_i^eta (m_i itself when ``identity``) added to ``out[i] : [d, LANES]``;
-    ``y, out : [l, d, LANES]``, ``U : [h, d, d, LANES]``."""
+def _lanes_attend(y, U, eta, causal, identity, scratch, out):
+    """Each lane's m_i^eta = sum_j alpha_ij^eta y_j (alpha = the scores ``[l, l, LANES]`` times ``rows[1]``, both
+    in ``scratch``) in ``work[1] : [d, LANES]``, then U_eta m_i^eta (m_i itself when ``identity``) added to
+    ``out[i] : [d, LANES]``; ``y, out : [l, d, LANES]``, ``U : [h, d, d, LANES]``."""
+    scores, _, _, work, rows = scratch
     tokens, dim, _ = y.shape
     for i in range(tokens):
         count = i + 1 if causal else tokens
@@ -129,7 +130,7 @@ def lanes_field_(y, P, U, causal, identity, out, scratch):
     for eta in range(P.shape[0]):
         _lanes_scores(y, P, eta, causal, work, scores)
         _lanes_softmax(scores, causal, np.sqrt(y.shape[1]), bits, scale, rows)
-        _lanes_attend(y, U, eta, causal, identity, scores, rows, work, out)
+        _lanes_attend(y, U, eta, causal, identity, scratch, out)
     _lanes_tangent(y, rows, out)
 
 

@@ -30,7 +30,7 @@ from .instances import InstanceField
 from .manifold import Ellipsoid
 from .peers import PREPARE, Systems, available
 from .scenarios import FIG1_P1, FIG1_P2, FIG3_V, fig1_D1, fig1_D2
-from .solvers import AdaptiveStepSize, Dopri5, solve
+from .solvers import AdaptiveStepSize, Dopri5, SolveOptions, solve
 
 #: Accuracy targets: worst error over all instances at t1 against the 1e-12 reference.
 TARGETS = (1e-7, 7e-9)
@@ -71,8 +71,9 @@ def _ours(systems: Systems) -> Callable[[float], np.ndarray]:
                            for eta in range(systems.P.shape[1]))
 
     def run(tol: float) -> np.ndarray:
-        return solve_instances(systems.P, systems.U, systems.causal, systems.y0, systems.t1, rtol=tol, atol=tol,
-                               modulation=modulation, max_steps=500_000).y1
+        return solve_instances(InstanceField(systems.P, systems.U, systems.causal), systems.y0, systems.t1,
+                               controller=AdaptiveStepSize(rtol=tol,
+                                                           atol=tol), modulation=modulation, max_steps=500_000).y1
     return run
 
 
@@ -85,7 +86,8 @@ def _reference(systems: Systems) -> tuple[np.ndarray, float]:
     tight = AdaptiveStepSize(rtol=1e-12, atol=1e-12)
     if systems.modulation is None:
         field = InstanceField(systems.P, systems.U, systems.causal)
-        reference = solve(field, Dopri5(), 0.0, systems.t1, systems.y0, controller=tight, max_steps=2_000_000).ys[-1]
+        reference = solve(field, Dopri5(), 0.0, systems.t1, systems.y0, controller=tight,
+                          options=SolveOptions(max_steps=2_000_000)).ys[-1]
         one = InstanceField(systems.P[:1], systems.U[:1], systems.causal)
         rhs = lambda t, z: one(t, z.reshape(1, *systems.y0.shape[1:])).ravel()  # noqa: E731
     else:

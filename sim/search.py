@@ -28,6 +28,7 @@ from scipy.optimize import differential_evolution
 from .certify import Certificate, certify_equilibrium
 from .conjectures import Batch, Family, Shape, chunk_seed, distance_from_plus_minus_v, top_eigenpair
 from .compiled import solve_instances
+from .instances import InstanceField
 from .replay import draft, replay, witness_certificate
 from .solvers import AdaptiveStepSize
 from .validated import Problem
@@ -52,8 +53,8 @@ def integrate(family: Family, batch: Batch, horizon: float | None = None) -> np.
     """The states at the horizon of every instance of ``batch``, shape=[n, l, d] (``sim.compiled``: one compiled
     adaptive Dopri5 integration per instance)."""
     t1 = family.horizon if horizon is None else horizon
-    return solve_instances(batch.P, batch.U, family.causal, batch.y0, t1, rtol=SEARCH_CONTROLLER.rtol,
-                           atol=SEARCH_CONTROLLER.atol, max_steps=SEARCH_MAX_STEPS).y1
+    return solve_instances(InstanceField(batch.P, batch.U, family.causal), batch.y0, t1, controller=SEARCH_CONTROLLER,
+                           max_steps=SEARCH_MAX_STEPS).y1
 
 
 def scores(family: Family, batch: Batch) -> np.ndarray:

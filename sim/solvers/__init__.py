@@ -2,8 +2,9 @@
 
 Three ideas kept apart: the *term* (a vector field ``field(t, y)`` such as ``AttentionField``), a *solver*
 (one step of a method, with its ``order``; one per module: ``euler``, ``rk4``, ``discrete``, ``dopri5``), and
-``solve(field, solver, t0, t1, y0, *, ...)`` (``solve``) with keyword-only option objects (``SaveAt``, and the
-step-size controllers of ``controllers``, each owning its rule). The threaded stepper is ``stepper``.
+``solve(field, solver, t0, t1, y0, *, ...)`` (``solve``) with keyword-only option objects (``SaveAt``,
+``SolveOptions``, and the step-size controllers of ``controllers``, each owning its rule, the fixed step or the
+first one among them). The threaded stepper is ``stepper``.
 
 States have shape ``[..., tokens, d]``: the leading axes are independent instances integrated at once
 with a common time grid. After every step the state is retracted to the manifold by pi_W (eq. 2),
@@ -16,10 +17,10 @@ from .discrete import DiscreteModel
 from .dopri5 import Dopri5
 from .euler import Euler
 from .rk4 import RK4
-from .solve import MAX_STEPS, MaxStepsReached, SaveAt, Solution, integrate_fixed, solve
+from .solve import MAX_STEPS, MaxStepsReached, SaveAt, Solution, SolveOptions, integrate_fixed, solve
 from .stepper import step_parts
 
 __all__ = [
     "AdaptiveStepSize", "ConstantStepSize", "DiscreteModel", "Dopri5", "Euler", "MAX_STEPS", "MaxStepsReached",
-    "RK4", "SaveAt", "Solution", "Solver", "integrate_fixed", "solve", "step_parts",
+    "RK4", "SaveAt", "Solution", "SolveOptions", "Solver", "integrate_fixed", "solve", "step_parts",
 ]

@@ -15,12 +15,24 @@ from .base import Solver, flat
 from .stepsize import first_guess, next_step, starting_step
 
 
+def _check_step(dt0) -> None:
+    if dt0 is not None and not (np.isfinite(dt0) and dt0 > 0):
+        raise ValueError(f"dt0={dt0!r} must be finite and positive.")
+
+
 @dataclass(frozen=True)
 class ConstantStepSize:
     """Fixed steps of ``dt0`` (the last one shortened to end at t1, or at a save time)."""
 
+    dt0: float
+
     #: the steps need no error estimate
     estimates_error = False
+
+    def __post_init__(self) -> None:
+        if self.dt0 is None:
+            raise ValueError("dt0 must be given with ConstantStepSize (the fixed step).")
+        _check_step(self.dt0)
 
     def rule(self, solver: Solver, dt: float) -> "FixedSteps":
         return FixedSteps(dt)
@@ -42,7 +54,8 @@ class AdaptiveStepSize:
 
     The scaled error of one instance is the RMS over its tokens and coordinates of
     e / (atol + rtol max(|y|, |y_next|)); ``norm="max"`` takes the worst instance (every instance meets
-    the tolerance it would meet alone), ``norm="rms"`` the RMS over the whole batch.
+    the tolerance it would meet alone), ``norm="rms"`` the RMS over the whole batch. ``dt0`` is the first step
+    (None: Hairer, Norsett & Wanner's starting step, ``initial_step``).
     """
 
     rtol: float = 1e-6
@@ -51,6 +64,7 @@ class AdaptiveStepSize:
     min_factor: float = 0.2
     max_factor: float = 10.0
     norm: str = "max"
+    dt0: float | None = None
 
     #: the steps need the solver's error estimate (``instance_errors`` of every attempt)
     estimates_error = True
@@ -64,6 +78,7 @@ class AdaptiveStepSize:
             raise ValueError("rtol and atol must not both be zero.")
         if self.norm not in ("max", "rms"):
             raise ValueError(f"norm={self.norm!r} must be 'max' or 'rms'.")
+        _check_step(self.dt0)
 
     def instance_errors(self, error: np.ndarray, y: np.ndarray, y_next: np.ndarray) -> np.ndarray:
         """Mean of (e / scale)^2 over each instance's tokens and coordinates, shape=[...] (the leading axes)."""

@@ -1,5 +1,5 @@
-"""The entry point ``solve(field, solver, t0, t1, y0, *, ...)`` (diffrax's ``diffeqsolve``) and its options:
-validation, the save schedule (``SaveAt``), the first step, and the loop of attempted steps."""
+"""The entry point ``solve(field, solver, t0, t1, y0, *, ...)`` (diffrax's ``diffeqsolve``) and its option records
+(``SaveAt``, ``SolveOptions``): validation, the save schedule, the first step, and the loop of attempted steps."""
 
 from __future__ import annotations
 
@@ -61,10 +61,30 @@ class MaxStepsReached(RuntimeError):
     """``solve`` spent its step budget (``max_steps``) before reaching t1."""
 
 
-def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None = None,
-          saveat: SaveAt | None = None, controller: ConstantStepSize | AdaptiveStepSize | None = None,
-          max_steps: int = MAX_STEPS, project: bool = True, manifold: Ellipsoid | None = None,
-          workers: int = 1) -> Solution:
+@dataclass(frozen=True)
+class SolveOptions:
+    """How ``solve`` runs, whatever the method: the step budget ``max_steps`` (accepted and rejected steps; spent
+    before t1, ``MaxStepsReached`` is raised); ``project``: retract to the manifold by pi_W after every step;
+    ``manifold`` overrides ``field.manifold``; ``workers``: step groups of instances (``y0``'s first axis,
+    shape=[batch, tokens, d]) in this many threads, with BLAS on one thread each (the limit holds for the whole
+    process during the solve); large batches are stepped in parts of about ``PART_BYTES`` whatever the workers
+    (``step_parts``). The same steps and step sizes as ``workers=1``; worth it for large batches on several
+    cores."""
+
+    max_steps: int = MAX_STEPS
+    project: bool = True
+    manifold: Ellipsoid | None = None
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "workers"):
+            value = getattr(self, name)
+            if int(value) != value or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer.")
+
+
+def solve(field, solver: Solver, t0: float, t1: float, y0, *, controller: ConstantStepSize | AdaptiveStepSize,
+          saveat: SaveAt | None = None, options: SolveOptions = SolveOptions()) -> Solution:
     """Integrate ``dy/dt = field(t, y)`` from t0 to t1 with ``solver``; return a :class:`Solution`.
 
     Parameters
@@ -72,43 +92,35 @@ def solve(field, solver: Solver, t0: float, t1: float, y0, *, dt0: float | None 
     field : callable (t, y) -> dy/dt, e.g. ``AttentionField``; ``field.manifold`` is the retraction target.
     solver : ``Euler()``, ``RK4()``, ``Dopri5()``, ``DiscreteModel()``.
     y0 : array, shape=[..., tokens, d], on the manifold (finite).
-    dt0 : the (initial) step; required with ``ConstantStepSize``, chosen automatically if None otherwise.
+    controller : ``ConstantStepSize(dt0)`` (fixed steps of dt0) or ``AdaptiveStepSize(rtol, atol)`` (embedded
+        pairs only; its first step ``dt0``, or chosen automatically).
     saveat : ``SaveAt`` (default: only t1).
-    controller : ``ConstantStepSize()`` (default) or ``AdaptiveStepSize(rtol, atol)`` (embedded pairs only).
-    max_steps : the step budget (accepted and rejected steps); spent before t1, ``MaxStepsReached`` is raised.
-    project : retract to the manifold by pi_W after every step (default True).
-    manifold : overrides ``field.manifold``.
-    workers : step groups of instances (``y0``'s first axis, shape=[batch, tokens, d]) in this many threads,
-        with BLAS on one thread each (the limit holds for the whole process during the solve); large batches are
-        stepped in parts of about ``PART_BYTES`` whatever the workers (``step_parts``). The same steps and step
-        sizes as ``workers=1``; worth it for large batches on several cores.
+    options : ``SolveOptions``: the step budget, the retraction, the threads.
     """
     saveat = SaveAt() if saveat is None else saveat
-    controller = ConstantStepSize() if controller is None else controller
-    t0, t1, y, manifold = _validate(field, solver, t0, t1, y0, dt0, controller, max_steps, project, manifold,
-                                    workers)
+    t0, t1, y, manifold = _validate(field, solver, t0, t1, y0, controller, options)
     recorder = _Recorder(saveat, _save_times(saveat, t0, t1), t0, t1, y)
-    if project:
+    if options.project:
         _check_on_manifold(manifold, y)
     # The first evaluations on the whole batch in this thread, before the workers' thread settings (PyTorch on all
     # its threads: 100 ms for Fig. 4's batch against 135 on one). Their large temporaries also lift glibc's dynamic
     # mmap threshold: split over the workers, the first run of 1000 small systems took 1.2 s instead of 0.7.
     counted = CountingField(field)
     state = solver.init(counted, t0, y)
-    rule = controller.rule(solver, _first_step(counted, solver, controller, t0, t1, y, state, dt0))
-    stepper = Stepper(field, solver, controller, manifold, project, y, int(workers))
+    rule = controller.rule(solver, _first_step(counted, solver, controller, t0, t1, y, state))
+    stepper = Stepper(field, solver, controller, manifold, options.project, y, int(options.workers))
     try:
-        steps, rejected, max_drift = _integrate(stepper, rule, recorder, t0, t1, y, state, max_steps)
+        steps, rejected, max_drift = _integrate(stepper, rule, recorder, t0, t1, y, state, options.max_steps)
     finally:
         stepper.close()
     return Solution(ts=np.asarray(recorder.ts), ys=np.stack(recorder.ys),
                     evaluations=counted.evaluations + stepper.evaluations, steps=steps, rejected_steps=rejected,
                     max_drift=max_drift, stats={"solver": repr(solver), "controller": repr(controller),
-                                                "project": project, "workers": stepper.workers,
+                                                "project": options.project, "workers": stepper.workers,
                                                 "parts": len(stepper.parts)})
 
 
-def _validate(field, solver, t0, t1, y0, dt0, controller, max_steps, project, manifold, workers):
+def _validate(field, solver, t0, t1, y0, controller, options: SolveOptions):
     """Raise for inconsistent arguments of ``solve``; return t0, t1 (floats), a copy of y0 and the manifold."""
     if not isinstance(solver, Solver):
         raise TypeError(f"solver must be a Solver instance such as RK4(); got {solver!r}.")
@@ -116,22 +128,15 @@ def _validate(field, solver, t0, t1, y0, dt0, controller, max_steps, project, ma
     if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
         raise ValueError(f"t0={t0!r} and t1={t1!r} must be finite with t1 > t0.")
     y = as_finite_array("y0", y0, ndim_min=2).copy()
-    if int(max_steps) != max_steps or max_steps < 1:
-        raise ValueError(f"max_steps={max_steps!r} must be a positive integer.")
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers={workers!r} must be a positive integer.")
-    manifold = manifold if manifold is not None else getattr(field, "manifold", None)
-    if project and manifold is None:
-        raise ValueError("project=True needs a manifold: give manifold= or a field with a .manifold attribute.")
+    manifold = options.manifold if options.manifold is not None else getattr(field, "manifold", None)
+    if options.project and manifold is None:
+        raise ValueError("project=True needs a manifold: give SolveOptions(manifold=...) or a field with a .manifold "
+                         "attribute.")
     adaptive = isinstance(controller, AdaptiveStepSize)
     if adaptive and solver.embedded_order is None:
-        raise ValueError(f"{solver!r} has no embedded error estimate; use ConstantStepSize() with it.")
+        raise ValueError(f"{solver!r} has no embedded error estimate; use ConstantStepSize(dt0) with it.")
     if not adaptive and not isinstance(controller, ConstantStepSize):
-        raise TypeError(f"controller must be ConstantStepSize() or AdaptiveStepSize(...); got {controller!r}.")
-    if dt0 is None and not adaptive:
-        raise ValueError("dt0 must be given with ConstantStepSize (the fixed step).")
-    if dt0 is not None and not (np.isfinite(dt0) and dt0 > 0):
-        raise ValueError(f"dt0={dt0!r} must be finite and positive.")
+        raise TypeError(f"controller must be ConstantStepSize(dt0) or AdaptiveStepSize(...); got {controller!r}.")
     return t0, t1, y, manifold
 
 
@@ -154,11 +159,11 @@ def _check_on_manifold(manifold: Ellipsoid, y: np.ndarray) -> None:
                          "project it with Ellipsoid.project first.")
 
 
-def _first_step(field, solver, controller, t0: float, t1: float, y: np.ndarray, state, dt0: float | None) -> float:
-    """``dt0``, or (adaptive, no ``dt0``) the controller's starting step from the first stage ``state``."""
-    if dt0 is None:
+def _first_step(field, solver, controller, t0: float, t1: float, y: np.ndarray, state) -> float:
+    """The controller's ``dt0``, or (adaptive, no ``dt0``) its starting step from the first stage ``state``."""
+    if controller.dt0 is None:
         return controller.initial_step(field, solver, t0, y, state, t1 - t0)
-    return float(dt0)
+    return float(controller.dt0)
 
 
 def _tiny(t0: float, t1: float) -> float:
@@ -230,7 +235,7 @@ def _budget_spent(max_steps: int, steps: int, rejected: int, t0: float, t: float
             f"t={t:.6g} of [t0, t1] = [{t0:g}, {t1:g}], {100 * done:.3g}% of the way, with steps of {dt:.3g}{need}. "
             "A correct model in this suite's checks needs far fewer: look for a broken field first; if the problem "
             "honestly needs more steps (a long horizon, a tight tolerance, a small fixed step), pass "
-            "solve(..., max_steps=N) with a larger N.")
+            "solve(..., options=SolveOptions(max_steps=N)) with a larger N.")
 
 
 def integrate_fixed(field: Callable, solver: Solver, t0: float, t1: float, y0, *, steps: int,
@@ -238,4 +243,4 @@ def integrate_fixed(field: Callable, solver: Solver, t0: float, t1: float, y0, *
     """``solve`` with ``ConstantStepSize`` and ``steps`` equal steps of (t1 - t0) / steps."""
     if int(steps) != steps or steps < 1:
         raise ValueError(f"steps={steps!r} must be a positive integer.")
-    return solve(field, solver, t0, t1, y0, dt0=(t1 - t0) / steps, saveat=saveat, controller=ConstantStepSize())
+    return solve(field, solver, t0, t1, y0, controller=ConstantStepSize((t1 - t0) / steps), saveat=saveat)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from sim import (AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
-                 integrate_fixed, misalignment, solve, top_eigenvector)
+from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
+                 SolveOptions, integrate_fixed, misalignment, solve, top_eigenvector)
 from sim.figures import make_figure
 from sim.solvers import MaxStepsReached
 
@@ -20,7 +20,7 @@ def _fast_rotation(t, y):
 
 
 def _solve(**overrides):
-    kwargs = dict(field=FIELD, solver=RK4(), t0=0.0, t1=1.0, y0=Y, dt0=0.1)
+    kwargs = dict(field=FIELD, solver=RK4(), t0=0.0, t1=1.0, y0=Y, controller=ConstantStepSize(0.1))
     kwargs.update(overrides)
     field, solver, t0, t1, y0 = (kwargs.pop(k) for k in ("field", "solver", "t0", "t1", "y0"))
     return solve(field, solver, t0, t1, y0, **kwargs)
@@ -94,8 +94,8 @@ BAD_INPUTS = [
     pytest.param(lambda: _solve(y0=np.where(Y > 0.5, np.nan, Y)), ValueError, "y0 must be finite", id="y0-nan"),
     pytest.param(lambda: _solve(y0=2.0 * Y), ValueError, "y0 must lie on the manifold", id="y0-off-manifold"),
     pytest.param(lambda: _solve(t1=0.0), ValueError, "t1 > t0", id="t1-before-t0"),
-    pytest.param(lambda: _solve(dt0=None), ValueError, "dt0 must be given", id="fixed-step-without-dt0"),
-    pytest.param(lambda: _solve(dt0=-0.1), ValueError, "dt0=-0.1 must be finite and positive", id="negative-dt0"),
+    pytest.param(lambda: ConstantStepSize(None), ValueError, "dt0 must be given", id="fixed-step-without-dt0"),
+    pytest.param(lambda: ConstantStepSize(-0.1), ValueError, "dt0=-0.1 must be finite and positive", id="negative-dt0"),
     pytest.param(lambda: _solve(controller=AdaptiveStepSize()), ValueError, "has no embedded error estimate",
                  id="adaptive-without-estimate"),
     pytest.param(lambda: _solve(solver=Dopri5(), controller="adaptive"), TypeError, "controller must be",
@@ -107,19 +107,19 @@ BAD_INPUTS = [
     pytest.param(lambda: _solve(saveat=SaveAt(ts=[0.5, 0.2])), ValueError, "SaveAt.ts must increase",
                  id="save-times-decreasing"),
     pytest.param(lambda: _solve(solver="rk4"), TypeError, "solver must be a Solver instance", id="solver-type"),
-    pytest.param(lambda: solve(lambda t, y: np.full_like(y, np.nan), RK4(), 0.0, 1.0, Y, dt0=0.1,
-                               manifold=Ellipsoid()),
+    pytest.param(lambda: solve(lambda t, y: np.full_like(y, np.nan), RK4(), 0.0, 1.0, Y,
+                               controller=ConstantStepSize(0.1), options=SolveOptions(manifold=Ellipsoid())),
                  FloatingPointError, "the solution became non-finite at t=0", id="field-returns-nan"),
-    pytest.param(lambda: _solve(max_steps=0), ValueError, "max_steps=0 must be a positive integer",
+    pytest.param(lambda: SolveOptions(max_steps=0), ValueError, "max_steps=0 must be a positive integer",
                  id="max-steps-zero"),
-    pytest.param(lambda: _solve(max_steps=5), MaxStepsReached,
+    pytest.param(lambda: _solve(options=SolveOptions(max_steps=5)), MaxStepsReached,
                  r"max_steps=5 \(5 accepted, 0 rejected\) were spent at t=0.5 of \[t0, t1\] = \[0, 1\].*about 10 steps"
-                 r".*solve\(..., max_steps=N\)", id="max-steps-spent"),
+                 r".*solve\(..., options=SolveOptions\(max_steps=N\)\)", id="max-steps-spent"),
     pytest.param(lambda: integrate_fixed(FIELD, Euler(), 0.0, 1.0, Y, steps=5000), MaxStepsReached,
                  r"max_steps=4096 \(4096 accepted, 0 rejected\) were spent at t=0.8192 .* about 5,000 steps",
                  id="default-budget-fixed-steps"),
     pytest.param(lambda: solve(_fast_rotation, Dopri5(), 0.0, 1.0, Y, controller=AdaptiveStepSize(),
-                               manifold=Ellipsoid()),
+                               options=SolveOptions(manifold=Ellipsoid())),
                  MaxStepsReached, r"max_steps=4096 \(\d+ accepted, \d+ rejected\) were spent at t=0\.0\d+ of",
                  id="default-budget-broken-field"),
     pytest.param(lambda: make_figure(7, "unused"), ValueError, "number=7 must be one of 1..6", id="figure-number"),

@@ -10,7 +10,7 @@ from numba import njit
 from scipy.integrate import solve_ivp
 
 import sim.compiled as compiled
-from sim import AdaptiveStepSize, Dopri5, Ellipsoid, solve
+from sim import AdaptiveStepSize, Dopri5, Ellipsoid, SolveOptions, solve
 from sim.compiled import solve_field
 from sim.conjectures import chunk_seed, get_family
 from sim.eq6 import eq6
@@ -65,16 +65,18 @@ def _deviations(module) -> dict[str, float]:
 
 def _measured_deviations(module) -> dict[str, float]:
     field, y0 = _figure2()
-    ours = module.solve_field(field, y0, 2.0, rtol=TOL, atol=TOL).y1
+    ours = module.solve_field(field, y0, 2.0, controller=AdaptiveStepSize(rtol=TOL, atol=TOL)).y1
     same = max(np.max(np.abs(ours[b] - solve(field, Dopri5(), 0.0, 2.0, y0[b:b + 1],
                                                 controller=AdaptiveStepSize(rtol=TOL, atol=TOL)).ys[-1][0]))
                for b in range(len(y0)))
     scipy = max(np.max(np.abs(ours[b] - _scipy_figure2(field, y0[b], 2.0))) for b in range(len(y0)))
     family, batch = _search_chunk()
-    ours = module.solve_instances(batch.P, batch.U, family.causal, batch.y0, 5.0, rtol=TOL, atol=TOL).y1
+    ours = module.solve_instances(InstanceField(batch.P, batch.U, family.causal), batch.y0, 5.0,
+                                  controller=AdaptiveStepSize(rtol=TOL, atol=TOL)).y1
     for b in range(len(batch.y0)):
         alone = solve(InstanceField(batch.P[b:b + 1], batch.U[b:b + 1], family.causal), Dopri5(), 0.0, 5.0,
-                      batch.y0[b:b + 1], controller=AdaptiveStepSize(rtol=TOL, atol=TOL), max_steps=100_000)
+                      batch.y0[b:b + 1], controller=AdaptiveStepSize(rtol=TOL,
+                                                                     atol=TOL), options=SolveOptions(max_steps=100_000))
         same = max(same, np.max(np.abs(ours[b] - alone.ys[-1][0])))
         scipy = max(scipy, np.max(np.abs(ours[b] - _scipy_search(batch.P[b], batch.U[b], family.causal,
                                                                   batch.y0[b], 5.0))))
@@ -89,7 +91,7 @@ def test_compiled_integration_agrees_with_solve_and_scipy():
 
 def test_each_instance_takes_the_steps_it_would_take_alone():
     field, y0 = _figure2(4)
-    together = solve_field(field, y0, 2.0, rtol=1e-8, atol=1e-8)
+    together = solve_field(field, y0, 2.0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
     for b in range(len(y0)):
         alone = solve(field, Dopri5(), 0.0, 2.0, y0[b:b + 1], controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
         assert (together.steps[b], together.rejected[b], together.evaluations[b]) == (
@@ -139,6 +141,6 @@ def test_control_a_broken_kernel_fails_the_agreement(old, new):
 
 def test_workers_give_the_same_result():
     field, y0 = _figure2(5)
-    one = solve_field(field, y0, 1.0, rtol=1e-8, atol=1e-8)
-    two = solve_field(field, y0, 1.0, rtol=1e-8, atol=1e-8, workers=2)
+    one = solve_field(field, y0, 1.0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
+    two = solve_field(field, y0, 1.0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8), workers=2)
     np.testing.assert_array_equal(one.y1, two.y1)  # the same per-instance arithmetic, bit for bit

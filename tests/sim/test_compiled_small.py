@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import sim.compiled as compiled
-from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, solve
+from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, SolveOptions, solve
 from sim.compiled import solve_field, solve_instances
 from sim.instances import InstanceField
 from sim.scenarios import FIG3_V, full_attention_example
@@ -45,7 +45,7 @@ def _assert_step_for_step(together, field_of, y0, t1, rtol, own_steps=True, t0=0
     instance alone (``field_of(b)``), after the same accepted and rejected steps and evaluations, on the sphere."""
     for b in range(len(y0)):
         alone = solve(field_of(b), Dopri5(), t0, t1, y0[b:b + 1], controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
-                      max_steps=SMALL_BUDGET)
+                      options=SolveOptions(max_steps=SMALL_BUDGET))
         np.testing.assert_allclose(together.y1[b], alone.ys[-1][0], rtol=0.0, atol=SAME_METHOD)
         assert (together.steps[b], together.rejected[b], together.evaluations[b]) == (
             alone.steps, alone.rejected_steps, alone.evaluations), b
@@ -59,7 +59,8 @@ def _assert_step_for_step(together, field_of, y0, t1, rtol, own_steps=True, t0=0
 def test_small_instances_run_step_for_step_as_sim_solve(causal, heads, values, tol):
     """At 1e-3 every instance has a rejected step, so the lanes given a new instance must reset their counts."""
     P, U, y0 = _small_instances(heads, values)
-    together = solve_instances(P, U, causal, y0, 1.5, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    together = solve_instances(InstanceField(P, U, causal), y0, 1.5, controller=AdaptiveStepSize(rtol=tol, atol=tol),
+                               max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], causal), y0, 1.5, tol)
 
 
@@ -67,7 +68,7 @@ def test_small_modulated_field_runs_step_for_step_as_sim_solve():
     """Figure 2's P(t) = D(t) P' (the loop evaluates D(t) itself) on 3 instances of 3 tokens."""
     field = full_attention_example()
     y0 = Ellipsoid().random_point_in_hemisphere(FIG3_V, np.random.default_rng(SMALL_SEED), (3, 3, 3))
-    together = solve_field(field, y0, 0.3, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    together = solve_field(field, y0, 0.3, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)  # (they share its steps)
 
 
@@ -80,13 +81,14 @@ def test_small_modulated_field_with_phases_runs_step_for_step_as_sim_solve():
                                 np.array([True, False, True])) for _ in range(2)]
     field = AttentionField(P=tuple(Modulated(rng.normal(size=(3, 3)), diagonal) for diagonal in diagonals), W=np.eye(3))
     y0 = Ellipsoid().random_point(rng, (3, 3, 3))
-    together = solve_field(field, y0, 0.7, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    together = solve_field(field, y0, 0.7, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: field, y0, 0.7, 1e-7, own_steps=False)
 
 
 def test_small_instances_start_at_t0():
     P, U, y0 = _small_instances(1, "drawn")
-    later = solve_instances(P[:2], U[:2], False, y0[:2], 1.5, t0=0.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    later = solve_instances(InstanceField(P[:2], U[:2], False), y0[:2], 1.5, t0=0.5,
+                            controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(later, lambda b: InstanceField(P[b:b + 1], U[b:b + 1]), y0[:2], 1.5, 1e-7, own_steps=False,
                           t0=0.5)
 
@@ -102,7 +104,8 @@ def test_small_instances_at_rest_and_a_short_span_run_step_for_step_as_sim_solve
     y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
     P, U = P[:5], np.broadcast_to(np.eye(3), P[:5].shape).copy()
     for t1 in (1.5, 1e-3):
-        together = solve_instances(P, U, True, y0, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        together = solve_instances(InstanceField(P, U, True), y0, t1,
+                                   controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
         _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, t1, 1e-7,
                               own_steps=False)
     # the short span: the moving instances land on t1 in one step; at rest the first step is 100 h0 = 1e-4
@@ -113,13 +116,16 @@ def test_the_step_budget_counts_accepted_and_rejected_steps():
     """As sim.solve's max_steps: an instance that needs s accepted and r rejected steps runs with a budget of s + r
     and is stopped, naming it, with s + r - 1."""
     P, U, y0 = _small_instances(2, "drawn")
-    full = solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    full = solve_instances(InstanceField(P, U, True), y0, 1.5, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+                           max_steps=SMALL_BUDGET)
     hardest = int(np.argmax(full.steps + full.rejected))
     budget = int(full.steps[hardest] + full.rejected[hardest])
     assert full.rejected[hardest] > 0
-    solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget)  # enough
+    solve_instances(InstanceField(P, U, True), y0, 1.5, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+                    max_steps=budget)  # enough
     with pytest.raises(MaxStepsReached, match=f"instance {hardest} .* max_steps={budget - 1}"):
-        solve_instances(P, U, True, y0, 1.5, rtol=1e-7, atol=1e-7, max_steps=budget - 1)
+        solve_instances(InstanceField(P, U, True), y0, 1.5, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+                        max_steps=budget - 1)
 
 
 def test_an_instance_that_becomes_non_finite_is_named():
@@ -128,7 +134,8 @@ def test_an_instance_that_becomes_non_finite_is_named():
     P, U, y0 = _small_instances(1, "drawn")
     P[1] = 1e308
     with pytest.raises(FloatingPointError, match="instance 1 .* became non-finite"):
-        solve_instances(P[:3], U[:3], False, y0[:3], 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        solve_instances(InstanceField(P[:3], U[:3], False), y0[:3], 1.5,
+                        controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
 
 
 def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
@@ -136,7 +143,8 @@ def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
     from dataclasses import FrozenInstanceError
 
     P, U, y0 = _small_instances(2, "drawn")
-    alone = solve_instances(P[:1], U[:1], True, y0[:1], 1.5, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    alone = solve_instances(InstanceField(P[:1], U[:1], True), y0[:1], 1.5,
+                            controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(alone, lambda b: InstanceField(P[:1], U[:1], True), y0[:1], 1.5, 1e-7, own_steps=False)
     with pytest.raises(FrozenInstanceError):
         alone.y1 = y0[:1]
@@ -146,17 +154,19 @@ def test_bad_inputs_name_the_argument():
     P, U, y0 = _small_instances(2, "drawn")
     P, U, y0 = P[:2], U[:2], y0[:2]
     with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
-        solve_instances(P, U, True, 2 * y0, 1.0, rtol=1e-6, atol=1e-6)
+        solve_instances(InstanceField(P, U, True), 2 * y0, 1.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
     with pytest.raises(ValueError, match=r"P must have shape \[b=2"):
-        solve_instances(P[:1], U[:1], True, y0, 1.0, rtol=1e-6, atol=1e-6)
+        solve_instances(InstanceField(P[:1], U[:1], True), y0, 1.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
     with pytest.raises(ValueError, match="rtol"):
-        solve_instances(P, U, True, y0, 1.0, rtol=-1.0, atol=1e-6)
+        solve_instances(InstanceField(P, U, True), y0, 1.0, controller=AdaptiveStepSize(rtol=-1.0, atol=1e-6))
     with pytest.raises(ValueError, match="t1"):
-        solve_instances(P, U, True, y0, 0.0, rtol=1e-6, atol=1e-6)
+        solve_instances(InstanceField(P, U, True), y0, 0.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
     with pytest.raises(MaxStepsReached, match="instance 0"):
-        solve_instances(P, U, True, y0, 50.0, rtol=1e-6, atol=1e-6, max_steps=3)
+        solve_instances(InstanceField(P, U, True), y0, 50.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6),
+                        max_steps=3)
     with pytest.raises(ValueError, match="sphere"):
-        solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0, rtol=1e-6, atol=1e-6)
+        solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0,
+                    controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
 
 
 @pytest.mark.parametrize("state, first", [("rest", 1e-4), ("exact", 1e-6)])
@@ -168,7 +178,8 @@ def test_the_first_step_at_rest(state, first):
     U = np.broadcast_to(np.eye(3), P.shape).copy()
     at_rest = np.broadcast_to(y0[0, :1] if state == "rest" else np.eye(3)[0], y0[0].shape)[None].copy()
     for t1, steps in ((first, 1), (1.0005 * first, 2)):
-        together = solve_instances(P, U, True, at_rest, t1, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+        together = solve_instances(InstanceField(P, U, True), at_rest, t1,
+                                   controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
         _assert_step_for_step(together, lambda b: InstanceField(P, U, True), at_rest, t1, 1e-7, own_steps=False)
         assert together.steps.tolist() == [steps], t1
 
@@ -179,7 +190,8 @@ def test_the_starting_step_at_loose_tolerances(tol):
     field's d1 (here > 1e-5: U = 100 x drawn); at 1, 1e-5 < d0 < 1 and h0 = 0.01 d0 / d1: as SciPy's rule and
     sim.solve."""
     P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
-    together = solve_instances(P, 100 * U, True, y0, 1e-3, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    together = solve_instances(InstanceField(P, 100 * U, True), y0, 1e-3,
+                               controller=AdaptiveStepSize(rtol=tol, atol=tol), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], 100 * U[b:b + 1], True), y0, 1e-3, tol,
                           own_steps=False)
 
@@ -195,7 +207,7 @@ def test_the_starting_step_when_only_the_second_derivative_is_seen(tol):
     fast = CosineDiagonal(np.ones(3), np.full(3, 1e8), np.zeros(3), np.zeros(3, dtype=bool))
     field = AttentionField(P=(Modulated(5 * rng.normal(size=(3, 3)), fast),), W=np.eye(3))
     y0 = Ellipsoid().random_point(rng, (1, 3, 3))
-    together = solve_field(field, y0, 1e-4, rtol=tol, atol=tol, max_steps=SMALL_BUDGET)
+    together = solve_field(field, y0, 1e-4, controller=AdaptiveStepSize(rtol=tol, atol=tol), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: field, y0, 1e-4, tol, own_steps=False)
     assert together.steps.tolist() == [1]
 
@@ -209,7 +221,8 @@ def test_a_first_guess_longer_than_the_span_is_bounded_by_the_span(t0, t1):
     y0 = np.stack([near, near[::-1]])
     y0 /= np.linalg.norm(y0, axis=-1, keepdims=True)
     P, U = P[:2], np.broadcast_to(np.eye(3), P[:2].shape).copy()
-    together = solve_instances(P, U, True, y0, t1, t0=t0, rtol=1e-3, atol=1e-3, max_steps=SMALL_BUDGET)
+    together = solve_instances(InstanceField(P, U, True), y0, t1, t0=t0,
+                               controller=AdaptiveStepSize(rtol=1e-3, atol=1e-3), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: InstanceField(P[b:b + 1], U[b:b + 1], True), y0, t1, 1e-3,
                           own_steps=False, t0=t0)
     assert together.steps.tolist() == [1, 1]
@@ -227,7 +240,8 @@ def test_a_step_ending_within_the_landing_tolerance_of_t1_lands_on_it(t0, fracti
     first = solve(field, Dopri5(), t0, t0 + 1.5, y0, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
                   saveat=SaveAt(steps=True)).ts[1]
     t1 = first + fraction * 1e-12 * max(1.0, first)
-    together = solve_instances(P, U, True, y0, t1, t0=t0, rtol=1e-7, atol=1e-7, max_steps=SMALL_BUDGET)
+    together = solve_instances(InstanceField(P, U, True), y0, t1, t0=t0,
+                               controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: field, y0, t1, 1e-7, own_steps=False, t0=t0)
     assert together.steps.tolist() == [1 + extra]
 
@@ -235,12 +249,12 @@ def test_a_step_ending_within_the_landing_tolerance_of_t1_lands_on_it(t0, fracti
 def test_an_error_of_exactly_1_is_accepted():
     """As scipy's rule and sim.solve's controller (tests/sim/test_controllers.py): a step is rejected only when its
     scaled error exceeds 1. Lane 0 of ``_control``, a state of 2 tokens in d = 1."""
-    lanes = compiled.LANES
-    y = np.ones((2, 1, lanes))
-    t, dt, step = np.zeros(lanes), np.full(lanes, 0.1), np.full(lanes, 0.1)
-    landed, last_rejected = np.zeros(lanes, dtype=np.bool_), np.zeros(lanes, dtype=np.bool_)
-    stats = np.zeros((lanes, 5))
-    compiled._control(0, 1.0, -0.2, 1.0, 1e-12, landed, last_rejected, step, dt, t, y, y.copy(),
-                      np.zeros((7, 2, lanes)), stats)
-    assert stats[0, 1:3].tolist() == [1, 0] and t[0] == 0.1  # accepted, not rejected
-    assert dt[0] == pytest.approx(0.1 * compiled._SAFETY)  # the step times SAFETY * 1 ** (-1/5)
+    controller = AdaptiveStepSize()
+    y0 = np.ones((1, 2, 1))
+    _, lanes, work = compiled._lanes_records(InstanceField(np.ones((1, 1, 1, 1)), np.ones((1, 1, 1, 1))),
+                                              compiled._modulation_arrays(None, 1, 1), False, y0)
+    lanes.dt[:], lanes.step[:] = 0.1, 0.1
+    work.y_next[:] = work.y
+    compiled._control(0, 1.0, compiled._settings(controller, 0.0, 1.0, SMALL_BUDGET), lanes, work)
+    assert (lanes.tally.steps[0], lanes.tally.rejected[0], lanes.t[0]) == (1, 0, 0.1)  # accepted, not rejected
+    assert lanes.dt[0] == pytest.approx(0.1 * controller.safety)  # the step times safety * 1 ** (-1/5)

@@ -58,7 +58,7 @@ def test_control_without_the_landing_rule_the_proposal_would_shrink():
 
 
 def test_constant_steps_are_always_accepted_with_the_same_step():
-    rule = ConstantStepSize().rule(Dopri5(), 0.25)
+    rule = ConstantStepSize(0.25).rule(Dopri5(), 0.25)
     assert rule.adapt(None, 0.25) == (True, 0.25)
     assert rule.adapt(None, 0.1) == (True, 0.25)  # a step shortened to land on a save time changes nothing
 

@@ -6,8 +6,8 @@ from scipy.integrate import solve_ivp
 
 from reports.checks import check
 from reports.records import ReportSection, Table
-from sim import (AdaptiveStepSize, AttentionField, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
-                 integrate_fixed, solve)
+from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
+                 SaveAt, SolveOptions, integrate_fixed, solve)
 from sim.checks import ORDER_SLACK, check_continuum, reference_solution, solver_order
 from sim.scenarios import full_attention_example
 from tests.sim.conftest import W3
@@ -75,7 +75,7 @@ def test_without_the_retraction_rk4_drifts_off_the_manifold():
     """Negative control for the drift test: the same run with project=False leaves E_W by far more than 1e-12."""
     field = AttentionField(P=(np.array([[0.5, -1.0, 0.2], [0.3, 0.1, 0.0], [0.0, 0.4, -0.7]]),), W=W3)
     y0 = field.manifold.random_point(np.random.default_rng(2), (50, 10, 3))
-    sol = solve(field, RK4(), 0.0, 50.0, y0, dt0=0.5, project=False)
+    sol = solve(field, RK4(), 0.0, 50.0, y0, controller=ConstantStepSize(0.5), options=SolveOptions(project=False))
     assert sol.max_drift > 1e3 * DRIFT_TOL
 
 
@@ -190,10 +190,12 @@ def test_saved_states_are_copies_not_the_solvers_reused_arrays(problem, workers,
     field, y0, _ = problem
     batch = np.stack([y0, y0[::-1]])
     dt = 0.05
-    saved = solve(field, RK4(), 0.0, 6 * dt, batch, dt0=dt, saveat=SaveAt(steps=True, fn=fn), workers=workers)
+    saved = solve(field, RK4(), 0.0, 6 * dt, batch, controller=ConstantStepSize(dt), saveat=SaveAt(steps=True, fn=fn),
+                  options=SolveOptions(workers=workers))
     assert saved.ys.shape == (7, *batch.shape)
     for k in range(1, 7):
-        stopped = solve(field, RK4(), 0.0, k * dt, batch, dt0=dt, workers=workers)
+        stopped = solve(field, RK4(), 0.0, k * dt, batch, controller=ConstantStepSize(dt),
+                        options=SolveOptions(workers=workers))
         # the same steps; the times differ by rounding (k dt against dt + ... + dt), and so does P(t)
         np.testing.assert_allclose(saved.ys[k], stopped.ys[-1], rtol=0, atol=1e-13)
 
@@ -204,8 +206,8 @@ def test_rejected_steps_leave_the_state_to_retry_from(problem, workers):
     its tolerance against the reference."""
     field, y0, reference = problem
     batch = np.stack([y0, y0])
-    sol = solve(field, Dopri5(), 0.0, 1.0, batch, dt0=0.9, controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9),
-                workers=workers)
+    sol = solve(field, Dopri5(), 0.0, 1.0, batch, controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9, dt0=0.9),
+                options=SolveOptions(workers=workers))
     assert sol.rejected_steps >= 1
     assert np.max(np.abs(sol.ys[-1] - reference)) <= 1e-7  # as test_adaptive_error_is_within_the_tolerance
 
@@ -244,7 +246,7 @@ def test_a_field_without_an_out_argument_is_called_plainly():
     field = full_attention_example()
     y0 = Ellipsoid().random_point(np.random.default_rng(2), (2, 5, 3))
     plain = solve(lambda t, y: field(t, y), Dopri5(), 0.0, 0.5, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8),
-                  manifold=Ellipsoid())
+                  options=SolveOptions(manifold=Ellipsoid()))
     own = solve(field, Dopri5(), 0.0, 0.5, y0, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
     np.testing.assert_array_equal(plain.ys[-1], own.ys[-1])
 
