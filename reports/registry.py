@@ -31,6 +31,10 @@ class Claim:
     statement: str
     evidence: tuple[str, ...]
     origin: str = "paper"
+    #: The claim's registered checks, "module:qualname" of each function decorated with ``@check`` for it (the
+    #: tests that call a check name it in their own ``@check``): registry -> check module -> test. The names are
+    #: checked, never trusted (``reports.checks.naming_problems``).
+    checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.evidence) - set(EVIDENCE_KINDS)
@@ -58,6 +62,8 @@ CLAIMS: tuple[Claim, ...] = (
         "T_x pi_W . X = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X, and for y in E_W, T_y pi_W . X = (I - y y^T W) X "
         "(a projection onto T_y E_W = {X : y^T W X = 0} with kernel span{y}, self-adjoint for <.,.>_W).",
         ("symbolic",),
+        checks=("theory.model:check_projection", "theory.model:check_projection_jacobian_coordinates",
+                "theory.model:spot_check_projection"),
     ),
     Claim(
         "model.continuum", "sec. 2.3, eq. 5-6", "sec. 2.3, eq. 5-6",
@@ -65,6 +71,7 @@ CLAIMS: tuple[Claim, ...] = (
         "first-order approximation of the discrete model (1)/(4): d/dtau pi_W(y + tau f)|_{tau=0} = P_y f, so one "
         "discrete step differs from the flow by O(tau^2).",
         ("symbolic", "numeric"),
+        checks=("theory.model:check_continuum", "theory.model:numeric_continuum_order", "sim.checks:check_continuum"),
     ),
     Claim(
         "model.layernorm", "Remark 2.3", "Remark 2.2",
@@ -72,6 +79,9 @@ CLAIMS: tuple[Claim, ...] = (
         "then the tokens lie on the n-sphere of center beta and radius (n+1) gamma0^2 (as printed). Conjecture: for "
         "arbitrary scale parameters gamma the tokens lie on a hypersurface diffeomorphic to the n-sphere.",
         ("symbolic", "numeric"),
+        checks=("theory.layernorm:check_layernorm_radius", "theory.layernorm:check_layernorm_arbitrary_gamma",
+                "theory.layernorm:check_rmsnorm", "theory.layernorm:torch_normalisations",
+                "empirical.audit.report:layernorm_records"),
     ),
     # --- Section 3 (long version): the gradient case ------------------------------------------
     Claim(
@@ -79,12 +89,15 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 3.1 (h = 1, U = I, P time-independent SPD; reconstructed: W = P) the orthogonal projection "
         "onto the tangent bundle of (E_W)^l for the metric (7) g_y(X, Y) = sum_i Z_i(y) X_i^T W Y_i is T pi_W.",
         ("symbolic",),
+        checks=("theory.gradient:check_orthogonal_projection",),
     ),
     Claim(
         "grad.field", "Lemma 3.2, Theorem 3.1", "-",
         "Under Hypothesis 3.1 the vector field of (6) is the Riemannian gradient, for the metric (7), of the "
         "potential (8) Phi(y) = 1/2 sum_{i,j} exp(y_i^T P y_j) (reconstructed constants).",
         ("symbolic",),
+        checks=("theory.gradient:check_gradient_field", "theory.gradient:check_gradient_general_condition",
+                "theory.gradient:numeric_gradient", "theory.gradient:counterexamples"),
     ),
     Claim(
         "grad.convergence", "sec. 3.3 (Propositions)", "-",
@@ -92,12 +105,15 @@ CLAIMS: tuple[Claim, ...] = (
         "with equality only at equilibria (LaSalle), and every solution converges to a single equilibrium "
         "(Lojasiewicz inequality; Phi and g are real analytic).",
         ("symbolic", "numeric"),
+        checks=("theory.gradient:counterexamples", "theory.gradient:check_potential_monotone",
+                "theory.gradient:numeric_convergence", "tests.properties.checks:check_potential_monotone"),
     ),
     Claim(
         "grad.stable-consensus", "sec. 3.3 text", "-",
         "If P is the identity, linearisation around each equilibrium shows that the only asymptotically stable "
         "equilibria are the consensus equilibria.",
         ("numeric",),
+        checks=("sim.linearisation:check_stable_consensus",),
     ),
     # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
     Claim(
@@ -105,58 +121,70 @@ CLAIMS: tuple[Claim, ...] = (
         "If there exists p > 0 with |P_eta(t)| <= p for all t, then there exist 0 < a <= b such that the attention "
         "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
         ("symbolic", "numeric"),
+        checks=("theory.full_attention:check_attention_bounds", "theory.full_attention:bounds_spot_check",
+                "tests.properties.checks:check_attention_bounds"),
     ),
     Claim(
         "full.invariance", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Under Hypothesis 4.1 (U_eta = I, h >= 1, P_eta(t) bounded and uniformly continuous) the set H+(v)^l, "
         "H+(v) = {y in E_W : v^T y > 0}, is forward invariant: the vector field points into its interior.",
         ("symbolic", "property"),
+        checks=("theory.full_attention:check_invariance", "tests.properties.checks:check_full_invariance"),
     ),
     Claim(
         "full.equilibria", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Every consensus point (y, ..., y), y in E_W, is an equilibrium of (6) under Hypothesis 4.1.",
         ("symbolic",),
+        checks=("theory.full_attention:check_equilibria",),
     ),
     Claim(
         "full.lyapunov", "Theorem 4.1, eq. 9-10", "Theorem 3.2, eq. 7",
         "V(y) = max_i (1 - v^T y_i) (eq. 10) has upper Dini derivative (Danskin, eq. 9) D+V <= 0 on H+(v)^l, with "
         "equality if and only if y is a consensus point.",
         ("symbolic", "property"),
+        checks=("theory.full_attention:check_lyapunov", "theory.full_attention:lyapunov_spot_check",
+                "tests.properties.checks:check_full_lyapunov"),
     ),
     Claim(
         "full.convergence", "Theorem 4.1", "Theorem 3.2",
         "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
         "in an open hemisphere converges to consensus.",
         ("property", "figure"),
+        checks=("sim.theorem_figures:check_full_convergence_figure", "tests.properties.checks:check_full_convergence"),
     ),
     Claim(
         "full.autonomous", "Remark 4.1", "-",
         "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
         ("numeric",),
+        checks=("sim.stability:check_asymptotic_stability", "tests.properties.checks:check_consensus_returns"),
     ),
     Claim(
         "full.wendel", "Remark 4.3", "Remark 3.4",
         "For l tokens drawn uniformly on S^n, the probability that they lie in a common hemisphere is "
         "2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) (as printed); in particular it equals 1 whenever n >= l.",
         ("exact", "monte-carlo"),
+        checks=("theory.wendel:check_closed_forms", "theory.wendel:monte_carlo"),
     ),
     # --- Section 5 (long) / 4 (ICML): causal attention ---------------------------------------
     Claim(
         "causal.first-token", "sec. 5.1", "sec. 4.1",
         "In the auto-regressive model with U_eta = I the first token is fixed: dy_1/dt = 0.",
         ("symbolic", "property"),
+        checks=("theory.causal:check_first_token", "tests.properties.checks:check_first_token_fixed"),
     ),
     Claim(
         "causal.scalar", "Lemma 5.1, eq. 12-13", "Lemma 4.1",
         "For the scalar reduction b = y_1^T y_2 (eq. 12) the only equilibria are b = -1 and b = 1; -1 is unstable and "
         "1 is asymptotically stable with domain of attraction b in (-1, 1]; (13) is a Lyapunov function.",
         ("symbolic", "numeric"),
+        checks=("theory.causal:check_scalar", "theory.causal:numeric_scalar"),
     ),
     Claim(
         "causal.identity", "Theorem 5.1", "Theorem 4.2",
         "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
         "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
         ("property", "figure"),
+        checks=("sim.theorem_figures:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
     ),
     Claim(
         "causal.identity-iss", "Theorem 5.1 (proof, eq. 14-15)", "Theorem 4.2 (proof sketch)",
@@ -164,12 +192,14 @@ CLAIMS: tuple[Claim, ...] = (
         "(eq. 15) for which the function (13) is an ISS-Lyapunov function with input e (reconstructed: the formulas "
         "are lost in the long version's text).",
         ("symbolic",),
+        checks=("theory.causal:check_identity_iss",),
     ),
     Claim(
         "causal.reparam", "Remark 5.2", "Remark 4.3",
         "If U is invertible, choosing the projection onto the ellipsoid defined from U, a change of coordinates "
         "reduces the model (16) to the case U = I.",
         ("symbolic",),
+        checks=("theory.causal:check_reparam", "theory.causal:numeric_reparam"),
     ),
     Claim(
         "causal.first-token-symmetric", "Lemma 5.2", "Lemma 4.4",
@@ -177,6 +207,8 @@ CLAIMS: tuple[Claim, ...] = (
         "token are the unit eigenvectors of U; +-v are asymptotically stable with domains {+-v^T y > 0}; all other "
         "equilibria are unstable.",
         ("symbolic", "numeric"),
+        checks=("theory.causal:check_first_token_symmetric", "theory.causal:numeric_first_token_symmetric",
+                "tests.properties.checks:check_token_lyapunov_monotone"),
     ),
     Claim(
         "causal.symmetric", "Theorem 5.2", "Theorem 4.5",
@@ -184,6 +216,8 @@ CLAIMS: tuple[Claim, ...] = (
         "P(t) bounded) the consensus (v, ..., v) is asymptotically stable with domain of attraction containing "
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
+        checks=("sim.theorem_figures:check_causal_symmetric_figure",
+                "tests.properties.checks:check_symmetric_consensus"),
     ),
     Claim(
         "causal.symmetric-iss", "Theorem 5.2 (proof, eq. 18-19)", "-",
@@ -191,6 +225,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Lemma 5.2 plus an input term bounded by a constant times |e| (19), so V = 1 - b is a strict ISS-Lyapunov "
         "function for b = 1 (reconstructed: the formulas are lost in the long version's text).",
         ("symbolic",),
+        checks=("theory.causal:check_symmetric_iss",),
     ),
     Claim(
         "causal.time-varying", "Theorem 5.3", "-",
@@ -198,45 +233,59 @@ CLAIMS: tuple[Claim, ...] = (
         "hemisphere of v(t0) converge to a ball around (v(t), ..., v(t)) whose radius grows with sup |dv/dt|; the "
         "consensus is exact when v is constant.",
         ("symbolic", "property"),
+        checks=("theory.causal:check_time_varying", "theory.causal:numeric_time_varying",
+                "tests.properties.checks:check_tracking_radius"),
     ),
     # --- Simulations: figures 1-6 -------------------------------------------------------------
     Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",
-          "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",)),
+          "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",),
+          checks=("sim.figures:check_figure1",)),
     Claim("sim.fig2", "sec. 6.1, Fig. 2", "sec. 5.1, Fig. 2",
           "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
-          ("figure", "numeric")),
+          ("figure", "numeric"),
+          checks=("sim.figures:check_figure2", "sim.figure_numbers:measure_figure2")),
     Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
           "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
-          ("figure", "numeric")),
+          ("figure", "numeric"),
+          checks=("sim.figures:check_figure3", "sim.figure_numbers:measure_figure3")),
     Claim("sim.fig4", "sec. 6.1, Fig. 4", "sec. 5.1, Fig. 4",
           "Causal attention, 50 tokens on S^499, h = 2, U = I: E (eq. 9) converges to zero along all 100 trajectories.",
-          ("figure", "numeric")),
+          ("figure", "numeric"),
+          checks=("sim.figures:check_figure4", "sim.figure_numbers:measure_figure4")),
     Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
           "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
-          "start and remain in the hemisphere defined by v.", ("figure", "numeric")),
+          "start and remain in the hemisphere defined by v.", ("figure", "numeric"),
+          checks=("sim.figures:check_figure5", "sim.figure_numbers:measure_figure5")),
     Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
           "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
-          "eventually converges to zero.", ("figure", "numeric")),
+          "eventually converges to zero.", ("figure", "numeric"),
+          checks=("sim.figures:check_figure6", "sim.figure_numbers:measure_figure6")),
     # --- Experiments: figures 7-10 ------------------------------------------------------------
     Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
           "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "
           "random.seed(42), randint(0, V-1)); the first 10 tokens of the first prompt decode to "
-          "'divest anxYou coasts Oz Vi Happy appreciate tcp.'", ("empirical",)),
+          "'divest anxYou coasts Oz Vi Happy appreciate tcp.'", ("empirical",),
+          checks=("empirical.checks:check_prompts",)),
     Claim("emp.no-ffn", "sec. 6.2, Fig. 7", "sec. 5.2, Fig. 7",
           "Looped GPT-2 XL and GPT-Neo 2.7B with the feed-forward layers removed: the mean of E over the prompts "
-          "converges asymptotically to 0.", ("empirical",)),
+          "converges asymptotically to 0.", ("empirical",),
+          checks=("empirical.checks:check_trained",)),
     Claim("emp.full", "sec. 6.2, Fig. 8", "sec. 5.2, Fig. 8",
           "With the full models the mean E still converges to 0; the feed-forward layers increase the convergence "
-          "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",)),
+          "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",),
+          checks=("empirical.audit.report:ffn_record", "empirical.checks:check_trained")),
     Claim("emp.random-fixed", "sec. 6.2, Fig. 9", "sec. 5.2, Fig. 9",
           "With random weight matrices drawn once, with and without feed-forward layers, convergence towards "
-          "consensus still occurs; the feed-forward layer may decrease the convergence rate.", ("empirical",)),
+          "consensus still occurs; the feed-forward layer may decrease the convergence rate.", ("empirical",),
+          checks=("empirical.checks:check_random_weights",)),
     Claim("emp.random-redrawn", "sec. 6.2, Fig. 10", "sec. 5.2, Fig. 10",
           "With random weight matrices re-drawn before each model pass, convergence towards consensus still occurs.",
-          ("empirical",)),
+          ("empirical",),
+          checks=("empirical.checks:check_random_weights",)),
     Claim("emp.rate", "sec. 6.2 (end)", "sec. 5.2 (end)",
           "The choice of weight matrices affects the rate of convergence, faster convergence being observed with "
-          "pretrained matrices.", ("empirical",)),
+          "pretrained matrices.", ("empirical",),
+          checks=("empirical.audit.report:rate_record",)),
     Claim("emp.in-kind-trained", "sec. 6.2, Fig. 7-8 (in kind)", "sec. 5.2, Fig. 7-8 (in kind)",
           "Not printed: the question of figures 7-8 asked of trained models of other families (SmolLM2-135M, Llama "
           "family; Gemma 3 270M). Looped with and without the feed-forward layers, the mean E over the prompts "
@@ -244,31 +293,37 @@ CLAIMS: tuple[Claim, ...] = (
           "empirical/decision.py, the pass-end mean E falls below 1e-3 before a plateau test says it stopped "
           "falling, within 48 passes, and the same with 96 passes and the plateau window doubled. Not necessarily "
           "at every pass: Gemma 3 with FFN collapses slowly and not monotonically (whether E falls at every pass is "
-          "reported beside the verdict, as a separate finding).", ("empirical",)),
+          "reported beside the verdict, as a separate finding).", ("empirical",),
+          checks=("empirical.checks:check_in_kind",)),
     # --- Theory meets practice: the theorems' premises in real transformers (the audit) ------------
     Claim("emp.audit-hemisphere", "Remark 4.3, Theorem 4.1", "Remark 3.4, Theorem 3.2",
           "Theorem 4.1's premise, all tokens in one open hemisphere, 'deals with the most general situation for "
           "higher dimensions': by Wendel's theorem l tokens with n >= l lie in one hemisphere almost surely. Audit: "
           "the token states of real transformers (prompts shorter than the width) lie in one open hemisphere at "
-          "every layer.", ("empirical",)),
+          "every layer.", ("empirical",),
+          checks=("empirical.audit.report:hemisphere_record",)),
     Claim("emp.theory-scope", "sec. 6.2", "sec. 5.2",
           "'Our theoretical results predict this observation only when feedforward layers are absent, i.e., the case "
           "depicted in Fig. 7' (looped GPT-2 XL and GPT-Neo 2.7B without FFN). Audit: whether those models satisfy "
           "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
           "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
-          ("empirical",)),
+          ("empirical",),
+          checks=("empirical.audit.report:scope_record",)),
     # --- Open conjectures: settled by certified counterexample searches (sim/search.py) -------------
     Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted: 'We were only able to establish this result for the single-head case although we believe it holds "
           "in greater generality.' The sentence names no multi-head hypothesis; READING A (this suite's): causal "
           "attention, h >= 2 constant symmetric U_eta, bounded P_eta (constant in the search), v the top eigenvector "
           "of sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain "
-          "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite"),
+          "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.multihead-causal-common", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
           "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
-          "attraction contains D^l(v).", ("search", "symbolic"), "suite"),
+          "attraction contains D^l(v).", ("search", "symbolic"), "suite",
+          checks=("theory.conjectures:check_multihead_common_scalar", "sim.replay:record_of",
+                  "sim.distributed:check_result")),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
@@ -277,41 +332,51 @@ CLAIMS: tuple[Claim, ...] = (
           "atlas of final configurations by the value matrix's spectrum: a single point, a pair of antipodal points, "
           "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
           "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
-          "for almost every initial state the tokens converge to consensus.", ("search",), "suite"),
+          "for almost every initial state the tokens converge to consensus.", ("search",), "suite",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
           "simple positive top eigenvalue, as summarised): causal attention, one head, constant P, a constant "
           "U != I whose eigenvalue of largest real part is real, simple and positive with eigenvector v: for almost "
           "every initial state every token converges to +v or to -v (consensus, or the antipodal pair of "
-          "clusters).", ("search",), "cited"),
+          "clusters).", ("search",), "cited",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal, READING 'consensus' (this suite's reconstruction): "
           "full attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, "
           "simple and positive: for almost every initial state the tokens converge to consensus.", ("search",),
-          "suite"),
+          "suite",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
-          "converges to +v or to -v.", ("search",), "cited"),
+          "converges to +v or to -v.", ("search",), "cited",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
           "Quoted: 'If we take P to be the identity, linearization ... shows that the only equilibria that are "
           "asymptotically stable are the consensus equilibria ... when P is not the identity this strategy leads to "
           "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
           "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
-          "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search")),
+          "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search"),
+          checks=("theory.conjectures:check_gradient_equilibria_proof", "sim.replay:record_of",
+                  "sim.distributed:check_result")),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
           "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
           "verified (grad.field: P = P^T and W U = P), here W = I and U = P symmetric, possibly indefinite: every "
-          "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite"),
+          "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
     Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
           "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
           "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
           "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
-          "consensus.", ("search",), "suite"),
+          "consensus.", ("search",), "suite",
+          checks=("sim.replay:record_of", "sim.distributed:check_result")),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}
+#: The claims settled by a counterexample search (evidence kind "search"): one search function checks them all.
+SEARCHED: tuple[str, ...] = tuple(claim.id for claim in CLAIMS if "search" in claim.evidence)
 
 
 def get_claim(claim_id: str) -> Claim:

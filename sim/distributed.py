@@ -13,10 +13,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from reports.checks import check
 from reports.files import write_json
 from reports.outputs import SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, read_json, say_rebuilt
 from reports.records import CheckResult
-from reports.registry import get_claim
+from reports.registry import SEARCHED, get_claim
 
 from .certify import AWAY
 from .conjectures import Family, get_family
@@ -213,6 +214,7 @@ SCORE_REASON = (f"best_score is a distance at the horizon read off integrations 
                 f"{AWAY:g} of the conjecture's outcome), far above it")
 
 
+@check(SEARCHED, method="search")
 def check_result(summary: dict) -> CheckResult:
     """The registry record of a search: ``supported`` (no certified witness) or ``refuted``."""
     first = summary["witnesses"][0] if summary["witnesses"] else None

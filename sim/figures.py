@@ -129,10 +129,13 @@ def simulate_figure4(size: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def simulate_figure5(size: str, samples: int = 601) -> dict[str, Any]:
+def simulate_figure5(size: str, samples: int = 601, *, field=None) -> dict[str, Any]:
     """Figs. 5-6: many random initial states in D^l(v) (v the top eigenvector of U) integrated at once;
-    the figure shows the one whose V_2 increases most (V_2 is not a Lyapunov function)."""
-    field = symmetric_value_example()
+    the figure shows the one whose V_2 increases most (V_2 is not a Lyapunov function).
+
+    ``field`` replaces the paper's system (negative controls pass a broken one).
+    """
+    field = symmetric_value_example() if field is None else field
     lam, v = top_eigenvector(FIG5_U)
     rng = np.random.default_rng(SEEDS["fig5.initial"])
     instances = FIG6_INSTANCES[size]
@@ -358,6 +361,11 @@ def plot_figure(number: int, data: dict[str, Any], path: Path) -> None:
 _figure2 = lru_cache(maxsize=None)(lambda: simulate_figure2())  # Figs. 2 and 3 share one run
 _SIMULATE = {1: lambda size: simulate_figure1(), 2: lambda size: _figure2(), 3: lambda size: _figure2(),
              4: simulate_figure4, 5: simulate_figure5, 6: simulate_figure5}
+
+
+def figure_data(number: int, size: str) -> dict[str, Any]:
+    """The data figure ``number`` (1..6) plots, simulated once per process (Figs. 2-3 and 5-6 share a run)."""
+    return _SIMULATE[number](size)
 _CHECK = {1: check_figure1, 2: check_figure2, 3: check_figure3, 4: check_figure4, 5: check_figure5,
           6: check_figure6}
 _CAPTIONS = {
@@ -380,7 +388,7 @@ def make_figure(number: int, out: Path | str, *, size: str = "full") -> FigureOu
     if size not in SIZES:
         raise ValueError(f"size={size!r} must be one of {SIZES}.")
     output = check_output_folder(out, command="sim figure", settings={"size": size})
-    data = _SIMULATE[number](size)
+    data = figure_data(number, size)
     out = claim_output_folder(output)
     png, data_path = out / f"fig{number}.png", out / f"fig{number}.json"
     if data_path.exists():

@@ -23,8 +23,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial import ConvexHull
 
+from reports.checks import check
 from reports.outputs import SCHEMA_VERSIONS
 from reports.records import CheckResult
+from reports.registry import SEARCHED
 
 from .certify import AWAY, attention_field, run
 from .conjectures import FAMILIES, Family, top_eigenpair
@@ -141,6 +143,7 @@ def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
             "scipy_end_distance": _chart_distance(y_star, theirs)}
 
 
+@check(SEARCHED, method="search")
 def record_of(outcome: Replay, name: str) -> CheckResult:
     """The record a stored witness gives its claim: ``refuted`` when it replays, ``failed`` when a stored witness
     no longer refutes (a regression of the certifier, the field or the witness)."""

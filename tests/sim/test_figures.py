@@ -12,8 +12,10 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from reports.checks import check
-from sim.figures import check_figure2, check_figure3, make_figure, simulate_figure2
-from sim.scenarios import full_attention_example
+from sim.figure_numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
+from sim.figures import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
+                         simulate_figure5)
+from sim.scenarios import full_attention_example, symmetric_value_example
 
 
 @pytest.fixture(scope="session")
@@ -93,10 +95,16 @@ class Reversed:
         return -self.field(t, y)
 
 
+@pytest.fixture(scope="module")
+def reversed_figure2():
+    """The Fig. 2-3 run of the time-reversed model (tokens repel)."""
+    return simulate_figure2(201, field=Reversed(full_attention_example()))
+
+
 @check("sim.fig2", method="figure", control=True)
 @check("sim.fig3", method="figure", control=True)
-def test_figure_checks_reject_the_time_reversed_model():
-    data = simulate_figure2(201, field=Reversed(full_attention_example()))
+def test_figure_checks_reject_the_time_reversed_model(reversed_figure2):
+    data = reversed_figure2
     assert check_figure2(data).verdict == "refuted"
     assert check_figure3(data).verdict == "refuted"
     assert np.max(np.diff(data["V"])) > 1e-3
@@ -118,8 +126,67 @@ def test_figure4_check_rejects_misalignment_that_levels_off():
     stalled = 0.005 + np.exp(-0.1 * t)
     data = {"t": t.tolist(), "E": [stalled.tolist(), np.exp(-0.05 * t).tolist()], "trajectories": 2,
             "first_token_motion": 0.0, "evaluations": 0, "max_drift": 0.0}
-    from sim.figures import check_figure4
-
     result = check_figure4(data)
     assert result.numbers["max_final_E"] <= 1e-2
     assert result.verdict == "refuted"
+
+
+# --- the numeric checks: the numbers of each figure's own solution (sim/figure_numbers.py) ---------------------
+@check(measure_figure2)
+def test_figure2_numbers_margin_stays_positive_and_diameter_vanishes(record):
+    result = record(measure_figure2(figure_data(2, "fast")))
+    assert result.verdict == "verified", result.detail
+    assert result.numbers["min_t_min_i_v.y_i"] > 0.05 and result.numbers["diameter(T)"] <= 1e-3
+
+
+@check(measure_figure3)
+def test_figure3_numbers_largest_increase_of_V_is_round_off(record):
+    result = record(measure_figure3(figure_data(3, "fast")))
+    assert result.verdict == "verified", result.detail
+
+
+@check(measure_figure4)
+def test_figure4_numbers_final_E_is_small_on_every_trajectory(record):
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = record(measure_figure4(figure_data(4, "fast")))
+    assert result.verdict == "verified", result.detail
+
+
+@check(measure_figure5)
+def test_figure5_numbers_margin_stays_positive_and_tokens_reach_v(record):
+    result = record(measure_figure5(figure_data(5, "fast")))
+    assert result.verdict == "verified", result.detail
+
+
+@check(measure_figure6)
+def test_figure6_numbers_V1_monotone_V2_not_and_both_vanish(record):
+    result = record(measure_figure6(figure_data(6, "fast")))
+    assert result.verdict == "verified", result.detail
+
+
+@check("sim.fig2", method="numeric", control=True)
+@check("sim.fig3", method="numeric", control=True)
+def test_figure2_and_3_numbers_reject_the_time_reversed_model(reversed_figure2):
+    """Negative control: repelling tokens leave H+(v), spread, and V increases."""
+    assert measure_figure2(reversed_figure2).verdict == "refuted"
+    result = measure_figure3(reversed_figure2)
+    assert result.verdict == "refuted" and result.numbers["largest_increase_V"] > 1e-3
+
+
+@check("sim.fig4", method="numeric", control=True)
+def test_figure4_numbers_reject_misalignment_that_levels_off():
+    """Negative control: E that stalls at 5e-3 on one trajectory (small at the end, no longer decaying)."""
+    t = np.linspace(0.0, 150.0, 301)
+    data = {"t": t.tolist(), "E": [(0.005 + np.exp(-0.1 * t)).tolist(), np.exp(-0.05 * t).tolist()]}
+    result = measure_figure4(data)
+    assert result.numbers["max_final_E"] <= 1e-2 and result.verdict == "refuted"
+
+
+@check("sim.fig5", method="numeric", control=True)
+@check("sim.fig6", method="numeric", control=True)
+def test_figure5_and_6_numbers_reject_the_time_reversed_model():
+    """Negative control: with the field's sign flipped the tokens leave D^l(v) and V_1 increases."""
+    data = simulate_figure5("fast", 101, field=Reversed(symmetric_value_example()))
+    assert measure_figure5(data).verdict == "refuted"
+    result = measure_figure6(data)
+    assert result.verdict == "refuted" and result.numbers["max_increase_V1_all"] > 1e-3

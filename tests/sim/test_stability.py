@@ -1,0 +1,30 @@
+"""Asymptotic stability of consensus for constant P (full.autonomous, Remark 4.1; sim/stability.py)."""
+
+from reports.checks import check
+from sim.dynamics import AttentionField
+from sim.stability import ATTRACTION_RATIO, check_asymptotic_stability, perturbed_runs
+
+
+@check(check_asymptotic_stability)
+def test_perturbed_consensus_stays_within_its_perturbation_and_returns(record):
+    result = record(check_asymptotic_stability(perturbed_runs()))
+    assert result.verdict == "verified", result.detail
+    assert result.numbers["max_final_over_initial_diameter"] <= ATTRACTION_RATIO
+
+
+class ReversedField:
+    """A broken model: the attention field with its sign flipped (time reversed), so a consensus repels."""
+
+    def __init__(self, **heads):
+        self.field = AttentionField(**heads)
+        self.manifold = self.field.manifold
+
+    def __call__(self, t, y):
+        return -self.field(t, y)
+
+
+@check("full.autonomous", method="numeric", control=True)
+def test_stability_check_rejects_the_time_reversed_model():
+    """Negative control: the perturbations grow by orders, so the same check says refuted."""
+    result = check_asymptotic_stability(perturbed_runs(ReversedField))
+    assert result.verdict == "refuted" and result.numbers["max_distance_growth"] > 10
