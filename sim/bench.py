@@ -168,7 +168,8 @@ SPLIT_EVALUATIONS = 6
 
 def _split_evaluations(field: AttentionField, y0: np.ndarray, workers: int, pool):
     """``SPLIT_EVALUATIONS`` evaluations of the field on ``y0`` split along its first axis into the parts that
-    ``solve(workers=...)`` steps, handed to ``workers`` threads with one BLAS thread each, as the solver runs them."""
+    ``solve(options=SolveOptions(workers=...))`` steps, handed to ``workers`` threads with one BLAS thread each, as
+    the solver runs them."""
     _, parts = step_parts(y0, workers)
 
     def evaluate(part):
@@ -276,7 +277,7 @@ def run_benchmark(*, quick: bool = False) -> dict[str, Any]:
     started = time.time()
     blas = _blas_info()
     size = 1000 if quick else 2000
-    workers = os.cpu_count() or 1  # ours steps groups of instances in one thread per core (solve(workers=...))
+    workers = os.cpu_count() or 1  # ours steps groups of instances in one thread per core (SolveOptions(workers))
     a = _problem_a(quick, workers)
     b = _problem_b(quick, workers, size)
     return {"benchmark": "sim solvers vs scipy.integrate.solve_ivp (SPEC section 7)", "quick": quick,

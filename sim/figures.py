@@ -26,7 +26,7 @@ from .dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eig
 from .manifold import Ellipsoid
 from .scenarios import (FIG1_P1, FIG1_P2, FIG3_V, FIG5_U, fig1_D1, fig1_D2, causal_random_example,
                         full_attention_example, symmetric_value_example, uniform_box_tokens)
-from .solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
+from .solvers import AdaptiveStepSize, Dopri5, SaveAt, SolveOptions, solve
 
 SIZES = ("fast", "full")
 
@@ -121,7 +121,7 @@ def simulate_figure4(size: str) -> dict[str, Any]:
     # the paper's 100 trajectories are stepped in one thread per core (the reduced run stays on one)
     workers = (os.cpu_count() or 1) if size == "full" else 1
     sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True, fn=kept),
-                controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9), workers=workers)
+                controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9), options=SolveOptions(workers=workers))
     first_token_motion = float(np.max(sol.ys[..., 1]))
     return {"t": _listed(sol.ts), "E": _listed(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
             "first_token_motion": first_token_motion, "evaluations": sol.evaluations, "steps": sol.steps,

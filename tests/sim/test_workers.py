@@ -1,4 +1,4 @@
-"""``solve(..., workers=N)``: instances stepped in threads give the run of ``workers=1``."""
+"""``solve(..., options=SolveOptions(workers=N))``: instances stepped in threads give the run of ``workers=1``."""
 
 import numpy as np
 import pytest
