@@ -61,8 +61,8 @@ PART_BYTES = 8 << 20
 
 def step_parts(y: np.ndarray, workers: int) -> tuple[int, list[slice]]:
     """How ``solve(..., options=SolveOptions(workers=workers))`` splits the instances of ``y : shape=[batch, l, d]``
-    (or one instance [l, d]): the number of worker threads it uses (at most one per instance) and the parts along the first axis,
-    of at most about ``PART_BYTES`` of state each, their count a multiple of the workers'."""
+    (or one instance [l, d]): the number of worker threads it uses (at most one per instance) and the parts along
+    the first axis, of at most about ``PART_BYTES`` of state each, their count a multiple of the workers'."""
     batch = y.shape[0] if y.ndim > 2 else 1
     used = len(instance_groups(batch, workers))
     return used, groups_of_at_most(batch, y.nbytes // batch, PART_BYTES, multiple_of=used)
