@@ -40,8 +40,8 @@ report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report
 
 # Mutation testing of the core modules (docs/mutation.md): mutmut (pyproject.toml [tool.mutmut]) over the
-# Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/kernels.py,
-# sim/instances.py, sim/compiled.py), which mutmut does not mutate; the summary goes to build/mutants/summary.json,
+# Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/field/kernels.py,
+# sim/field/instances.py, sim/solvers/compiled.py), which mutmut does not mutate; the summary goes to build/mutants/summary.json,
 # which the report's mutation section shows. Niced: the machine is shared. One thread for torch and BLAS: mutmut
 # forks each mutant's test process from one that already ran torch, and torch's OpenMP pool does not survive a fork
 # (measured: every forked test of a torch model hung until mutmut's time limit, 180 s each, while the same mutant
@@ -50,11 +50,11 @@ report: $(STAMP)
 # The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
 # A module moved must be renamed here, in [tool.mutmut] and in tests/mutation/compiled.toml: tests/mutation/
 # test_targets.py names every entry that no longer matches a file.
-MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.manifold.*' 'theory.gram.*' \
+MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.field.manifold.*' 'theory.gram.*' \
   'sim.solvers.euler.*' 'sim.solvers.rk4.*' 'sim.solvers.discrete.*' 'sim.solvers.dopri5.*' \
   'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
   'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \
-  'sim.dynamics.*' 'sim.instances.*' 'sim.compiled.*' 'empirical.loop.*' 'empirical.adapters.*'
+  'sim.field.dynamics.*' 'sim.field.instances.*' 'sim.solvers.compiled.*' 'empirical.loop.*' 'empirical.adapters.*'
 COMPILED_SESSION := build/mutants/compiled.sqlite
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'

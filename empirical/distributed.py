@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from sim.distributed import connect
+from sim.conjectures.distributed import connect
 
 from .run import RunSettings
 from .suite import Variant, run_variant

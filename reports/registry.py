@@ -71,7 +71,8 @@ CLAIMS: tuple[Claim, ...] = (
         "first-order approximation of the discrete model (1)/(4): d/dtau pi_W(y + tau f)|_{tau=0} = P_y f, so one "
         "discrete step differs from the flow by O(tau^2).",
         ("symbolic", "numeric"),
-        checks=("theory.model:check_continuum", "theory.model:numeric_continuum_order", "sim.checks:check_continuum"),
+        checks=("theory.model:check_continuum", "theory.model:numeric_continuum_order",
+                "sim.solvers.checks:check_continuum"),
     ),
     Claim(
         "model.layernorm", "Remark 2.3", "Remark 2.2",
@@ -113,7 +114,7 @@ CLAIMS: tuple[Claim, ...] = (
         "If P is the identity, linearisation around each equilibrium shows that the only asymptotically stable "
         "equilibria are the consensus equilibria.",
         ("numeric",),
-        checks=("sim.linearisation:check_stable_consensus",),
+        checks=("sim.conjectures.linearisation:check_stable_consensus",),
     ),
     # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
     Claim(
@@ -150,13 +151,13 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
         "in an open hemisphere converges to consensus.",
         ("property", "figure"),
-        checks=("sim.theorem_figures:check_full_convergence_figure", "tests.properties.checks:check_full_convergence"),
+        checks=("sim.figures.theorems:check_full_convergence_figure", "tests.properties.checks:check_full_convergence"),
     ),
     Claim(
         "full.autonomous", "Remark 4.1", "-",
         "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
         ("numeric",),
-        checks=("sim.stability:check_asymptotic_stability", "tests.properties.checks:check_consensus_returns"),
+        checks=("sim.figures.stability:check_asymptotic_stability", "tests.properties.checks:check_consensus_returns"),
     ),
     Claim(
         "full.wendel", "Remark 4.3", "Remark 3.4",
@@ -184,7 +185,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
         "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
         ("property", "figure"),
-        checks=("sim.theorem_figures:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
+        checks=("sim.figures.theorems:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
     ),
     Claim(
         "causal.identity-iss", "Theorem 5.1 (proof, eq. 14-15)", "Theorem 4.2 (proof sketch)",
@@ -216,7 +217,7 @@ CLAIMS: tuple[Claim, ...] = (
         "P(t) bounded) the consensus (v, ..., v) is asymptotically stable with domain of attraction containing "
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
-        checks=("sim.theorem_figures:check_causal_symmetric_figure",
+        checks=("sim.figures.theorems:check_causal_symmetric_figure",
                 "tests.properties.checks:check_symmetric_consensus"),
     ),
     Claim(
@@ -239,27 +240,27 @@ CLAIMS: tuple[Claim, ...] = (
     # --- Simulations: figures 1-6 -------------------------------------------------------------
     Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",
           "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",),
-          checks=("sim.figures:check_figure1",)),
+          checks=("sim.figures.plots:check_figure1",)),
     Claim("sim.fig2", "sec. 6.1, Fig. 2", "sec. 5.1, Fig. 2",
           "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
           ("figure", "numeric"),
-          checks=("sim.figures:check_figure2", "sim.figure_numbers:measure_figure2")),
+          checks=("sim.figures.plots:check_figure2", "sim.figures.numbers:measure_figure2")),
     Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
           "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
           ("figure", "numeric"),
-          checks=("sim.figures:check_figure3", "sim.figure_numbers:measure_figure3")),
+          checks=("sim.figures.plots:check_figure3", "sim.figures.numbers:measure_figure3")),
     Claim("sim.fig4", "sec. 6.1, Fig. 4", "sec. 5.1, Fig. 4",
           "Causal attention, 50 tokens on S^499, h = 2, U = I: E (eq. 9) converges to zero along all 100 trajectories.",
           ("figure", "numeric"),
-          checks=("sim.figures:check_figure4", "sim.figure_numbers:measure_figure4")),
+          checks=("sim.figures.plots:check_figure4", "sim.figures.numbers:measure_figure4")),
     Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
           "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
           "start and remain in the hemisphere defined by v.", ("figure", "numeric"),
-          checks=("sim.figures:check_figure5", "sim.figure_numbers:measure_figure5")),
+          checks=("sim.figures.plots:check_figure5", "sim.figures.numbers:measure_figure5")),
     Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
           "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
           "eventually converges to zero.", ("figure", "numeric"),
-          checks=("sim.figures:check_figure6", "sim.figure_numbers:measure_figure6")),
+          checks=("sim.figures.plots:check_figure6", "sim.figures.numbers:measure_figure6")),
     # --- Experiments: figures 7-10 ------------------------------------------------------------
     Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
           "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "
@@ -309,21 +310,21 @@ CLAIMS: tuple[Claim, ...] = (
           "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
           ("empirical",),
           checks=("empirical.audit.report:scope_record",)),
-    # --- Open conjectures: settled by certified counterexample searches (sim/search.py) -------------
+    # --- Open conjectures: settled by certified counterexample searches (sim/conjectures/search.py) -------------
     Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted: 'We were only able to establish this result for the single-head case although we believe it holds "
           "in greater generality.' The sentence names no multi-head hypothesis; READING A (this suite's): causal "
           "attention, h >= 2 constant symmetric U_eta, bounded P_eta (constant in the search), v the top eigenvector "
           "of sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain "
           "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.multihead-causal-common", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
           "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
           "attraction contains D^l(v).", ("search", "symbolic"), "suite",
-          checks=("theory.conjectures:check_multihead_common_scalar", "sim.replay:record_of",
-                  "sim.distributed:check_result")),
+          checks=("theory.conjectures:check_multihead_common_scalar", "sim.conjectures.replay:record_of",
+                  "sim.conjectures.distributed:check_result")),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
@@ -333,7 +334,7 @@ CLAIMS: tuple[Claim, ...] = (
           "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
           "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
           "for almost every initial state the tokens converge to consensus.", ("search",), "suite",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
@@ -341,37 +342,37 @@ CLAIMS: tuple[Claim, ...] = (
           "U != I whose eigenvalue of largest real part is real, simple and positive with eigenvector v: for almost "
           "every initial state every token converges to +v or to -v (consensus, or the antipodal pair of "
           "clusters).", ("search",), "cited",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal, READING 'consensus' (this suite's reconstruction): "
           "full attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, "
           "simple and positive: for almost every initial state the tokens converge to consensus.", ("search",),
           "suite",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
           "converges to +v or to -v.", ("search",), "cited",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
           "Quoted: 'If we take P to be the identity, linearization ... shows that the only equilibria that are "
           "asymptotically stable are the consensus equilibria ... when P is not the identity this strategy leads to "
           "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
           "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search"),
-          checks=("theory.conjectures:check_gradient_equilibria_proof", "sim.replay:record_of",
-                  "sim.distributed:check_result")),
+          checks=("theory.conjectures:check_gradient_equilibria_proof", "sim.conjectures.replay:record_of",
+                  "sim.conjectures.distributed:check_result")),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
           "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
           "verified (grad.field: P = P^T and W U = P), here W = I and U = P symmetric, possibly indefinite: every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
     Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
           "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
           "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
           "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
           "consensus.", ("search",), "suite",
-          checks=("sim.replay:record_of", "sim.distributed:check_result")),
+          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}

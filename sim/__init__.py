@@ -1,10 +1,10 @@
 """Numerical side of the suite: the ellipsoid, the attention dynamics (eq. 1, 6, 9) and batched
 structure-preserving solvers; the paper's figures 1-6 and the solver benchmark (see docs/simulation.md)."""
 
-from .dynamics import AttentionField, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
-from .manifold import Ellipsoid
-from .solvers import (AdaptiveStepSize, ConstantStepSize, DiscreteModel, Dopri5, Euler, RK4, SaveAt, Solution,
-                      SolveOptions, Solver, integrate_fixed, solve)
+from sim.field.dynamics import AttentionField, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
+from sim.field.manifold import Ellipsoid
+from sim.solvers import (AdaptiveStepSize, ConstantStepSize, DiscreteModel, Dopri5, Euler, RK4, SaveAt, Solution,
+                         SolveOptions, Solver, integrate_fixed, solve)
 
 __all__ = [
     "AdaptiveStepSize", "AttentionField", "ConstantStepSize", "DiscreteModel", "Dopri5", "Ellipsoid", "Euler",

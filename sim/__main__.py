@@ -5,9 +5,9 @@
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
 ``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
-(``sim.peer_bench``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
+(``sim.bench.peers``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
 ``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits per CPU-minute of the seeking
-search against random sampling (``sim.seek_bench``).
+search against random sampling (``sim.bench.seek``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         return _search_bench(args)
     if args.command == "replay":
         return _replay(args)
-    from .products import limit_threads
+    from sim.field.products import limit_threads
 
     with limit_threads(args.blas_threads):
         return _figure(args) if args.command == "figure" else _bench(args)
@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
                        help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
                             "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
-                            "fields: one evaluation of eq. 6 by each backend (sim.backends); all: scipy and peers")
+                            "fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy and "
+                            "peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
@@ -61,12 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    search.add_argument("--chunk-size", type=_positive, default=None, help="instances per chunk (default: 64, sim.distributed.CHUNK_SIZE)")
+    search.add_argument("--chunk-size", type=_positive, default=None,
+                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
     search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
-    replay.add_argument("witness", type=Path, help="a witness JSON file, e.g. sim/witnesses/conj.value-full/*.json")
+    replay.add_argument("witness", type=Path,
+                        help="a witness JSON file, e.g. sim/conjectures/witnesses/conj.value-full/*.json")
     search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop; "
                                                             "with --seek, certified hits per CPU-minute of the seeking "
                                                             "search vs random sampling")
@@ -76,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     search_bench.add_argument("--instances", type=_positive, default=200, help="instances integrated")
     search_bench.add_argument("--t1", type=float, default=20.0, help="the integrations' horizon")
     search_bench.add_argument("--seek", action="store_true",
-                              help="measure the seeking search against random sampling (sim.seek_bench)")
+                              help="measure the seeking search against random sampling (sim.bench.seek)")
     search_bench.add_argument("--budget", type=_positive_seconds, default=60.0,
                               help="with --seek: CPU seconds per search and claim (default 60)")
     search_bench.add_argument("--seed", type=int, default=0, help="with --seek: the seed of both searches")
@@ -94,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
 def _figure(args) -> int:
     from reports.outputs import OutputError
 
-    from .figures import make_figure
+    from sim.figures.plots import make_figure
 
     try:
         output = make_figure(args.number, args.out, size=args.size)
@@ -108,13 +111,13 @@ def _figure(args) -> int:
 
 def _bench(args) -> int:
     if args.part in ("all", "scipy"):
-        from .bench import run_benchmark, write_outputs
+        from sim.bench.solvers import run_benchmark, write_outputs
 
         results = run_benchmark(quick=args.quick)
         write_outputs(results, out=args.out, section=args.section)
         print(json.dumps(results["summary"], indent=1))
     if args.part in ("all", "peers"):
-        from .peer_bench import run_peer_benchmark, table
+        from sim.bench.peers import run_peer_benchmark, table
 
         peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
         if args.peers_out:
@@ -122,7 +125,7 @@ def _bench(args) -> int:
             args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
         print(table(peers))
     if args.part == "fields":
-        from .field_bench import run_field_benchmark, table as field_table
+        from sim.bench.fields import run_field_benchmark, table as field_table
 
         fields = run_field_benchmark()
         if args.out:
@@ -134,8 +137,8 @@ def _bench(args) -> int:
 
 def _search_bench(args) -> int:
     if args.seek:
-        from .conjectures import FAMILIES
-        from .seek_bench import DEFAULT_CLAIMS, compare
+        from sim.conjectures.families import FAMILIES
+        from sim.bench.seek import DEFAULT_CLAIMS, compare
 
         unknown = [claim for claim in args.claim or () if claim not in FAMILIES]
         if unknown:
@@ -148,7 +151,7 @@ def _search_bench(args) -> int:
             print(f"error: --sources: {error}", file=sys.stderr)
             return 2
     else:
-        from .search_bench import measure
+        from sim.bench.search import measure
 
         if args.claim and len(args.claim) > 1:
             print("error: --claim: the integration benchmark measures one claim", file=sys.stderr)
@@ -171,7 +174,7 @@ def _positive(text: str) -> int:
 
 
 def _replay(args) -> int:
-    from .replay import load, replay
+    from sim.conjectures.replay import load, replay
 
     try:
         witness = load(args.witness)
@@ -196,8 +199,8 @@ def _positive_seconds(text: str) -> float:
 def _search(parser: argparse.ArgumentParser, args) -> int:
     from reports.outputs import OutputError
 
-    from .conjectures import FAMILIES
-    from .distributed import CHUNK_SIZE, run_search
+    from sim.conjectures.families import FAMILIES
+    from sim.conjectures.distributed import CHUNK_SIZE, run_search
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")

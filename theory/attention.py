@@ -1,6 +1,6 @@
 """The attention vector field (6) in the dimension-free algebra.
 
-Its float64 counterpart is the one implementation of eq. 6 in ``sim.dynamics.AttentionField``, which theory's
+Its float64 counterpart is the one implementation of eq. 6 in ``sim.field.dynamics.AttentionField``, which theory's
 numeric spot checks call.
 
 Tokens are named vectors ``y1..yl``; head eta has the (not necessarily symmetric) score form
@@ -64,4 +64,3 @@ class AttentionField:
     def __call__(self, y: list[Vector]) -> list[Vector]:
         """dy_i/dt = P_{y_i}(sum_eta sum_j alpha_ij^eta U_eta y_j), i = 1..l."""
         return [self.project(y[i], self.drive(y, i)) for i in range(len(y))]
-

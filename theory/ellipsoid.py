@@ -1,11 +1,11 @@
 """The ellipsoid E_W = {x : x^T W x = 1} in the dimension-free algebra of :mod:`theory.gram`.
 
-One vocabulary with the numeric ``sim.manifold.Ellipsoid`` (geomstats' level set of the submersion
+One vocabulary with the numeric ``sim.field.manifold.Ellipsoid`` (geomstats' level set of the submersion
 x^T W x - 1, pymanopt's names, the point first): ``submersion``, ``norm``, ``project``,
 ``projection_differential``, ``tangent_projection``, ``inner_product``, ``belongs``, ``is_tangent``, so a
 symbolic identity and its numeric spot check read alike. Where ``sim`` tests membership and tangency with a
 tolerance, the symbolic ``belongs`` and ``is_tangent`` return the relations that state them, to substitute.
-The numeric side of theory (its spot checks in d = 500) uses ``sim.manifold.Ellipsoid`` itself.
+The numeric side of theory (its spot checks in d = 500) uses ``sim.field.manifold.Ellipsoid`` itself.
 """
 
 from __future__ import annotations
@@ -61,6 +61,6 @@ class Ellipsoid:
 def random_spd(rng: np.random.Generator, d: int, spread: float = 1.0) -> np.ndarray:
     """A random symmetric positive-definite (d, d) matrix I/2 + spread * A A^T / d, A standard normal (d, d):
     its eigenvalues lie in [1/2, 1/2 + 4 spread] up to O(d^-2/3) (Marchenko-Pastur), so cond <= 1 + 8 spread.
-    (The W of theory's spot checks; points on E_W are ``sim.manifold.Ellipsoid(W).project`` of Gaussians.)"""
+    (The W of theory's spot checks; points on E_W are ``sim.field.manifold.Ellipsoid(W).project`` of Gaussians.)"""
     A = rng.standard_normal((d, d))
     return 0.5 * np.eye(d) + spread * (A @ A.T) / d

@@ -12,7 +12,7 @@ import sympy as sp
 
 from reports.checks import check, claim_result
 from reports.records import CheckResult, Table
-from sim.hemisphere import in_open_hemisphere
+from sim.field.hemisphere import in_open_hemisphere
 
 from .results import Identity, identities_result
 

@@ -1,10 +1,10 @@
 """cosmic-ray over the Numba-compiled code (tests/mutation/compiled.toml), which mutmut cannot reach.
 
-mutmut 3 leaves decorated functions alone, so the ``@njit`` kernels of ``sim/kernels.py``, ``sim/instances.py``
-and ``sim/compiled.py`` get none of its mutants; cosmic-ray mutates those files. Its mutants that fall inside an
-undecorated function or method (the Python wrappers: input checks, the workspace, the callers of the kernels)
-are marked skipped, "left to mutmut", which mutates those functions itself (``leave_to_mutmut``): each mutant is
-counted once.
+mutmut 3 leaves decorated functions alone, so the ``@njit`` kernels of ``sim/field/kernels.py``,
+``sim/field/instances.py`` and ``sim/solvers/compiled.py`` get none of its mutants; cosmic-ray mutates those files. Its
+mutants that fall inside an undecorated function or method (the Python wrappers: input checks, the workspace, the
+callers of the kernels) are marked skipped, "left to mutmut", which mutates those functions itself
+(``leave_to_mutmut``): each mutant is counted once.
 
 ``run_session`` makes the session, applies the filters (or, after tests were added, resets its survivors) and
 executes it with cosmic-ray's HTTP distributor: one ``cosmic-ray http-worker`` per configured URL, each in its own

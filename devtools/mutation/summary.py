@@ -27,8 +27,9 @@ _OUTCOME_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests",
 
 
 def module_name(mutant: str) -> str:
-    """The module of a mutant: mutmut's "sim.manifold.xǁSphereǁproject__mutmut_3" or cosmic-ray's (as named by
-    ``read_cosmic_ray``) "sim.kernels.sphere_drift@128:7:core/NumberReplacer#0" -> "sim.manifold", "sim.kernels"."""
+    """The module of a mutant: mutmut's "sim.field.manifold.xǁSphereǁproject__mutmut_3" or cosmic-ray's (as named by
+    ``read_cosmic_ray``) "sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0" -> "sim.field.manifold",
+    "sim.field.kernels"."""
     head = mutant.split("__mutmut_")[0] if "__mutmut_" in mutant else mutant.split("@")[0]
     parts = head.split(".")
     if len(parts) < 2 or head == mutant:
@@ -195,7 +196,7 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
             "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
             "counted apart, each with its reason in tests/mutation/equivalent.toml. mutmut leaves decorated "
-            "functions alone, so the Numba kernels (sim.kernels, sim.instances, sim.compiled) are mutated by "
+            "functions alone, so the Numba kernels (sim.field.kernels, sim.field.instances, sim.solvers.compiled) are mutated by "
             "cosmic-ray, in git clones of the tree; their tests run with NUMBA_DISABLE_JIT=1 (the same loops in "
             "Python); operators excluded there by construction (tests/mutation/compiled.toml) are counted as "
             "excluded.")

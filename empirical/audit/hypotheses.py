@@ -1,8 +1,8 @@
 """Measures of the theorems' hypotheses on concrete matrices and token states (numpy, float64).
 
 The paper's theorems assume things about the attention matrices ``P_eta = Q_eta^T K_eta``, the value
-matrices ``U_eta`` and the initial tokens. These functions measure them on any given matrices (whether tokens lie in one open hemisphere is
-:func:`sim.hemisphere.open_hemisphere`, shared with the rest of the suite):
+matrices ``U_eta`` and the initial tokens. These functions measure them on any given matrices (whether tokens lie in one
+open hemisphere is :func:`sim.field.hemisphere.open_hemisphere`, shared with the rest of the suite):
 
 * :func:`asymmetry` is ``|U - U^T|_F / |U|_F`` (0 for symmetric, 1 for antisymmetric U);
 * :func:`spectrum_summary` gives the largest eigenvalue (by real part), whether it is real,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sim.hemisphere import open_hemisphere
+from sim.field.hemisphere import open_hemisphere
 
 from ..adapters import LoopAdapter
 from ..consensus import misalignment
@@ -155,7 +155,8 @@ class _Hooks:
                 handle.remove()
 
     def record(self, series: _Series, index: int, x: torch.Tensor, out: torch.Tensor, ffn: bool) -> None:
-        """The QK-norm divisors' spread and (without FFN) the update against the output projection of block ``index``."""
+        """The QK-norm divisors' spread and (without FFN) the update against the output projection of block
+        ``index``."""
         series.qk_spread.append(np.zeros(x.shape[0]) if self.qk[index] is None
                                 else _qk_spread(self.captured.pop("q"), self.captured.pop("k"), *self.qk_eps[index]))
         if not ffn:

@@ -11,14 +11,14 @@ with a common time grid. After every step the state is retracted to the manifold
 which keeps a one-step method's order and its drift off E_W at rounding level.
 """
 
-from .base import Solver
-from .controllers import AdaptiveStepSize, ConstantStepSize
-from .discrete import DiscreteModel
-from .dopri5 import Dopri5
-from .euler import Euler
-from .rk4 import RK4
-from .solve import MAX_STEPS, MaxStepsReached, SaveAt, Solution, SolveOptions, integrate_fixed, solve
-from .stepper import step_parts
+from sim.solvers.base import Solver
+from sim.solvers.controllers import AdaptiveStepSize, ConstantStepSize
+from sim.solvers.discrete import DiscreteModel
+from sim.solvers.dopri5 import Dopri5
+from sim.solvers.euler import Euler
+from sim.solvers.rk4 import RK4
+from sim.solvers.solve import MAX_STEPS, MaxStepsReached, SaveAt, Solution, SolveOptions, integrate_fixed, solve
+from sim.solvers.stepper import step_parts
 
 __all__ = [
     "AdaptiveStepSize", "ConstantStepSize", "DiscreteModel", "Dopri5", "Euler", "MAX_STEPS", "MaxStepsReached",

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels import scaled_error_means
-from .base import Solver, flat
-from .stepsize import first_guess, next_step, starting_step
+from sim.field.kernels import scaled_error_means
+from sim.solvers.base import Solver, flat
+from sim.solvers.stepsize import first_guess, next_step, starting_step
 
 
 def _check_step(dt0) -> None:

@@ -6,9 +6,9 @@ import threading
 
 import numpy as np
 
-from ..kernels import linear_combination
-from ..products import check_out
-from .base import Solver, evaluate_into, flat
+from sim.field.kernels import linear_combination
+from sim.field.products import check_out
+from sim.solvers.base import Solver, evaluate_into, flat
 
 
 class Dopri5(Solver):
@@ -47,7 +47,7 @@ class Dopri5(Solver):
         return workspace
 
     def step(self, field, t, y, dt, state, y_out=None, state_out=None):
-        # Every linear combination of the stages is one pass over memory (sim.kernels.linear_combination). The
+        # Every linear combination of the stages is one pass over memory (sim.field.kernels.linear_combination). The
         # stage states are formed in the scratch row (the field only reads them), the error estimate in k_2's row,
         # free by then (valid until this thread's next step); y_next and the error skip k_2, whose weights b_2 and
         # b_2 - bhat_2 are zero.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Solver
+from sim.solvers.base import Solver
 
 
 class Euler(Solver):

@@ -8,10 +8,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..manifold import Ellipsoid, as_finite_array
-from .base import Solver
-from .controllers import AdaptiveStepSize, ConstantStepSize
-from .stepper import CountingField, Stepper
+from sim.field.manifold import Ellipsoid, as_finite_array
+from sim.solvers.base import Solver
+from sim.solvers.controllers import AdaptiveStepSize, ConstantStepSize
+from sim.solvers.stepper import CountingField, Stepper
 
 
 @dataclass(frozen=True)

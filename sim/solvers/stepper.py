@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..batching import groups_of_at_most, instance_groups
-from ..products import solver_threads, worker_pool
-from .base import Solver
+from sim.field.batching import groups_of_at_most, instance_groups
+from sim.field.products import solver_threads, worker_pool
+from sim.solvers.base import Solver
 
 
 class CountingField:
@@ -71,7 +71,7 @@ def step_parts(y: np.ndarray, workers: int) -> tuple[int, list[slice]]:
 class Stepper:
     """Attempts steps of the whole batch, either in one call or split along the first axis into parts (of at most
     ``PART_BYTES`` each, their count a multiple of ``workers``) stepped by ``workers`` threads (the instances are
-    independent; one common step size). With several workers BLAS (numpy's and PyTorch's, see ``sim.products``)
+    independent; one common step size). With several workers BLAS (numpy's and PyTorch's, see ``sim.field.products``)
     runs on one thread inside each, so that the small per-instance products and the element-wise work run side by
     side.
 

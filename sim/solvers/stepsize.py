@@ -1,7 +1,7 @@
 """The adaptive step-size rule, written once: scipy's RK45 update and Hairer, Norsett & Wanner's starting step.
 
-Plain scalar functions: :class:`sim.solvers.AdaptiveStepSize` calls them, and the compiled loop (``sim.compiled``)
-calls the same functions compiled by Numba, so the two integrators cannot drift apart.
+Plain scalar functions: :class:`sim.solvers.AdaptiveStepSize` calls them, and the compiled loop
+(``sim.solvers.compiled``) calls the same functions compiled by Numba, so the two integrators cannot drift apart.
 """
 
 from __future__ import annotations

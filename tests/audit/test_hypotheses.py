@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from empirical.audit.hypotheses import (
-    asymmetry,
-    low_rank_asymmetry,
-    low_rank_norms,
-    low_rank_summary,
-    spectrum_summary,
-)
-from sim.hemisphere import in_open_hemisphere, open_hemisphere
+                                        asymmetry,
+                                        low_rank_asymmetry,
+                                        low_rank_norms,
+                                        low_rank_summary,
+                                        spectrum_summary,
+                                        )
+from sim.field.hemisphere import in_open_hemisphere, open_hemisphere
 
 
 # --- the open-hemisphere LP ---------------------------------------------------------------------

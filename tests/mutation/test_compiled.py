@@ -11,7 +11,7 @@ from devtools.mutation.compiled import (COMPILE_OPTION, LEFT_TO_MUTMUT, leave_to
 from devtools.mutation.summary import read_cosmic_ray
 from tests.mutation.test_summary import _cosmic_ray_session
 
-#: A module as sim/compiled.py is laid out: a kernel (@njit), a wrapper, a class with a method and a property.
+#: A module as sim/solvers/compiled.py is laid out: a kernel (@njit), a wrapper, a class with a method and a property.
 MODULE = '''from numba import njit
 
 LIMIT = 2
@@ -50,13 +50,13 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
     (a property: mutmut skips it) stay cosmic-ray's."""
     import sqlite3
 
-    (tmp_path / "sim").mkdir()
-    (tmp_path / "sim" / "kernels.py").write_text(MODULE)
+    (tmp_path / "sim" / "field").mkdir(parents=True)
+    (tmp_path / "sim" / "field" / "kernels.py").write_text(MODULE)
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
     with sqlite3.connect(session) as db:
         for row, job in ((8, "p"), (11, "h"), (16, "i"), (21, "j"), (6, "k")):
-            db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
+            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
                        "'f', ?)", (row, row, job))
     assert leave_to_mutmut(session, tmp_path) == 2
     with sqlite3.connect(session) as db:
@@ -65,9 +65,9 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
     assert sorted(left) == [("h",), ("i",)] and sorted(option) == [("f",), ("k",)]  # f: also row 6
     outcomes = read_cosmic_ray(session)
     assert not any("@11:" in name or "@16:" in name for name in outcomes)  # mutmut's results count them
-    assert outcomes["sim.kernels.f@8:4:core/NumberReplacer#0"] == "not checked"  # still to run
-    assert outcomes["sim.kernels.f@6:4:core/NumberReplacer#0"] == "excluded"
-    assert outcomes["sim.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
+    assert outcomes["sim.field.kernels.f@8:4:core/NumberReplacer#0"] == "not checked"  # still to run
+    assert outcomes["sim.field.kernels.f@6:4:core/NumberReplacer#0"] == "excluded"
+    assert outcomes["sim.field.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
     assert leave_to_mutmut(session, tmp_path) == 0  # already recorded: nothing twice
 
 
@@ -98,7 +98,7 @@ def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
     before = read_cosmic_ray(session)
     assert forget_survivors(session) == 2  # the survivor (row 3) and the worker's exception (row 5)
     after = read_cosmic_ray(session)
-    again = {f"sim.kernels.sphere_drift@{row}:4:core/NumberReplacer#0" for row in (3, 5)}
+    again = {f"sim.field.kernels.sphere_drift@{row}:4:core/NumberReplacer#0" for row in (3, 5)}
     assert [before[name] for name in sorted(again)] == ["survived", "other"]
     assert all(after[name] == "not checked" for name in again)  # pending again for `exec`
     assert {k: v for k, v in after.items() if k not in again} == {k: v for k, v in before.items() if k not in again}

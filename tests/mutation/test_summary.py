@@ -11,41 +11,41 @@ from devtools.mutation.summary import (EQUIVALENTS, SUMMARY, measure, module_nam
 
 # mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
 FAKE_RUN = {
-    "sim.manifold.xǁSphereǁproject__mutmut_1": 1,
-    "sim.manifold.xǁSphereǁproject__mutmut_2": 0,
-    "sim.manifold.xǁSphereǁproject__mutmut_3": 0,
-    "sim.manifold.x_check__mutmut_1": 36,
+    "sim.field.manifold.xǁSphereǁproject__mutmut_1": 1,
+    "sim.field.manifold.xǁSphereǁproject__mutmut_2": 0,
+    "sim.field.manifold.xǁSphereǁproject__mutmut_3": 0,
+    "sim.field.manifold.x_check__mutmut_1": 36,
     "reports.records.x_worst_verdict__mutmut_1": 1,
     "reports.records.x_worst_verdict__mutmut_2": 33,
     "reports.records.x__jsonable__mutmut_4": -11,
 }
 OUTCOMES = mutmut_outcomes(FAKE_RUN)
-EQUIVALENT = {"sim.manifold.xǁSphereǁproject__mutmut_3": "a copy instead of a view: same values"}
+EQUIVALENT = {"sim.field.manifold.xǁSphereǁproject__mutmut_3": "a copy instead of a view: same values"}
 #: What a segment of a run cost, as `measure` records it.
 RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seconds": 120.0, "cpu_seconds": 180.0,
        "load_average": {"mean": 4.0, "max": 6.0, "samples": 5}, "cores": 2}
 
 
 def test_module_name_drops_the_function_and_the_mutant_number():
-    assert module_name("sim.manifold.xǁSphereǁproject__mutmut_3") == "sim.manifold"
+    assert module_name("sim.field.manifold.xǁSphereǁproject__mutmut_3") == "sim.field.manifold"
     assert module_name("empirical.consensus.x_misalignment__mutmut_12") == "empirical.consensus"
-    assert module_name("sim.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.kernels"
-    for bad in ("misalignment__mutmut_1", "sim.kernels.sphere_drift"):
+    assert module_name("sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.field.kernels"
+    for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift"):
         with pytest.raises(ValueError, match="mutant="):
             module_name(bad)
 
 
 def test_mutmut_exit_codes_become_outcomes_within_the_scope():
-    assert OUTCOMES["sim.manifold.x_check__mutmut_1"] == "timeout"
+    assert OUTCOMES["sim.field.manifold.x_check__mutmut_1"] == "timeout"
     assert OUTCOMES["reports.records.x__jsonable__mutmut_4"] == "other"  # a segfault is neither killed nor survived
     assert set(mutmut_outcomes(FAKE_RUN, ("reports.*",))) == {k for k in FAKE_RUN if k.startswith("reports.")}
 
 
 def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
     summary = summarise(OUTCOMES, EQUIVALENT, runs=(RUN,))
-    manifold = summary["modules"]["sim.manifold"]
+    manifold = summary["modules"]["sim.field.manifold"]
     assert (manifold["killed"], manifold["timeout"], manifold["survived"], manifold["equivalent"]) == (1, 1, 1, 1)
-    assert manifold["survivors"] == ["sim.manifold.xǁSphereǁproject__mutmut_2"]
+    assert manifold["survivors"] == ["sim.field.manifold.xǁSphereǁproject__mutmut_2"]
     assert manifold["score"] == pytest.approx(2 / 3)  # (killed + timed out) / non-equivalent tested mutants
     records = summary["modules"]["reports.records"]
     assert (records["killed"], records["no tests"], records["other"], records["total"]) == (1, 1, 1, 3)
@@ -58,24 +58,24 @@ def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
 
 def test_an_equivalent_that_no_longer_survives_is_reported_stale_not_hidden(tmp_path):
     """Stale: killed now, or gone; an equivalent whose mutant has not run yet (an interrupted session) is not."""
-    pending = "sim.kernels.f@3:4:core/NumberReplacer#0"
-    listed = {**EQUIVALENT, "sim.manifold.xǁSphereǁproject__mutmut_1": "once equivalent",
+    pending = "sim.field.kernels.f@3:4:core/NumberReplacer#0"
+    listed = {**EQUIVALENT, "sim.field.manifold.xǁSphereǁproject__mutmut_1": "once equivalent",
               "sim.gone.x_f__mutmut_1": "mutant no longer exists", pending: "not run yet"}
     summary = summarise({**OUTCOMES, pending: "not checked"}, listed)
-    assert set(summary["stale_equivalents"]) == {"sim.manifold.xǁSphereǁproject__mutmut_1", "sim.gone.x_f__mutmut_1"}
-    assert summary["modules"]["sim.manifold"]["killed"] == 1  # a killed mutant stays killed
+    assert set(summary["stale_equivalents"]) == {"sim.field.manifold.xǁSphereǁproject__mutmut_1", "sim.gone.x_f__mutmut_1"}
+    assert summary["modules"]["sim.field.manifold"]["killed"] == 1  # a killed mutant stays killed
     assert "stale" in section_of(summary, tmp_path).text
 
 
 def test_summary_refuses_an_unknown_outcome_or_a_claimed_equivalent():
     for bad in ("passed", "equivalent"):
         with pytest.raises(ValueError, match="outcomes must be among"):
-            summarise({"sim.manifold.x_f__mutmut_1": bad}, {})
+            summarise({"sim.field.manifold.x_f__mutmut_1": bad}, {})
 
 
 def test_an_equivalent_without_a_reason_is_refused(tmp_path):
     path = tmp_path / "equivalent.toml"
-    path.write_text('[equivalent]\n"sim.manifold.x_f__mutmut_1" = " "\n')
+    path.write_text('[equivalent]\n"sim.field.manifold.x_f__mutmut_1" = " "\n')
     with pytest.raises(ValueError, match="reason"):
         read_equivalents(path)
 
@@ -94,9 +94,9 @@ def test_section_tabulates_a_summary_per_module_with_its_survivors(tmp_path):
     result = section_of(summarise(OUTCOMES, EQUIVALENT, runs=(RUN,)), tmp_path)
     counts, survivors = result.tables
     rows = {row[0]: row for row in counts.rows}
-    assert rows["sim.manifold"] == ("sim.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
+    assert rows["sim.field.manifold"] == ("sim.field.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
     assert rows["all"][-1] == "60.0%"
-    assert set(survivors.rows) == {("sim.manifold.xǁSphereǁproject__mutmut_2",),
+    assert set(survivors.rows) == {("sim.field.manifold.xǁSphereǁproject__mutmut_2",),
                                    ("reports.records.x_worst_verdict__mutmut_2",)}
     assert ("revision abc123: 2 min of wall time, 3 min of CPU time, load average 4.0 (at most 6.0) on 2 cores"
             in result.text)
@@ -128,7 +128,7 @@ def _cosmic_ray_session(path):
                    "d": ("SKIPPED", None, None), "e": ("EXCEPTION", "boom", "INCOMPETENT"),
                    "g": ("NORMAL", "E   Failed: Timeout (>30.0s) from pytest-timeout.\n1 failed", "KILLED")}
         for row, job in enumerate("abcdefg"):
-            db.execute("INSERT INTO mutation_specs VALUES ('sim/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
+            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
                        "?, ?)", (row + 1, row + 1, "sphere_drift" if job != "f" else None, job))
             if job in results:
                 db.execute("INSERT INTO work_results VALUES (?, ?, ?, '', ?)", (*results[job], job))
@@ -137,10 +137,10 @@ def _cosmic_ray_session(path):
 def test_cosmic_ray_results_become_outcomes(tmp_path):
     _cosmic_ray_session(tmp_path / "kernels.sqlite")
     outcomes = read_cosmic_ray(tmp_path / "kernels.sqlite")
-    expected = {f"sim.kernels.sphere_drift@{row}:4:core/NumberReplacer#0": outcome for row, outcome in
+    expected = {f"sim.field.kernels.sphere_drift@{row}:4:core/NumberReplacer#0": outcome for row, outcome in
                 enumerate(("killed", "timeout", "survived", "excluded", "other"), start=1)}
-    expected["sim.kernels.<module>@6:4:core/NumberReplacer#0"] = "not checked"  # a decorator's argument: no function
-    expected["sim.kernels.sphere_drift@7:4:core/NumberReplacer#0"] = "timeout"  # a test past pytest's --timeout
+    expected["sim.field.kernels.<module>@6:4:core/NumberReplacer#0"] = "not checked"  # a decorator's argument: no function
+    expected["sim.field.kernels.sphere_drift@7:4:core/NumberReplacer#0"] = "timeout"  # a test past pytest's --timeout
     assert outcomes == expected
     with pytest.raises(FileNotFoundError, match="make mutants"):
         read_cosmic_ray(tmp_path / "missing.sqlite")
@@ -151,7 +151,7 @@ def test_command_writes_the_summary_from_mutmut_results(tmp_path):
     results.mkdir(parents=True)
     (results / "manifold.py.meta").write_text(json.dumps({"exit_code_by_key": FAKE_RUN}))
     equivalents = tmp_path / "equivalent.toml"
-    equivalents.write_text('[equivalent]\n"sim.manifold.xǁSphereǁproject__mutmut_3" = "same values"\n')
+    equivalents.write_text('[equivalent]\n"sim.field.manifold.xǁSphereǁproject__mutmut_3" = "same values"\n')
     out = tmp_path / "build" / "summary.json"
     run = tmp_path / "run.json"
     run.write_text(json.dumps(RUN))
@@ -160,7 +160,7 @@ def test_command_writes_the_summary_from_mutmut_results(tmp_path):
                  "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--run", str(run), "--run", str(run)]) == 0
     written = json.loads(out.read_text())
     assert (written["totals"]["equivalent"], written["totals"]["total"], written["runs"]) == (1, 11, [RUN, RUN])
-    assert written["modules"]["sim.kernels"]["excluded"] == 1
+    assert written["modules"]["sim.field.kernels"]["excluded"] == 1
     with pytest.raises(FileNotFoundError, match="make mutants"):
         main([str(tmp_path / "empty"), str(out)])
 

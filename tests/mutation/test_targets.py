@@ -49,7 +49,7 @@ def test_the_scope_names_the_modules_of_its_globs():
 def test_negative_control_every_target_is_stale_in_an_empty_folder(tmp_path):
     pyproject, compiled, makefile = _configurations()
     stale = stale_targets(tmp_path, pyproject, compiled, makefile)
-    assert "compiled.toml module-path sim/kernels.py" in stale and "MUTANTS_SCOPE module sim.manifold" in stale
+    assert "compiled.toml module-path sim/field/kernels.py" in stale and "MUTANTS_SCOPE module sim.field.manifold" in stale
     assert "[tool.mutmut] only_mutate sim/solvers/*.py" in stale
     assert len(stale) == sum(len(entries) for entries in (
         tomllib.loads(pyproject)["tool"]["mutmut"]["only_mutate"],

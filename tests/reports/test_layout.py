@@ -157,3 +157,23 @@ def test_negative_control_a_planted_violation_is_reported(tmp_path, edit, expect
 def test_negative_control_a_stale_row_is_reported(tmp_path):
     rules = {**PLANTED_RULES, "top.gone": set()}
     assert violations(_tree(tmp_path, PLANTED), rules) == ["row top.gone names no package or module"]
+
+
+def unlisted_folders(root: Path, markdown: str) -> list[str]:
+    """Package folders (with ``__init__.py``, outside ``NOT_RULED``) that the layout page's folder table (rows
+    ``| `path/` | ... |``) does not name, as ``path/``."""
+    listed = set(re.findall(r"^\|\s*`([\w/.-]+/)`\s*\|", markdown, flags=re.M))
+    folders = {init.parent.relative_to(root).as_posix() + "/"
+               for top in root.glob("*/__init__.py") if top.parent.name not in NOT_RULED
+               for init in top.parent.rglob("__init__.py")}
+    return sorted(folders - listed)
+
+
+def test_the_folder_table_names_every_package_folder():
+    """Every package and subpackage (sim/field/, empirical/audit/, ...) has its row on the layout page."""
+    assert unlisted_folders(ROOT, LAYOUT.read_text()) == []
+
+
+def test_negative_control_an_unlisted_subpackage_is_reported(tmp_path):
+    _tree(tmp_path, {"pkg/__init__.py": "", "pkg/part/__init__.py": ""})
+    assert unlisted_folders(tmp_path, "| `pkg/` | a package |\n") == ["pkg/part/"]

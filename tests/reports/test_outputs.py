@@ -92,12 +92,12 @@ def test_a_suite_refuses_a_file_as_its_folder_of_runs(tmp_path, capsys, make_out
 def test_the_bad_path_table_sees_a_command_that_writes_before_checking(tmp_path, capsys, monkeypatch):
     """Control: a figure command whose check is skipped writes into a foreign folder, and the table's assertion
     on what was written fails."""
-    import sim.figures
+    import sim.figures.plots
 
-    monkeypatch.setattr(sim.figures, "check_output_folder",
+    monkeypatch.setattr(sim.figures.plots, "check_output_folder",
                         lambda out, command, settings: type("F", (), {"path": Path(out), "resumed": False,
                                                                       "command": command, "settings": settings})())
-    monkeypatch.setattr(sim.figures, "claim_output_folder", lambda output: output.path)
+    monkeypatch.setattr(sim.figures.plots, "claim_output_folder", lambda output: output.path)
     out = _unrecorded(tmp_path)
     before = _snapshot(tmp_path)
     cli.main([*COMMANDS["figure"], str(out)])

@@ -9,9 +9,9 @@ import pytest
 
 from consensus import cli
 from reports.outputs import SCHEMA_VERSIONS, SETTINGS_FILE
-from sim.conjectures import FAMILIES
-from sim.distributed import run_search
-from sim.search import planted
+from sim.conjectures.families import FAMILIES
+from sim.conjectures.distributed import run_search
+from sim.conjectures.search import planted
 from tests.sim.test_conjectures import _repulsive, _repulsive_hypotheses
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "reports" / "schemas"
@@ -88,7 +88,7 @@ def test_a_file_missing_a_core_key_does_not_validate(run_folder, name, damage):
         jsonschema.validate(data, schema(name), cls=jsonschema.Draft202012Validator)
 
 
-STORED_WITNESSES = sorted((Path(__file__).resolve().parents[2] / "sim" / "witnesses").glob("*/*.json"))
+STORED_WITNESSES = sorted((Path(__file__).resolve().parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
 
 
 @pytest.mark.parametrize("path", STORED_WITNESSES, ids=[f"{p.parent.name}/{p.stem}" for p in STORED_WITNESSES])

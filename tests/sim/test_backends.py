@@ -1,13 +1,13 @@
-"""Every backend of eq. 6 (sim.backends) against the oracle sim.eq6, with controls showing the comparison fails on
-a transposed score matrix and on a non-causal mask."""
+"""Every backend of eq. 6 (sim.field.backends) against the oracle sim.field.eq6, with controls showing the comparison
+fails on a transposed score matrix and on a non-causal mask."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sim.backends import BACKENDS, available, make_field
-from sim.eq6 import eq6
+from sim.field.backends import BACKENDS, available, make_field
+from sim.field.eq6 import eq6
 
 #: The backends and the oracle evaluate the same float64 formula in other orders of summation; on the sphere with
 #: |P|, |U| <= ~3 every term is O(1) and at most ~l h d ~ 100 of them are summed: round-off ~1e-14, so 1e-11 leaves
@@ -86,8 +86,8 @@ def test_a_backend_that_cannot_run_here_says_what_to_install(monkeypatch):
 def test_the_field_benchmark_times_agreeing_backends_and_reports_a_disagreeing_one(monkeypatch):
     """``python -m sim bench --part fields`` on small sizes: every runnable backend is compared and timed; a planted
     backend evaluating the non-causal field where causal is asked is reported as disagreeing, not timed."""
-    import sim.field_bench as bench
-    import sim.backends as backends
+    import sim.bench.fields as bench
+    import sim.field.backends as backends
 
     monkeypatch.setattr(bench, "SIZES", (("tiny", 3, 4, 2, 2, True),))
     monkeypatch.setattr(bench, "REPEATS", 1)

@@ -5,7 +5,7 @@ import pytest
 
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, Dopri5, Ellipsoid, Euler, RK4, SaveAt,
                  SolveOptions, integrate_fixed, misalignment, solve, top_eigenvector)
-from sim.figures import make_figure
+from sim.figures.plots import make_figure
 from sim.solvers import MaxStepsReached
 
 I3 = np.eye(3)

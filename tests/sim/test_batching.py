@@ -1,8 +1,8 @@
-"""Splitting a batch into groups (sim.batching)."""
+"""Splitting a batch into groups (sim.field.batching)."""
 
 import pytest
 
-from sim.batching import groups_of_at_most, instance_groups
+from sim.field.batching import groups_of_at_most, instance_groups
 
 
 def covered(groups, batch):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from sim.bench import report_section, run_benchmark, write_outputs
+from sim.bench.solvers import report_section, run_benchmark, write_outputs
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The compiled whole integrations (``sim.compiled``) agree with ``sim.solve`` (Dopri5) and with SciPy; mutants of
-the compiled eq. 6 (a flipped sign in the tangent projection, a dropped softmax normaliser) fail the same check."""
+"""The compiled whole integrations (``sim.solvers.compiled``) agree with ``sim.solve`` (Dopri5) and with SciPy; mutants
+of the compiled eq. 6 (a flipped sign in the tangent projection, a dropped softmax normaliser) fail the same check."""
 
 import inspect
 import types
@@ -9,13 +9,13 @@ import pytest
 from numba import njit
 from scipy.integrate import solve_ivp
 
-import sim.compiled as compiled
+import sim.solvers.compiled as compiled
 from sim import AdaptiveStepSize, Dopri5, Ellipsoid, SolveOptions, solve
-from sim.compiled import solve_field
-from sim.conjectures import chunk_seed, get_family
-from sim.eq6 import eq6
-from sim.instances import InstanceField, lanes_field_
-from sim.scenarios import FIG3_V, full_attention_example
+from sim.solvers.compiled import solve_field
+from sim.conjectures.families import chunk_seed, get_family
+from sim.field.eq6 import eq6
+from sim.field.instances import InstanceField, lanes_field_
+from sim.figures.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
 from tests.sim.test_compiled_small import SAME_METHOD
 
@@ -46,15 +46,15 @@ def _scipy_figure2(field, y0, t1):
 
 
 def _scipy_search(P, U, causal, y0, t1):
-    def rhs(t, flat):  # the oracle eq. 6 (sim.eq6), written apart from sim.dynamics and the compiled lanes
+    def rhs(t, flat):  # the oracle eq. 6 (sim.field.eq6), written apart from sim.field.dynamics and the compiled lanes
         return eq6(flat.reshape(y0.shape), P, U, causal).ravel()
 
     return solve_ivp(rhs, (0.0, t1), y0.ravel(), method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1].reshape(y0.shape)
 
 
 def _deviations(module) -> dict[str, float]:
-    """Largest deviation of ``module``'s compiled integrations (sim.compiled or a mutant of it) from sim.solve on
-    the same instance alone, and from SciPy: on figure 2's system (modulated P(t), t1 = 2) and on chunk 0 of a
+    """Largest deviation of ``module``'s compiled integrations (sim.solvers.compiled or a mutant of it) from sim.solve
+    on the same instance alone, and from SciPy: on figure 2's system (modulated P(t), t1 = 2) and on chunk 0 of a
     search (causal, 3 heads, per-instance U, t1 = 5). A run that cannot finish (its step budget spent, a non-finite
     state) deviates without bound."""
     try:
@@ -100,13 +100,13 @@ def test_each_instance_takes_the_steps_it_would_take_alone():
     assert together.max_drift <= 1e-12  # retracted to the sphere after every step (the solvers' drift target)
 
 
-#: The functions of sim.instances making up the compiled eq. 6 of the integrations.
+#: The functions of sim.field.instances making up the compiled eq. 6 of the integrations.
 _LANES_KERNEL = ("_lanes_scores", "_lanes_softmax", "_lanes_attend", "_lanes_tangent", "lanes_field_")
 
 
 def _mutant(old: str, new: str):
-    """A copy of sim.compiled whose eq. 6 kernel (``lanes_field_`` and its helpers) has ``old`` replaced by ``new``
-    in its source (recompiled, the integrator re-jitted around it); the module's Python wrappers run on the
+    """A copy of sim.solvers.compiled whose eq. 6 kernel (``lanes_field_`` and its helpers) has ``old`` replaced by
+    ``new`` in its source (recompiled, the integrator re-jitted around it); the module's Python wrappers run on the
     copies."""
     namespace = dict(lanes_field_.py_func.__globals__)
     sources = {name: inspect.getsource(namespace[name].py_func) for name in _LANES_KERNEL}

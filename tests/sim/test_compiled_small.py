@@ -1,7 +1,8 @@
-"""The compiled whole integrations (``sim.compiled``) on small systems, step for step against ``sim.solve`` (Dopri5).
+"""The compiled whole integrations (``sim.solvers.compiled``) on small systems, step for step against ``sim.solve``
+(Dopri5).
 
 The systems are small enough that every run also takes seconds with NUMBA_DISABLE_JIT=1 (the same loops in
-Python): these are the tests `make mutants` runs on each mutant of sim/compiled.py and sim/instances.py
+Python): these are the tests `make mutants` runs on each mutant of sim/solvers/compiled.py and sim/field/instances.py
 (tests/mutation/compiled.toml), so this module imports only what they need (a mutant's test process starts in
 about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compiled.py add another second each).
 """
@@ -9,11 +10,11 @@ about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compil
 import numpy as np
 import pytest
 
-import sim.compiled as compiled
+import sim.solvers.compiled as compiled
 from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, SolveOptions, solve
-from sim.compiled import solve_field, solve_instances
-from sim.instances import InstanceField
-from sim.scenarios import FIG3_V, full_attention_example
+from sim.solvers.compiled import solve_field, solve_instances
+from sim.field.instances import InstanceField
+from sim.figures.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
 
 #: Same algorithm as sim.solve on one instance (same starting step, controller, FSAL, retraction): only the order
@@ -27,7 +28,7 @@ SMALL_SEED, SMALL_COUNT = 11, 11
 #: The small runs' step budget (accepted and rejected steps, each instance; the compiled loop's and sim.solve's):
 #: 5 times the most any of them takes (19, two drawn heads at 1e-7), so a mutant that stalls the step size fails
 #: at once, naming the instance, instead of spending the default budget in Python (measured: such mutants of
-#: sim/compiled.py took about 70 s each, a third of them, under the default budget).
+#: sim/solvers/compiled.py took about 70 s each, a third of them, under the default budget).
 SMALL_BUDGET = 100
 
 
@@ -74,7 +75,7 @@ def test_small_modulated_field_runs_step_for_step_as_sim_solve():
 
 def test_small_modulated_field_with_phases_runs_step_for_step_as_sim_solve():
     """P_eta(t) = diag(D_eta(t)) P'_eta with nonzero phases and mixed sines and cosines (figure 2's phases are 0)."""
-    from sim.scenarios import CosineDiagonal, Modulated
+    from sim.field.modulation import CosineDiagonal, Modulated
 
     rng = np.random.default_rng(SMALL_SEED)
     diagonals = [CosineDiagonal(rng.uniform(0.5, 2.0, 3), rng.uniform(1.0, 6.0, 3), rng.uniform(0.3, 3.0, 3),
@@ -201,7 +202,7 @@ def test_the_starting_step_when_only_the_second_derivative_is_seen(tol):
     """A state at rest to the tolerance (d0, d1 <= 1e-15 at tolerances of 1e15 and more) whose field changes fast in
     time (P(t) = cos(1e8 t) P'): f moves by ~1e-2 within h0 = 1e-6, so d2 > 1e-15 and h1 = (0.01 / d2)^(1/5) is
     taken, not the fallback for rest h1 = 1e-6 (SciPy's rule, as sim.solve): one step of 1e-4."""
-    from sim.scenarios import CosineDiagonal, Modulated
+    from sim.field.modulation import CosineDiagonal, Modulated
 
     rng = np.random.default_rng(SMALL_SEED)
     fast = CosineDiagonal(np.ones(3), np.full(3, 1e8), np.zeros(3), np.zeros(3, dtype=bool))

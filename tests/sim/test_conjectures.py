@@ -7,11 +7,11 @@ import pytest
 
 from reports.outputs import OutputError
 from sim import AttentionField
-from sim.certify import certify_equilibrium
-from sim.conjectures import FAMILIES, Batch, Shape, diameter, get_family
-from sim.hemisphere import in_open_hemisphere
-from sim.distributed import check_result, run_search
-from sim.search import planted, search_chunk
+from sim.conjectures.certify import certify_equilibrium
+from sim.conjectures.families import FAMILIES, Batch, Shape, diameter, get_family
+from sim.field.hemisphere import in_open_hemisphere
+from sim.conjectures.distributed import check_result, run_search
+from sim.conjectures.search import planted, search_chunk
 
 #: The multi-head counterexample found by hand before the search (and by the search, see witnesses/):
 #: head 1 attends token 2 to itself (P = 20 I) and pulls it to e2 (U_1 = diag(0, 2)), head 2 attends it to the
@@ -111,7 +111,7 @@ def test_certifier_rejects_consensus_where_consensus_is_claimed():
 def test_the_rotating_pentagon_is_certified_in_its_co_rotating_frame_and_a_gradient_control_is_not():
     """Cyclic pursuit (P = 3 J, U = I) turns a regular pentagon rigidly: an attractor modulo the rotation, certified
     on a slice; with P = I (a gradient flow) the pentagon is a saddle and the certifier refuses it."""
-    from sim.validated import Problem, certify
+    from sim.conjectures.validated import Problem, certify
 
     rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
     pentagon = np.stack([np.cos(2 * np.pi * np.arange(5) / 5), np.sin(2 * np.pi * np.arange(5) / 5)], axis=1)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sim import AttentionField, Ellipsoid, hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
-from sim.scenarios import FIG5_U, full_attention_example
+from sim.figures.scenarios import FIG5_U, full_attention_example
 from tests.sim.conftest import W3
 
 ATOL = 1e-12  # rounding level: O(1) entries after sums of <= 10 terms
@@ -108,7 +108,7 @@ def test_time_dependent_heads_are_evaluated_once_per_time():
 def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
     """At d = 200 with 40 tokens every product of the field is past TORCH_MIN_MULTIPLY_ADDS (PyTorch's MKL);
     the field still equals eq. 6 term by term, and numpy's products give the same to rounding."""
-    import sim.products
+    import sim.field.products
     import torch
 
     rng = np.random.default_rng(9)
@@ -126,7 +126,7 @@ def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
     U_or_I = U if U is not None else (np.eye(d),) * 2
     np.testing.assert_allclose(through_torch[1], eq6_by_loops(P, U_or_I, np.eye(d) if W is None else W,
                                                               CASES[name]["causal"], y[1]), atol=1e-12)
-    monkeypatch.setattr(sim.products, "TORCH_MIN_MULTIPLY_ADDS", np.inf)
+    monkeypatch.setattr(sim.field.products, "TORCH_MIN_MULTIPLY_ADDS", np.inf)
     torch_calls.clear()
     np.testing.assert_allclose(field(0.0, y), through_torch, atol=1e-13)
     assert not torch_calls
@@ -214,7 +214,7 @@ def test_top_eigenvector_of_the_printed_U():
 def test_the_field_keeps_p_of_its_last_times_for_the_solvers_parts():
     """A solver steps its parts one after the other at the same stage times: P(t) of the last ``P_TIMES`` times is
     kept (evaluated once for all parts), the oldest given up for a new time."""
-    from sim.workspace import P_TIMES
+    from sim.field.workspace import P_TIMES
 
     calls = []
 

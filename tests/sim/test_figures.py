@@ -12,10 +12,10 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from reports.checks import check
-from sim.figure_numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
-from sim.figures import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
-                         simulate_figure5)
-from sim.scenarios import full_attention_example, symmetric_value_example
+from sim.figures.numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
+from sim.figures.plots import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
+                               simulate_figure5)
+from sim.figures.scenarios import full_attention_example, symmetric_value_example
 
 
 @pytest.fixture(scope="session")
@@ -131,7 +131,7 @@ def test_figure4_check_rejects_misalignment_that_levels_off():
     assert result.verdict == "refuted"
 
 
-# --- the numeric checks: the numbers of each figure's own solution (sim/figure_numbers.py) ---------------------
+# --- the numeric checks: the numbers of each figure's own solution (sim/figures/numbers.py) ---------------------
 @check(measure_figure2)
 def test_figure2_numbers_margin_stays_positive_and_diameter_vanishes(record):
     result = record(measure_figure2(figure_data(2, "fast")))

@@ -1,7 +1,7 @@
-"""The conjecture searches' batched eq. 6 (``sim.instances.InstanceField``, through the compiled ``lanes_field_``)
+"""The conjecture searches' batched eq. 6 (``sim.field.instances.InstanceField``, through the compiled ``lanes_field_``)
 equals the project's field instance by instance, and keeps its inputs well-formed.
 
-Kept light (no search or SciPy imports): `make mutants` runs these tests on each mutant of sim/instances.py
+Kept light (no search or SciPy imports): `make mutants` runs these tests on each mutant of sim/field/instances.py
 (tests/mutation/compiled.toml), where a test process's start is a large part of the cost.
 """
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sim import AttentionField
-from sim.instances import InstanceField
+from sim.field.instances import InstanceField
 
 
 @pytest.mark.parametrize("values", ["drawn", "identity"])

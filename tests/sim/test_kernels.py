@@ -1,4 +1,4 @@
-"""The fused Numba kernels (sim.kernels) against the numpy formulas they replace, and the arrays the field and the
+"""The fused Numba kernels (sim.field.kernels) against the numpy formulas they replace, and the arrays the field and the
 solver now reuse (per-thread buffers, the stepper's outputs) against the mix-ups that reuse invites."""
 
 import threading
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sim import AttentionField, Dopri5, Ellipsoid
-from sim.kernels import (exp_nonpositive_, linear_combination, normalised_rows, scaled_error_means, shift_rows_, sphere_drift,
-                         sphere_retract, sphere_tangent_projection_, summed_normalised_rows)
-from sim.scenarios import full_attention_example
+from sim.field.kernels import (exp_nonpositive_, linear_combination, normalised_rows, scaled_error_means, shift_rows_,
+                               sphere_drift, sphere_retract, sphere_tangent_projection_, summed_normalised_rows)
+from sim.figures.scenarios import full_attention_example
 
 #: The kernels add in another order than numpy (vectorised sums): equal to rounding, a few ulps of values O(1).
 RTOL = 1e-13
@@ -195,11 +195,11 @@ def _interleaved_evaluations(field: AttentionField, y: np.ndarray, monkeypatch) 
     """Two threads evaluate ``field`` at the two ``TIMES``, stopped right after their first product (y [P_1 | P_2]
     of their own time, written into the "projected" buffer) until both are there: each has then written its buffer
     and neither has read it yet."""
-    import sim.dynamics
+    import sim.field.dynamics
 
     meeting = threading.Barrier(2, timeout=30)
     products_so_far = threading.local()
-    product = sim.dynamics.matmul
+    product = sim.field.dynamics.matmul
 
     def meeting_after_the_first_product(*args, **kwargs):
         result = product(*args, **kwargs)
@@ -218,7 +218,7 @@ def _interleaved_evaluations(field: AttentionField, y: np.ndarray, monkeypatch) 
             errors.append(error)
 
     with monkeypatch.context() as patch:  # (only these two threads meet: the caller's checks run unpatched)
-        patch.setattr(sim.dynamics, "matmul", meeting_after_the_first_product)
+        patch.setattr(sim.field.dynamics, "matmul", meeting_after_the_first_product)
         threads = [threading.Thread(target=evaluate, args=(index,)) for index in (0, 1)]
         for thread in threads:
             thread.start()
@@ -260,7 +260,7 @@ def test_control_buffers_shared_between_threads_are_caught(rng, monkeypatch):
 def test_the_field_in_groups_of_instances_equals_the_field_on_the_whole_batch(name, rng, monkeypatch):
     """``AttentionField`` evaluates ``GROUP_BYTES`` of instances at a time: with groups of at most 3 of 7 instances
     (2, 3, 2: the shorter groups' buffers a leading part of the others') the field is the same as in one group."""
-    import sim.dynamics
+    import sim.field.dynamics
 
     d, tokens = 5, 6
     W = None if name.startswith("sphere") else np.diag(rng.uniform(0.5, 2.0, d))
@@ -268,7 +268,7 @@ def test_the_field_in_groups_of_instances_equals_the_field_on_the_whole_batch(na
     field = AttentionField(P=(lambda t: np.cos(t) * np.eye(d) + 0.3,), U=U, W=W, causal="causal" in name)
     y = field.manifold.random_point(rng, (7, tokens, d))
     whole = field(0.4, y)
-    monkeypatch.setattr(sim.dynamics, "GROUP_BYTES", 3 * 8 * tokens * d)
+    monkeypatch.setattr(sim.field.dynamics, "GROUP_BYTES", 3 * 8 * tokens * d)
     groups, update = [], AttentionField._update
     monkeypatch.setattr(AttentionField, "_update", lambda self, t, y, out=None: groups.append(y.shape) or update(
         self, t, y, out))

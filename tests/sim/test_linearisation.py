@@ -3,8 +3,8 @@
 import numpy as np
 
 from reports.checks import check
-from sim.dynamics import AttentionField
-from sim.linearisation import check_stable_consensus, equilibria, tangent_basis, tangent_jacobian
+from sim.field.dynamics import AttentionField
+from sim.conjectures.linearisation import check_stable_consensus, equilibria, tangent_basis, tangent_jacobian
 
 
 def test_tangent_basis_is_orthonormal_and_tangent():

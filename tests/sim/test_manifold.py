@@ -213,7 +213,7 @@ def test_w_symmetry_tolerance_scales_with_its_largest_entry():
 
 
 def test_finite_arrays_are_float64_whatever_they_came_as():
-    from sim.manifold import as_finite_array
+    from sim.field.manifold import as_finite_array
 
     for value in ([1, 2, 3], np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int64)):
         assert as_finite_array("x", value).dtype == np.float64

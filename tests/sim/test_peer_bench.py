@@ -1,11 +1,12 @@
-"""``python -m sim bench --part peers``: the comparison's bookkeeping, and a missing peer skipped with a visible note."""
+"""``python -m sim bench --part peers``: the comparison's bookkeeping, and a missing peer skipped with a visible
+note."""
 
 import numpy as np
 import pytest
 
-import sim.peer_bench as peer_bench
-from sim.peer_bench import TARGETS, compare, problems, table
-from sim.peers import Systems, available
+import sim.bench.peers as peer_bench
+from sim.bench.peers import TARGETS, compare, problems, table
+from sim.bench.peer_fields import Systems, available
 
 
 def _tiny() -> Systems:

@@ -1,4 +1,4 @@
-"""``sim.products``: the field's matrix products in PyTorch, and the thread settings of a solve."""
+"""``sim.field.products``: the field's matrix products in PyTorch, and the thread settings of a solve."""
 
 import os
 import threading
@@ -9,7 +9,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from sim.products import limit_threads, matmul, solver_threads, worker_pool
+from sim.field.products import limit_threads, matmul, solver_threads, worker_pool
 
 #: Float64 products of O(1) entries summed over k <= 500 terms: the libraries' different blocking changes the
 #: summation order, so results differ by a few ulps of sqrt(k) ~ 22: 1e-12 leaves a factor of ~100.
@@ -46,9 +46,9 @@ def test_matmul_takes_views_read_only_and_reversed_arrays():
 
 @pytest.mark.parametrize("threshold", [0, np.inf], ids=["pytorch", "numpy"])
 def test_matmul_writes_into_out(threshold, monkeypatch):
-    import sim.products
+    import sim.field.products
 
-    monkeypatch.setattr(sim.products, "TORCH_MIN_MULTIPLY_ADDS", threshold)
+    monkeypatch.setattr(sim.field.products, "TORCH_MIN_MULTIPLY_ADDS", threshold)
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((4, 20, 50)), rng.standard_normal((4, 50, 30))
     out = np.full((4, 20, 30), np.nan)

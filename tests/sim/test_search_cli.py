@@ -6,7 +6,7 @@ import time
 import pytest
 
 from sim.__main__ import main
-from sim.distributed import run_search
+from sim.conjectures.distributed import run_search
 
 
 def _without_timing(summary):

@@ -1,20 +1,20 @@
-"""The seeking search: deflated Newton (sim.equilibria), structured and planted families (sim.structured,
-sim.planted), the score and the certified hits (sim.seek), the allocation (sim.allocation), the side-by-side
-measurement (sim.seek_bench)."""
+"""The seeking search: deflated Newton (sim.conjectures.equilibria), structured and planted families
+(sim.conjectures.structured, sim.conjectures.planted), the score and the certified hits (sim.conjectures.seek), the
+allocation (sim.conjectures.allocation), the side-by-side measurement (sim.bench.seek)."""
 
 import numpy as np
 import pytest
 
-from sim.allocation import ThompsonSampler
-from sim.conjectures import FAMILIES, Shape, get_family, top_eigenpair
-from sim.eq6 import eq6
-from sim.equilibria import (SAME_ROOT, Instance, field, find_equilibria, newton, residual_and_jacobian,
-                            tangent_bases, tangent_spectrum)
-from sim.seek import assess, certified_hit, seek, seek_instance
-from sim.seek_bench import random_search
-from sim.structured import (P_MAX, U_RULES, WIDE_DIMS, WIDE_TOKENS, NoInstance, decode, decode_with_state,
-                            draw_structured, instance_problems, structures)
-from sim.validated import Chart, Problem, _jacobian
+from sim.conjectures.allocation import ThompsonSampler
+from sim.conjectures.families import FAMILIES, Shape, get_family, top_eigenpair
+from sim.field.eq6 import eq6
+from sim.conjectures.equilibria import (SAME_ROOT, Instance, field, find_equilibria, newton, residual_and_jacobian,
+                                        tangent_bases, tangent_spectrum)
+from sim.conjectures.seek import assess, certified_hit, seek, seek_instance
+from sim.bench.seek import random_search
+from sim.conjectures.structured import (P_MAX, U_RULES, WIDE_DIMS, WIDE_TOKENS, NoInstance, decode, decode_with_state,
+                                        draw_structured, instance_problems, structures)
+from sim.conjectures.validated import Chart, Problem, _jacobian
 
 #: Isolated equilibria: causal, P = I, U = diag(1, 1/2). (P = U = I has continua of equilibria, every rotation of
 #: one is one, and deflation removes a point of a continuum, not the continuum.) The first token rests at an
@@ -34,7 +34,8 @@ def _unit(rng, *shape):
     return y / np.linalg.norm(y, axis=-1, keepdims=True)
 
 
-# --- sim.equilibria --------------------------------------------------------------------------------------------------
+# --- sim.conjectures.equilibria
+# --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("causal", [True, False])
 def test_batched_field_agrees_with_eq6(causal):
     rng = np.random.default_rng(1)

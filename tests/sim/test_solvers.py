@@ -8,8 +8,8 @@ from reports.checks import check
 from reports.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
                  SaveAt, SolveOptions, integrate_fixed, solve)
-from sim.checks import ORDER_SLACK, check_continuum, reference_solution, solver_order
-from sim.scenarios import full_attention_example
+from sim.solvers.checks import ORDER_SLACK, check_continuum, reference_solution, solver_order
+from sim.figures.scenarios import full_attention_example
 from tests.sim.conftest import W3
 
 DRIFT_TOL = 1e-12  # the bound on the distance off the manifold, |y^T W y - 1|

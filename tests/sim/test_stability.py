@@ -1,8 +1,8 @@
-"""Asymptotic stability of consensus for constant P (full.autonomous, Remark 4.1; sim/stability.py)."""
+"""Asymptotic stability of consensus for constant P (full.autonomous, Remark 4.1; sim/figures/stability.py)."""
 
 from reports.checks import check
-from sim.dynamics import AttentionField
-from sim.stability import ATTRACTION_RATIO, check_asymptotic_stability, perturbed_runs
+from sim.field.dynamics import AttentionField
+from sim.figures.stability import ATTRACTION_RATIO, check_asymptotic_stability, perturbed_runs
 
 
 @check(check_asymptotic_stability)

@@ -1,11 +1,11 @@
-"""The figures of Theorems 4.1, 5.1 and 5.2 (sim/theorem_figures.py): the quantity that vanishes at the consensus
+"""The figures of Theorems 4.1, 5.1 and 5.2 (sim/figures/theorems.py): the quantity that vanishes at the consensus
 falls below the consensus tolerance on every seeded start; the time-reversed model is refuted."""
 
 import pytest
 
 from reports.checks import check
-from sim.theorem_figures import (check_causal_identity_figure, check_causal_symmetric_figure,
-                                 check_full_convergence_figure, make_theorem_figure)
+from sim.figures.theorems import (check_causal_identity_figure, check_causal_symmetric_figure,
+                                  check_full_convergence_figure, make_theorem_figure)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The validated certifier (sim.validated): eq. 6 for any number type, jets, Krawczyk, the Lyapunov certificate,
-rotating configurations, and what it must reject (saddles, however slow; non-isolated equilibria)."""
+"""The validated certifier (sim.conjectures.validated): eq. 6 for any number type, jets, Krawczyk, the Lyapunov
+certificate, rotating configurations, and what it must reject (saddles, however slow; non-isolated equilibria)."""
 
 import json
 from pathlib import Path
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from flint import arb
 
-from sim.certify import attention_field, run
-from sim.eq6 import eq6
-from sim.jets import seed, split
-from sim.validated import Chart, Problem, certify, krawczyk, refine
+from sim.conjectures.certify import attention_field, run
+from sim.field.eq6 import eq6
+from sim.conjectures.jets import seed, split
+from sim.conjectures.validated import Chart, Problem, certify, krawczyk, refine
 
 ROTATION = np.array([[0.0, -1.0], [1.0, 0.0]])
 #: The rotating triangle: P = -2 I + J/2 (non-symmetric, commutes with rotations), U = I, full attention.

@@ -1,7 +1,8 @@
 """Every stored witness replays: a validated attractor away from the claimed outcome, reached from a start that
-meets the conjecture's hypotheses (``sim.replay``); the full check runs every search at the report's budget.
+meets the conjecture's hypotheses (``sim.conjectures.replay``); the full check runs every search at the report's budget.
 
-The committed witnesses (``sim/witnesses/<claim>/<name>.json``) give the ``refuted`` records of ``make test``.
+The committed witnesses (``sim/conjectures/witnesses/<claim>/<name>.json``) give the ``refuted`` records of ``make
+test``.
 """
 
 import json
@@ -11,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.conjectures import FAMILIES
-from sim.distributed import check_result, run_search
-from sim.replay import load, record_of, replay
+from sim.conjectures.families import FAMILIES
+from sim.conjectures.distributed import check_result, run_search
+from sim.conjectures.replay import load, record_of, replay
 
-STORED = sorted((Path(__file__).parents[2] / "sim" / "witnesses").glob("*/*.json"))
+STORED = sorted((Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
 #: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers.
 FULL_INSTANCES, FULL_CHUNK = 256, 32
 
@@ -31,7 +32,7 @@ def test_stored_witness_replays(path, record):
     witness = load(path)
     assert witness["claim"] == path.parent.name
     outcome = replay(witness)
-    record(record_of(outcome, f"sim/witnesses/{path.parent.name}/{path.name}"))
+    record(record_of(outcome, f"sim/conjectures/witnesses/{path.parent.name}/{path.name}"))
     assert outcome.refuted, outcome.summary()
     assert outcome.certificate.numbers["real_part_bound"] < 0 < outcome.certificate.numbers["basin_radius"]
 
@@ -40,8 +41,8 @@ def test_stored_witness_replays(path, record):
 def test_a_certificate_is_the_same_at_twice_the_precision(path):
     """The verdict of a certificate does not read the precision: at 212 bits the same box certifies, with the
     same bounds to their float64 printing."""
-    from sim.replay import _problem
-    from sim.validated import PRECISION, certify
+    from sim.conjectures.replay import _problem
+    from sim.conjectures.validated import PRECISION, certify
 
     witness = load(path)
     single, double = (certify(_problem(witness), np.asarray(witness["equilibrium"]), bits)

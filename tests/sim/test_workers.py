@@ -5,7 +5,7 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from sim import AdaptiveStepSize, AttentionField, ConstantStepSize, Dopri5, Ellipsoid, RK4, SaveAt, SolveOptions, solve
-from sim.scenarios import causal_random_example, full_attention_example
+from sim.figures.scenarios import causal_random_example, full_attention_example
 
 #: Split runs differ from whole-batch runs by rounding only (BLAS blocking, and the softmax shift, which is
 #: the largest score of the batch handed to the field): a few ulps of the O(1) coordinates per step.

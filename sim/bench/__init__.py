@@ -1,0 +1,1 @@
+"""Benchmarks: the solver benchmark, the peers (diffrax, torchdiffeq), the searches' benchmarks."""

@@ -1,0 +1,1 @@
+"""The conjectures: families, float64 screens, searches, validated certificates, witnesses."""

@@ -1,0 +1,346 @@
+"""The instance families of the conjecture searches: one per ``conj.*`` claim, drawn from its hypotheses.
+
+A family turns a vector of standard normal numbers into instances (P, U, y0) that meet the conjecture's
+hypotheses by construction (symmetrised U, tokens reflected into D^l(v), ...) or are marked invalid (a top
+eigenvalue that is not simple and positive, tokens inside a hemisphere where the conjecture is about tokens
+outside). The random stage draws the vectors, the adversarial stage optimises them (``sim.conjectures.search``). Every
+instance of a chunk has the same shape (heads h, tokens l, dimension d), drawn from the chunk's generator, so the
+chunk integrates as one batch.
+
+``distance(P, U, y)`` measures how far a state is from the conclusion the conjecture claims (0 at it): the
+diameter max_ij |y_i - y_j| for "consensus", max_i |y_i - v| for "(v, ..., v)".
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from sim.field.dynamics import leading_eigenpair
+from sim.field.hemisphere import in_open_hemisphere
+
+#: ||P_eta||_2 <= P_MAX (the "bounded P" of the hypotheses, for the search: constant matrices of norm up to 20,
+#: so scores y_i^T P y_j span up to 40 between tokens and attention can be almost hard).
+P_MAX = 20.0
+#: A top eigenvalue counts as simple and positive when it exceeds the next real part and zero by this much.
+EIGEN_GAP = 1e-3
+
+
+@dataclass(frozen=True)
+class Shape:
+    heads: int
+    tokens: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Instances of one shape: ``P, U : shape=[n, h, d, d]``, ``y0 : shape=[n, l, d]``, ``valid : shape=[n]``."""
+
+    P: np.ndarray
+    U: np.ndarray
+    y0: np.ndarray
+    valid: np.ndarray
+
+
+@dataclass(frozen=True)
+class Family:
+    """The search space of one conjecture (see the module docstring)."""
+
+    claim: str
+    causal: bool
+    heads: tuple[int, ...]
+    tokens: tuple[int, ...]
+    dims: tuple[int, ...]
+    horizon: float
+    description: str
+    decode: Callable[[np.ndarray, Shape], Batch]
+    distance: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    hypotheses: Callable[[np.ndarray, np.ndarray, np.ndarray], list[str]]
+
+    def parameters(self, shape: Shape) -> int:
+        """Length of the normal vector that ``decode`` turns into one instance of ``shape``."""
+        h, l, d = shape.heads, shape.tokens, shape.dim
+        return 2 * h * d * d + l * d + 2 * h
+
+    def draw_shape(self, rng: np.random.Generator) -> Shape:
+        return Shape(int(rng.choice(self.heads)), int(rng.choice(self.tokens)), int(rng.choice(self.dims)))
+
+    def draw(self, rng: np.random.Generator, n: int, shape: Shape) -> tuple[np.ndarray, Batch]:
+        """``n`` instances of ``shape`` from standard normal vectors (returned too, for the adversarial stage)."""
+        theta = rng.standard_normal((n, self.parameters(shape)))
+        return theta, self.decode(theta, shape)
+
+
+def chunk_seed(claim: str, index: int) -> list[int]:
+    """The seed of chunk ``index`` of ``claim``'s search: the same chunk draws the same instances on any worker."""
+    return [zlib.crc32(claim.encode()), int(index)]
+
+
+# --- pieces of the decoders ----------------------------------------------------------------------------------
+def _split(theta: np.ndarray, shape: Shape):
+    n, h, l, d = len(theta), shape.heads, shape.tokens, shape.dim
+    sizes = [h * d * d, h * d * d, l * d, h, h]
+    parts = np.split(theta, np.cumsum(sizes)[:-1], axis=1)
+    return (parts[0].reshape(n, h, d, d), parts[1].reshape(n, h, d, d), parts[2].reshape(n, l, d), parts[3],
+            parts[4])
+
+
+def _scale(z: np.ndarray, top: float) -> np.ndarray:
+    """A scale in (0, top) from a normal number (monotone, so the optimiser can move it)."""
+    return top * 0.5 * (1.0 + np.tanh(z))
+
+
+def _normalised(matrices: np.ndarray) -> np.ndarray:
+    """Each [..., d, d] matrix divided by its spectral norm (zero stays zero)."""
+    norms = np.linalg.norm(matrices, ord=2, axis=(-2, -1))
+    return matrices / np.where(norms > 0, norms, 1.0)[..., None, None]
+
+
+def _sphere(y: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(y, axis=-1, keepdims=True)
+    return y / np.where(norms > 0, norms, 1.0)
+
+
+def _symmetric(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (a + np.swapaxes(a, -1, -2))
+
+
+def top_eigenpair(U: np.ndarray) -> tuple[bool, float, np.ndarray]:
+    """(simple and positive?, lambda, v) for the eigenvalue of ``U : shape=[d, d]`` of largest real part:
+    simple, real and positive by ``EIGEN_GAP`` (``sim.field.dynamics.leading_eigenpair`` gives lambda, v and the
+    gap)."""
+    top, v, runner = leading_eigenpair(U)
+    ok = abs(top.imag) < 1e-12 and top.real > EIGEN_GAP and top.real - runner > EIGEN_GAP
+    return bool(ok), float(top.real), v
+
+
+def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_ij |y_i - y_j| per instance, ``y : shape=[n, l, d]`` -> shape=[n] (0 iff consensus)."""
+    differences = y[:, :, None, :] - y[:, None, :, :]
+    return np.sqrt(np.max(np.sum(differences**2, axis=-1), axis=(1, 2)))
+
+
+def _summed_top_vectors(U: np.ndarray) -> np.ndarray:
+    """v of sum_eta U_eta per instance, ``U : shape=[n, h, d, d]`` -> shape=[n, d]."""
+    return np.stack([top_eigenpair(u.sum(axis=0))[2] for u in U])
+
+
+def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_i |y_i - v| per instance, v the top eigenvector of sum_eta U_eta (0 iff y = (v, ..., v))."""
+    v = _summed_top_vectors(U)
+    return np.max(np.linalg.norm(y - v[:, None, :], axis=-1), axis=1)
+
+
+def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of sum_eta U_eta (U_1 for the one-head
+    value claims): 0 iff every y_i = +v or -v."""
+    v = _summed_top_vectors(U)[:, None, :]
+    return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)
+
+
+# --- the families ----------------------------------------------------------------------------------------------
+def _decode_multihead(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, rawU, rawy, zP, zU = _split(theta, shape)
+    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    U = _normalised(_symmetric(rawU)) * _scale(zU, 2.0)[..., None, None]
+    valid = np.array([top_eigenpair(u.sum(axis=0))[0] for u in U])
+    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))
+    return Batch(P, U, y0, valid & inside)
+
+
+def _reflected(y0: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each token of ``y0 : shape=[n, l, d]`` reflected into D^l(v) (uniform on it when y0 is uniform), ``v :
+    shape=[n, d]``; and whether each instance lies strictly inside, shape=[n]."""
+    signs = np.sign(np.einsum("nld,nd->nl", y0, v))
+    y0 = y0 * np.where(signs == 0, 1.0, signs)[..., None]
+    return y0, np.all(np.einsum("nld,nd->nl", y0, v) > 0, axis=1)
+
+
+def _multihead_problems(P, U) -> list[str]:
+    """What the multi-head readings ask of the heads before their eigenvectors: h >= 2, every U_eta symmetric."""
+    problems = []
+    if len(P) < 2:
+        problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
+    if any(np.max(np.abs(u - u.T)) > 1e-12 for u in U):
+        problems.append("some U_eta is not symmetric")
+    return problems
+
+
+def _hypotheses_multihead(P, U, y0) -> list[str]:
+    problems = _multihead_problems(P, U)
+    ok, lam, v = top_eigenpair(np.sum(U, axis=0))
+    if not ok:
+        problems.append(f"the top eigenvalue of sum_eta U_eta ({lam:.3g}) is not simple and positive")
+    elif np.any(y0 @ v <= 0):
+        problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
+    return problems
+
+
+def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, rawU, rawy, zP, zU = _split(theta, shape)
+    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    basis = np.linalg.qr(rawU[:, 0])[0]                                  # [n, d, d]; v = first column
+    tops = _scale(zU, 2.0)                                                # [n, h], the top eigenvalues
+    others = tops[..., None] * np.tanh(rawU[:, :, 0, 1:])                # [n, h, d-1], each below its top
+    spectra = np.concatenate([tops[..., None], others], axis=-1)
+    U = np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis)           # Q diag Q^T per head
+    valid = np.array([_common_top(u) is not None for u in U])
+    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
+    return Batch(P, U, y0, valid & inside)
+
+
+def _common_top(U: np.ndarray) -> np.ndarray | None:
+    """v when every U_eta's top eigenvalue is simple and positive with the same eigenvector v, else None."""
+    pairs = [top_eigenpair(u) for u in U]
+    v = pairs[0][2]
+    if all(ok and abs(abs(w @ v) - 1) < 1e-9 for ok, _, w in pairs):  # 1e-9: eigenvectors of float64 QR products
+        return v
+    return None
+
+
+def _hypotheses_multihead_common(P, U, y0) -> list[str]:
+    problems = _multihead_problems(P, U)
+    if problems:  # the common eigenvector is only defined for symmetric heads
+        return problems
+    v = _common_top(U)
+    if v is None:
+        problems.append("the heads' top eigenvectors are not one common v with simple positive eigenvalues")
+    elif np.any(y0 @ v <= 0):
+        problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
+    return problems
+
+
+def _decode_value(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, rawU, rawy, zP, _ = _split(theta, shape)
+    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    U = _normalised(rawU)  # the scale of U only rescales time (h = 1)
+    valid = np.array([top_eigenpair(u[0])[0] for u in U])
+    return Batch(P, U, _sphere(rawy), valid)
+
+
+def _hypotheses_value(P, U, y0) -> list[str]:
+    problems = []
+    if len(P) != 1:
+        problems.append(f"h = {len(P)}; the conjecture is about one head")
+    ok, lam, _ = top_eigenpair(U[0])
+    if not ok:
+        problems.append(f"U's eigenvalue of largest real part ({lam:.3g}) is not real, simple and positive")
+    return problems
+
+
+def _decode_gradient(theta: np.ndarray, shape: Shape) -> Batch:
+    # Hypothesis 3.1 with W = P: z = P^{1/2} y maps E_P to the sphere, metric (7) and potential (8) to those of
+    # P = U = W = I (the check is `gradient_isometry` in tests), so every instance is P = U = I on the sphere.
+    _, _, rawy, _, _ = _split(theta, shape)
+    n, d = len(theta), shape.dim
+    eye = np.broadcast_to(np.eye(d), (n, 1, d, d)).copy()
+    return Batch(eye, eye.copy(), _sphere(rawy), np.ones(n, dtype=bool))
+
+
+def _hypotheses_gradient(P, U, y0) -> list[str]:
+    d = P.shape[-1]
+    if len(P) != 1 or not np.allclose(P[0], np.eye(d)) or not np.allclose(U[0], np.eye(d)):
+        return ["the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"]
+    return []
+
+
+def _decode_gradient_value(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, _, rawy, zP, _ = _split(theta, shape)
+    P = _normalised(_symmetric(rawP)) * _scale(zP, P_MAX)[..., None, None]
+    return Batch(P, P.copy(), _sphere(rawy), np.ones(len(theta), dtype=bool))
+
+
+def _hypotheses_gradient_value(P, U, y0) -> list[str]:
+    problems = []
+    if len(P) != 1:
+        problems.append(f"h = {len(P)}; the gradient case has one head")
+    if np.max(np.abs(P[0] - P[0].T)) > 1e-12:
+        problems.append("P is not symmetric")
+    if np.max(np.abs(U[0] - P[0])) > 1e-12:
+        problems.append("U != P (the gradient condition W U = P with W = I)")
+    return problems
+
+
+def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, _, rawy, zP, _ = _split(theta, shape)
+    n, d = len(theta), shape.dim
+    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    U = np.broadcast_to(np.eye(d), P.shape).copy()
+    y0 = _sphere(rawy)
+    # The last token opposite the others' sum (plus noise), so that most draws lie in no open hemisphere (with
+    # l <= d uniform tokens always do, Wendel); the exact LP then decides.
+    y0[:, -1] = _sphere(-y0[:, :-1].sum(axis=1) + 0.5 * rawy[:, -1])
+    valid = np.array([not in_open_hemisphere(y) for y in y0])
+    return Batch(P, U, y0, valid)
+
+
+def _hypotheses_nonsymmetric(P, U, y0) -> list[str]:
+    problems = []
+    if any(not np.allclose(u, np.eye(len(u))) for u in U):
+        problems.append("U != I")
+    if in_open_hemisphere(y0):
+        problems.append("y0 lies in an open hemisphere (Theorem 4.1's case, not the conjecture's)")
+    return problems
+
+
+FAMILIES: dict[str, Family] = {
+    "conj.multihead-causal": Family(
+        "conj.multihead-causal", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "causal, h in {2, 3} heads, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P_eta = c_eta G_eta/|G_eta|_2 "
+        "(G normal, c in (0, 20)); U_eta = s_eta S_eta/|S_eta|_2 (S symmetrised normal, s in (0, 2)), kept when the "
+        "top eigenvalue of sum_eta U_eta is simple and positive; y0 uniform on D^l(v)",
+        _decode_multihead, distance_from_v, _hypotheses_multihead),
+    "conj.multihead-causal-common": Family(
+        "conj.multihead-causal-common", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "causal, h in {2, 3}, l in {2..5}, d in {2, 3, 4}; P_eta as conj.multihead-causal; U_eta = Q diag(s_eta, "
+        "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2)); "
+        "y0 uniform on D^l(v)",
+        _decode_multihead_common, distance_from_v, _hypotheses_multihead_common),
+    "conj.value-causal": Family(
+        "conj.value-causal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "causal, h = 1, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P = c G/|G|_2 (G normal, c in (0, 20)); "
+        "U = G'/|G'|_2 (normal, not symmetrised), kept when its eigenvalue of largest real part is real, simple "
+        "and positive; y0 uniform on (S^{d-1})^l",
+        _decode_value, diameter, _hypotheses_value),
+    "conj.value-full": Family(
+        "conj.value-full", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "full attention, otherwise as conj.value-causal", _decode_value, diameter, _hypotheses_value),
+    "conj.value-causal-antipodal": Family(
+        "conj.value-causal-antipodal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "as conj.value-causal; the claimed outcome is every token at +v or -v", _decode_value,
+        distance_from_plus_minus_v, _hypotheses_value),
+    "conj.value-full-antipodal": Family(
+        "conj.value-full-antipodal", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "as conj.value-full; the claimed outcome is every token at +v or -v", _decode_value,
+        distance_from_plus_minus_v, _hypotheses_value),
+    "conj.gradient-equilibria": Family(
+        "conj.gradient-equilibria", False, (1,), (2, 3, 4, 5, 6, 7, 8), (2, 3, 4), 200.0,
+        "Hypothesis 3.1 with W = P (h = 1, U = I, P SPD): mapped by z = P^{1/2} y onto P = U = W = I on the "
+        "sphere (an isometry of the metric (7) and the potential (8)), l in {2..8}, d in {2, 3, 4}, z0 uniform",
+        _decode_gradient, diameter, _hypotheses_gradient),
+    "conj.gradient-value": Family(
+        "conj.gradient-value", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
+        "W = I, U = P = c S/|S|_2 (S symmetrised normal, indefinite allowed, c in (0, 20)), h = 1, full attention, "
+        "l in {2..5}, d in {2, 3, 4}, y0 uniform",
+        _decode_gradient_value, diameter, _hypotheses_gradient_value),
+    "conj.nonsymmetric-full": Family(
+        "conj.nonsymmetric-full", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
+        "full attention, U = I, h in {1, 2}, P_eta = c_eta G_eta/|G_eta|_2 (G normal: non-symmetric, with "
+        "rotation parts; c in (0, 20)), l in {4..8} tokens (l > d: fewer lie in a hemisphere), d in {2, 3}; y0 on (S^{d-1})^l, kept when "
+        "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
+        "noise 0.5 N(0, I), normalised) so that most draws qualify",
+        _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric),
+}
+
+
+def get_family(claim: str) -> Family:
+    """The family of ``claim``; a clear error naming the known conjecture ids otherwise."""
+    try:
+        return FAMILIES[claim]
+    except KeyError:
+        raise KeyError(f"claim {claim!r} has no search; conjecture claims with a search: "
+                       f"{', '.join(FAMILIES)}") from None

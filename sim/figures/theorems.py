@@ -1,0 +1,165 @@
+"""Figures of the convergence theorems (claims ``full.convergence``, ``causal.identity``, ``causal.symmetric``,
+method ``figure``): a quantity that is zero exactly at the theorem's consensus, along seeded random starts in the
+theorem's domain, on a log scale, written as ``<claim>.png``. The check reads the plotted numbers: ``verified``
+when the quantity falls below CONSENSUS_TOL at the horizon on every start, ``refuted`` otherwise.
+
+* full.convergence (Thm 4.1): full attention, U = I, h = 2, P_eta(t) = D_eta(t) P'_eta bounded and uniformly
+  continuous; 8 starts in a random open hemisphere; E (eq. 9).
+* causal.identity (Thm 5.1): causal, U = I, h = 2, the same P; 8 starts uniform on the sphere (y_j = -y_1 has
+  probability 0); max_j |y_j - y_1|.
+* causal.symmetric (Thm 5.2): causal, h = 1, U symmetric with simple top eigenvalue 1 > 0 and eigenvector v;
+  8 starts in D^l(v); max_i (1 - v^T y_i).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from scipy.stats import special_ortho_group
+
+from reports.checks import check, claim_result
+from reports.records import CheckResult, Figure
+
+from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
+from sim.figures.plots import CONSENSUS_REASON, CONSENSUS_TOL
+from sim.field.manifold import Ellipsoid
+from sim.field.modulation import CosineDiagonal, Modulated
+from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
+
+#: Every random draw of a figure (its system and starts) comes from this seed.
+SEED = 51
+STARTS, TOKENS, DIM, HORIZON, SAMPLES = 8, 6, 4, 30.0, 151
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One theorem's figure: its system, its starts ``shape=[STARTS, TOKENS, DIM]`` and the plotted quantity
+    ``shape=[...]`` of ``y : shape=[..., TOKENS, DIM]`` (zero exactly at the consensus)."""
+
+    field: AttentionField
+    y0: np.ndarray
+    quantity: Callable[[np.ndarray], np.ndarray]
+    label: str
+    caption: str
+
+
+def _modulated_heads(rng: np.random.Generator, heads: int) -> tuple[Modulated, ...]:
+    """P_eta(t) = D_eta(t) P'_eta: P' entries ~ U(-1, 1), D_kk(t) = 2 cos(omega_k t + phi_k) (bounded, uniformly
+    continuous), omega ~ U(0, 2 pi), phi ~ U(0, 2 pi)."""
+    return tuple(Modulated(rng.uniform(-1.0, 1.0, (DIM, DIM)),
+                           CosineDiagonal(np.full(DIM, 2.0), rng.uniform(0, 2 * np.pi, DIM),
+                                          rng.uniform(0, 2 * np.pi, DIM), np.zeros(DIM, dtype=bool)))
+                 for _ in range(heads))
+
+
+def scene(claim: str) -> Scene:
+    """The seeded system and starts of ``claim``'s figure (see the module docstring)."""
+    rng = np.random.default_rng([SEED, sorted(SCENES).index(claim)])
+    sphere = Ellipsoid()
+    if claim == "full.convergence":
+        v = sphere.random_point(rng, (DIM,))
+        return Scene(AttentionField(P=_modulated_heads(rng, 2)),
+                     sphere.random_point_in_hemisphere(v, rng, (STARTS, TOKENS, DIM)), misalignment,
+                     "E (eq. 9)", "full attention, U = I, h = 2, time-varying P; starts in a random open hemisphere")
+    if claim == "causal.identity":
+        return Scene(AttentionField(P=_modulated_heads(rng, 2), causal=True),
+                     sphere.random_point(rng, (STARTS, TOKENS, DIM)),
+                     lambda y: np.max(np.linalg.norm(y - y[..., :1, :], axis=-1), axis=-1), "max_j |y_j - y_1|",
+                     "causal, U = I, h = 2, time-varying P; starts uniform on the sphere")
+    Q = special_ortho_group.rvs(DIM, random_state=rng)
+    U = Q @ np.diag([1.0, *rng.uniform(-1.0, 0.8, DIM - 1)]) @ Q.T
+    _, v = top_eigenvector(U)
+    return Scene(AttentionField(P=_modulated_heads(rng, 1), U=(U,), causal=True),
+                 sphere.random_point_in_hemisphere(v, rng, (STARTS, TOKENS, DIM)),
+                 lambda y: np.max(1.0 - y @ v, axis=-1), "max_i (1 - v^T y_i)",
+                 "causal, h = 1, random symmetric U (top eigenvalue 1, simple), time-varying P; starts in D^l(v)")
+
+
+SCENES = ("causal.identity", "causal.symmetric", "full.convergence")
+
+
+def simulate(claim: str, *, reverse: bool = False) -> dict[str, Any]:
+    """The plotted quantity along every start, ``Q : shape=[STARTS, SAMPLES]`` at ``t : shape=[SAMPLES]``.
+    ``reverse`` flips the field's sign (a negative control: the time-reversed model)."""
+    setup = scene(claim)
+    field = setup.field if not reverse else _Reversed(setup.field)
+    ts = np.linspace(0.0, HORIZON, SAMPLES)
+    ys = solve(field, Dopri5(), 0.0, HORIZON, setup.y0, saveat=SaveAt(ts=ts),
+               controller=AdaptiveStepSize(rtol=1e-10, atol=1e-10)).ys
+    return {"claim": claim, "t": ts.tolist(), "Q": setup.quantity(ys).T.tolist(), "label": setup.label,
+            "caption": setup.caption, "reversed": reverse}
+
+
+class _Reversed:
+    """The field with its sign flipped (time reversed)."""
+
+    def __init__(self, field):
+        self.field, self.manifold = field, field.manifold
+
+    def __call__(self, t, y):
+        return -self.field(t, y)
+
+
+def plot(data: dict[str, Any], path: Path) -> Figure:
+    """Write the quantity over time (log scale) to ``path``; the report's Figure of it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.0, 3.6))
+    for row in np.array(data["Q"]):
+        axes.plot(data["t"], np.maximum(row, 1e-300), color="tab:blue", linewidth=0.8)
+    axes.set_yscale("log")
+    axes.set_xlabel("t")
+    axes.set_ylabel(data["label"])
+    axes.set_title(f"{data['claim']}: {data['label']} along {len(data['Q'])} seeded starts", fontsize=10)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return Figure(str(path), f"{data['label']} over t in [0, {HORIZON:g}], log scale: {data['caption']} "
+                             f"({len(data['Q'])} starts, seed {SEED}).")
+
+
+def _decide(data: dict[str, Any], figures: tuple[Figure, ...]) -> CheckResult:
+    Q = np.array(data["Q"])
+    numbers = {"starts": int(Q.shape[0]), "max_initial": float(Q[:, 0].max()), "max_final": float(Q[:, -1].max()),
+               "T": data["t"][-1]}
+    ok = numbers["max_final"] <= CONSENSUS_TOL
+    return claim_result(
+        "verified" if ok else "refuted",
+        detail=f"{data['caption']}: {data['label']} falls from at most {numbers['max_initial']:.3g} to at most "
+               f"{numbers['max_final']:.1e} at t = {data['t'][-1]:g} on all {Q.shape[0]} starts.",
+        numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON, figures=figures,
+        seeds={"figure": SEED})
+
+
+@check("full.convergence", method="figure")
+def check_full_convergence_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
+    """Thm 4.1: E -> 0 from every start in an open hemisphere."""
+    return _decide(data, figures)
+
+
+@check("causal.identity", method="figure")
+def check_causal_identity_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
+    """Thm 5.1: every token tends to y_1 from a start off {y_j = -y_1}."""
+    return _decide(data, figures)
+
+
+@check("causal.symmetric", method="figure")
+def check_causal_symmetric_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
+    """Thm 5.2: every token tends to v from a start in D^l(v)."""
+    return _decide(data, figures)
+
+
+CHECKS = {"full.convergence": check_full_convergence_figure, "causal.identity": check_causal_identity_figure,
+          "causal.symmetric": check_causal_symmetric_figure}
+
+
+def make_theorem_figure(claim: str, out: Path, *, reverse: bool = False) -> CheckResult:
+    """Simulate ``claim``'s figure, write ``out/<claim>.png`` and return its check's record."""
+    data = simulate(claim, reverse=reverse)
+    out.mkdir(parents=True, exist_ok=True)
+    return CHECKS[claim](data, (plot(data, out / f"{claim}.png"),))
