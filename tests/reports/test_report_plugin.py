@@ -1,6 +1,7 @@
 """The pytest plugin: a run of marked tests becomes verdicts.json and index.html."""
 
 import json
+import re
 
 import pytest
 
@@ -179,3 +180,34 @@ def test_conjectures_have_their_own_table(report):
     assert 'data-claim="conj.gradient-equilibria"' in conjectures.split("</table>")[0]
     assert 'data-claim="conj.' not in theorems.split('<table id="claims">')[1]
     assert 'data-claim="full.wendel"' in theorems
+
+
+SECTION = '''
+
+def test_adds_a_section(report_section):
+    from reports.records import ReportSection, Table
+    report_section(ReportSection("A worker's section", text="sent with the test's report",
+                                 tables=(Table("t", ("a", "b"), ((1, 2.5),)),)))
+'''
+
+
+def _verdicts(pytester, *options):
+    out = f"out{len(options)}"
+    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", out, *options)
+    # a worker's temporary folders are its own (basetemp/popen-gw0/...); the records are otherwise the same
+    data = json.loads(re.sub(r"popen-gw\d+/", "", (pytester.path / out / "verdicts.json").read_text()))
+    return data["claims"], data["gaps"], data["sections"], data["manifest"]["tests"]
+
+
+def test_parallel_workers_hand_every_record_to_the_report(pytester, monkeypatch):
+    """Under pytest-xdist (`-n 2`) the tests run in two worker processes and the controller writes the report: the
+    same claims, records, tests (in the collection's order), gaps and sections as a run in one process."""
+    monkeypatch.delenv(FULL_ENV, raising=False)
+    pytester.makepyfile(test_suite=SUITE + SECTION)
+    alone = _verdicts(pytester)
+    parallel = _verdicts(pytester, "-n", "2")
+    assert alone[3] == 8 and alone[2][0]["title"] == "A worker's section"
+    assert parallel == alone
+    claims = {c["claim"]: c for c in parallel[0]}
+    assert claims["model.layernorm"]["records"][0]["corrected"] == "radius sqrt(n+1) |gamma0|"
+    assert claims["conj.gradient-equilibria"]["verdict"] == "supported"
