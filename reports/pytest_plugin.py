@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,7 @@ class ReportCollector:
         path = write_report(
             self.out,
             evidence=evidence,
-            sections=self.sections,
+            sections=joined_sections(self.sections),
             started=self.started,
             exitstatus=int(exitstatus),
             full=_full_enabled(self.config),
@@ -168,6 +169,27 @@ class ReportCollector:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.write_sep("-", f"verification report: {path}")
+
+
+def joined_sections(sections: list[ReportSection]) -> list[ReportSection]:
+    """``sections`` with those of one title joined into the first: under ``-n`` each worker's session fixture makes
+    its own part of a summary (the property suite's table of what each property saw, of the tests it ran); the
+    parts' tables become tables of all their rows, sorted (as the summary sorts its rows). A section whose parts
+    differ in text, order or table titles is kept apart."""
+    joined: dict[str, ReportSection] = {}
+    apart = []
+    for section in sections:
+        first = joined.setdefault(section.title, section)
+        if first is section:
+            continue
+        if (first.text, first.order, [t.title for t in first.tables]) != \
+                (section.text, section.order, [t.title for t in section.tables]):
+            apart.append(section)
+            continue
+        tables = tuple(replace(table, rows=tuple(sorted((*table.rows, *other.rows))))
+                       for table, other in zip(first.tables, section.tables))
+        joined[section.title] = replace(first, tables=tables, figures=(*first.figures, *section.figures))
+    return [*joined.values(), *apart]
 
 
 def item_checks(item: pytest.Item) -> tuple[Check, ...]:
