@@ -33,8 +33,12 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 # running every slowed-down property test to its time limit (measured: with the field's tangent projection halved,
 # the plain run was still going after 12 minutes; with --maxfail=5 it stops after 38 s, naming the tests). Run
 # `.venv/bin/python -m pytest` for the list of every failure.
+# -n: the tests run in TEST_WORKERS processes (pytest-xdist; `make TEST_WORKERS=auto test` takes one per core), each
+# test file whole in one of them (--dist loadfile: a module's fixtures, such as a loaded model, are made once); the
+# controller writes the report from what the workers' test reports carry (reports/pytest_plugin.py).
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest --maxfail=5
+	$(BIN)/python -m pytest --maxfail=5 -n $(TEST_WORKERS) --dist loadfile
 
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report

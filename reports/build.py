@@ -93,21 +93,12 @@ def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str
 
 def _load_extra_sections() -> list["ReportSection"]:
     """Sections written by commands run before pytest (benchmarks), as JSON files in a folder."""
-    from .records import Figure, ReportSection, Table
+    from .records import ReportSection
 
     folder = os.environ.get(EXTRA_SECTIONS_DIR_ENV)
     if not folder or not Path(folder).is_dir():
         return []
-    sections = []
-    for path in sorted(Path(folder).glob("*.section.json")):
-        raw = read_section(path)
-        sections.append(ReportSection(
-            title=raw["title"], text=raw.get("text", ""), order=raw.get("order", 100),
-            tables=tuple(Table(t["title"], tuple(t["columns"]), tuple(tuple(r) for r in t["rows"]))
-                         for t in raw.get("tables", [])),
-            figures=tuple(Figure(**f) for f in raw.get("figures", [])),
-        ))
-    return sections
+    return [ReportSection.from_json(read_section(path)) for path in sorted(Path(folder).glob("*.section.json"))]
 
 
 def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["ReportSection"], started: float,

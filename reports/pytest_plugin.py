@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from .build import write_report
-from .checks import Check, coverage, registrations
+from .checks import COVERED, Check, coverage, registrations
 from .checks import REGISTERED as REGISTERED_CHECKS
 from .evidence import TestEvidence
 from .outputs import OutputError, check_output_folder, claim_output_folder
@@ -40,74 +41,155 @@ TEST_REPORT_DIR = "build/test-report"
 FULL_TIMEOUT = 3600
 
 
+#: The attribute of a test report carrying what the test handed to the report (its claims, records, Hypothesis
+#: examples, sections) as JSON data: pytest serialises a report's extra attributes, so under pytest-xdist
+#: (``-n``) the data travels from the worker that ran the test to the controller, which writes the report.
+EVIDENCE_ATTRIBUTE = "consensus_evidence"
+#: The key of a worker's output (pytest-xdist) holding the evidence kinds its collected tests cover.
+COVERAGE_OUTPUT = "consensus_coverage"
+
+
 class ReportCollector:
-    """Collects evidence during a run and writes the report at the end."""
+    """Collects evidence during a run and writes the report at the end.
+
+    Two roles, in one process without pytest-xdist: where a test runs, ``running`` gathers what it hands over (the
+    ``record`` and ``report_section`` fixtures) and its report carries that as JSON data; where the report is
+    written (the controller under ``-n``), ``evidence`` and ``sections`` are rebuilt from those reports, so one
+    rule serves both runs."""
 
     def __init__(self, config: pytest.Config, out: Path | None) -> None:
         self.config, self.out = config, out
-        self.evidence: dict[str, TestEvidence] = {}
+        self.worker = hasattr(config, "workerinput")  # a pytest-xdist worker: it runs tests, never writes
+        self.running: dict[str, TestEvidence] = {}  # nodeid -> what a test run here handed over
+        self.new_sections: list[ReportSection] = []  # added by tests run here, not yet sent with a report
+        self.evidence: dict[str, TestEvidence] = {}  # nodeid -> the test's evidence, from its reports
         self.sections: list[ReportSection] = []
         self.checks: dict[str, tuple[Check, ...]] = {}  # nodeid -> the test's claims, validated at collection
+        self.worker_coverage: list[dict[str, dict[str, str]]] = []  # each finished worker's covered kinds
+        self.order: dict[str, int] = {}  # nodeid -> position in the collection (the report lists tests in it)
         self.started = time.time()
         self.current: TestEvidence | None = None  # the test running now
 
     # -- collection helpers --------------------------------------------------------------------
-    def evidence_for(self, item: pytest.Item) -> TestEvidence:
-        if item.nodeid not in self.evidence:
+    def running_for(self, item: pytest.Item) -> TestEvidence:
+        if item.nodeid not in self.running:
             checks = self.checks.get(item.nodeid) or item_checks(item)
             claims = tuple(dict.fromkeys(c.claim for c in checks))
             method = next((c.method for c in checks), "property")
             control = any(c.control for c in checks)
-            self.evidence[item.nodeid] = TestEvidence(item.nodeid, claims, method, control)
-        return self.evidence[item.nodeid]
+            self.running[item.nodeid] = TestEvidence(item.nodeid, claims, method, control)
+        return self.running[item.nodeid]
 
-    # -- hooks -----------------------------------------------------------------------------
+    # -- hooks where the test runs ---------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         outcome = yield
         report = outcome.get_result()
-        evidence = self.evidence_for(item)
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            evidence.duration += report.duration
-            if report.failed:
-                evidence.outcome = "failed"
-                evidence.message = _short(report.longreprtext)
-            elif report.skipped:
-                evidence.outcome = "skipped"
-                evidence.message = _skip_reason(report)
+        running = self.running_for(item)
+        data = {"claims": list(running.claims), "method": running.method, "control": running.control,
+                "sections": [section.to_json() for section in self.new_sections], "message": _message(report)}
+        self.new_sections.clear()
         if report.when == "teardown":
-            if report.failed and evidence.outcome == "passed":
-                evidence.outcome = "failed"
-                evidence.message = _short(report.longreprtext)
             stats = getattr(item, "hypothesis_statistics", None)
             if stats:
-                evidence.examples = sum(int(n) for n in re.findall(r"(\d+) passing", stats))
+                running.examples = sum(int(n) for n in re.findall(r"(\d+) passing", stats))
+            data.update(records=[result.to_json() for result in running.records], examples=running.examples)
+            del self.running[item.nodeid]
+        setattr(report, EVIDENCE_ATTRIBUTE, data)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        self.current = self.evidence_for(item)
+        self.current = self.running_for(item)
         try:
             yield
         finally:
             self.current = None
 
+    # -- hooks where the report is written ---------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.worker:
+            return
+        data = getattr(report, EVIDENCE_ATTRIBUTE, None) or {}
+        evidence = self.evidence.get(report.nodeid)
+        if evidence is None:  # a worker that crashed sends a report without data
+            evidence = self.evidence[report.nodeid] = TestEvidence(
+                report.nodeid, tuple(data.get("claims", ())), data.get("method", "property"), data.get("control", False))
+        self.sections.extend(ReportSection.from_json(section) for section in data.get("sections", ()))
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            evidence.duration += report.duration
+            if report.failed or report.skipped:
+                evidence.outcome = "failed" if report.failed else "skipped"
+                evidence.message = data.get("message", _message(report))
+        if report.when == "teardown":
+            if report.failed and evidence.outcome == "passed":
+                evidence.outcome = "failed"
+                evidence.message = data.get("message", _message(report))
+            evidence.records = [CheckResult.from_json(result) for result in data.get("records", ())]
+            evidence.examples = data.get("examples")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        self.order = self.order or {nodeid: position for position, nodeid in enumerate(ids)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        covered = getattr(node, "workeroutput", {}).get(COVERAGE_OUTPUT)
+        if covered is not None:
+            self.worker_coverage.append(covered)
+
+    def covered(self) -> dict[str, dict[str, str]]:
+        """The evidence kinds with a check, per claim: of the checks registered in this process and collected
+        here, and under ``-n`` also of every worker's (the controller imports no test module)."""
+        collected = [c for checks in self.checks.values() for c in checks]
+        covered = coverage([*REGISTERED_CHECKS, *collected])
+        for other in self.worker_coverage:
+            for claim, kinds in covered.items():
+                for kind in kinds:
+                    if other.get(claim, {}).get(kind) == COVERED:
+                        kinds[kind] = COVERED
+        return covered
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.worker:
+            self.config.workeroutput[COVERAGE_OUTPUT] = self.covered()
+            return
         if self.out is None:
             return
-        collected = [c for checks in self.checks.values() for c in checks]
+        evidence = sorted(self.evidence.values(), key=lambda ev: self.order.get(ev.nodeid, len(self.order)))
         path = write_report(
             self.out,
-            evidence=list(self.evidence.values()),
-            sections=self.sections,
+            evidence=evidence,
+            sections=joined_sections(self.sections),
             started=self.started,
             exitstatus=int(exitstatus),
             full=_full_enabled(self.config),
-            covered=coverage([*REGISTERED_CHECKS, *collected]),
+            covered=self.covered(),
         )
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.write_sep("-", f"verification report: {path}")
+
+
+def joined_sections(sections: list[ReportSection]) -> list[ReportSection]:
+    """``sections`` with those of one title joined into the first: under ``-n`` each worker's session fixture makes
+    its own part of a summary (the property suite's table of what each property saw, of the tests it ran); the
+    parts' tables become tables of all their rows, sorted (as the summary sorts its rows). A section whose parts
+    differ in text, order or table titles is kept apart."""
+    joined: dict[str, ReportSection] = {}
+    apart = []
+    for section in sections:
+        first = joined.setdefault(section.title, section)
+        if first is section:
+            continue
+        if (first.text, first.order, [t.title for t in first.tables]) != \
+                (section.text, section.order, [t.title for t in section.tables]):
+            apart.append(section)
+            continue
+        tables = tuple(replace(table, rows=tuple(sorted((*table.rows, *other.rows))))
+                       for table, other in zip(first.tables, section.tables))
+        joined[section.title] = replace(first, tables=tables, figures=(*first.figures, *section.figures))
+    return [*joined.values(), *apart]
 
 
 def item_checks(item: pytest.Item) -> tuple[Check, ...]:
@@ -127,6 +209,14 @@ def item_checks(item: pytest.Item) -> tuple[Check, ...]:
             raise pytest.UsageError(f"{item.nodeid}: claim marker method={method!r} must be one of {EVIDENCE_KINDS}.")
         found.append(Check(marker.args[0], method, bool(marker.kwargs.get("control", False)), item.nodeid))
     return tuple(found)
+
+
+def _message(report: pytest.TestReport) -> str:
+    """What a failed or skipped report says, as the report shows it; empty for a pass. Read where the test ran (a
+    report the controller of ``-n`` holds begins with a line naming the worker)."""
+    if report.failed:
+        return _short(report.longreprtext)
+    return _skip_reason(report) if report.skipped else ""
 
 
 def _short(text: str, limit: int = 1500) -> str:
@@ -178,8 +268,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _report_folder(config: pytest.Config) -> Path | None:
     """``--report-dir`` (relative to the root), checked by ``reports.outputs`` and claimed before any test runs (a
     folder of another command, such as the full report of ``make report``, is refused); None with ``--no-report``."""
-    if config.getoption("no_report"):
-        return None
+    if config.getoption("no_report") or hasattr(config, "workerinput"):
+        return None  # a pytest-xdist worker: the controller writes the report
     out = Path(config.getoption("report_dir"))
     out = out if out.is_absolute() else Path(config.rootpath) / out
     if os.environ.get(BUILD_FOLDER_ENV) == str(out.absolute()):
@@ -240,7 +330,7 @@ def current_claim(among: str | None = None) -> tuple[str, bool]:
 def record(request: pytest.FixtureRequest):
     """Hand result records to the report: ``record(result)`` returns ``result`` unchanged. A test that marks
     claims may hand over records of those claims only."""
-    evidence = _collector(request.config).evidence_for(request.node)
+    evidence = _collector(request.config).running_for(request.node)
 
     def _record(result: CheckResult) -> CheckResult:
         if not isinstance(result, CheckResult):
@@ -260,7 +350,7 @@ def report_section(request: pytest.FixtureRequest):
     collector = _collector(request.config)
 
     def _add(section: ReportSection) -> ReportSection:
-        collector.sections.append(section)
+        collector.new_sections.append(section)  # sent with the running test's next report
         return section
 
     return _add

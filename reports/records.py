@@ -28,6 +28,11 @@ class Figure:
     caption: str
     paper_figure: str | None = None
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Figure":
+        """The figure of its ``to_json`` data (``asdict``)."""
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class Table:
@@ -36,6 +41,11 @@ class Table:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Table":
+        """The table of its JSON data (lists back to tuples)."""
+        return cls(data["title"], tuple(data["columns"]), tuple(tuple(row) for row in data["rows"]))
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,13 @@ class CheckResult:
         """A JSON-ready dict (non-finite floats become strings, numpy scalars plain numbers)."""
         return jsonable(asdict(self))
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CheckResult":
+        """The record of its ``to_json`` data, whose ``to_json`` is that data again (how a test run on a parallel
+        worker hands its records to the process writing the report)."""
+        return cls(**{**data, "figures": tuple(Figure.from_json(f) for f in data.get("figures", ())),
+                      "tables": tuple(Table.from_json(t) for t in data.get("tables", ()))})
+
 
 @dataclass(frozen=True)
 class ReportSection:
@@ -96,6 +113,13 @@ class ReportSection:
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ReportSection":
+        """The section of its JSON data (``to_json``, or a ``*.section.json`` file of a benchmark)."""
+        return cls(title=data["title"], text=data.get("text", ""), order=data.get("order", 100),
+                   tables=tuple(Table.from_json(t) for t in data.get("tables", ())),
+                   figures=tuple(Figure.from_json(f) for f in data.get("figures", ())))
 
 
 def worst_verdict(verdicts: list[str]) -> str:

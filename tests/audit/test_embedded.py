@@ -72,6 +72,24 @@ def test_the_first_load_builds_the_cache_and_later_loads_reuse_it(stand_in, tmp_
         torch.testing.assert_close(model(ids).logits, reference(ids).logits, rtol=0, atol=0)
 
 
+def test_a_copy_another_process_finished_meanwhile_is_kept_not_replaced(stand_in, monkeypatch):
+    """Two parallel test workers may build the cache at once: the one finishing second uses the first one's copy
+    (which the first may be reading) and drops its own."""
+    dequantise = embedded.load_gguf
+    other = {}
+
+    def racing(path, **options):
+        monkeypatch.setattr(embedded, "load_gguf", dequantise)
+        other["manifest"] = (embedded.gemma3_dequantised() / embedded.MANIFEST).stat().st_ino  # finished first
+        return dequantise(path, **options)
+
+    monkeypatch.setattr(embedded, "load_gguf", racing)
+    folder = embedded.gemma3_dequantised()
+    assert stand_in["dequantise"] == 2
+    assert (folder / embedded.MANIFEST).stat().st_ino == other["manifest"]
+    assert not list(folder.parent.glob(".dequantising-*"))  # its own copy removed
+
+
 @pytest.mark.parametrize("damage", ["truncated weights", "flipped byte", "no manifest", "other transformers"])
 def test_a_damaged_cache_is_rebuilt_with_a_warning_never_used(stand_in, damage):
     folder = embedded.gemma3_dequantised()

@@ -1,6 +1,7 @@
 """The pytest plugin: a run of marked tests becomes verdicts.json and index.html."""
 
 import json
+import re
 
 import pytest
 
@@ -179,3 +180,51 @@ def test_conjectures_have_their_own_table(report):
     assert 'data-claim="conj.gradient-equilibria"' in conjectures.split("</table>")[0]
     assert 'data-claim="conj.' not in theorems.split('<table id="claims">')[1]
     assert 'data-claim="full.wendel"' in theorems
+
+
+SECTIONS = '''
+
+SEEN = []
+
+
+@pytest.fixture(autouse=True)
+def seen(request):
+    SEEN.append(request.node.name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def summary(report_section):
+    """Like the property suite's summary: made in each process, of the tests that process ran."""
+    from reports.records import ReportSection, Table
+    yield
+    report_section(ReportSection("Summary", tables=(Table("seen", ("test",), tuple(sorted((n,) for n in SEEN))),)))
+
+
+def test_adds_a_section(report_section):
+    from reports.records import ReportSection, Table
+    report_section(ReportSection("A test's section", text="sent with the test's report",
+                                 tables=(Table("t", ("a", "b"), ((1, 2.5),)),)))
+'''
+
+
+def _verdicts(pytester, *options):
+    out = f"out{len(options)}"
+    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", out, *options)
+    # a worker's temporary folders are its own (basetemp/popen-gw0/...); the records are otherwise the same
+    data = json.loads(re.sub(r"popen-gw\d+/", "", (pytester.path / out / "verdicts.json").read_text()))
+    return data["claims"], data["gaps"], data["sections"], data["manifest"]["tests"]
+
+
+def test_parallel_workers_hand_every_record_to_the_report(pytester, monkeypatch):
+    """Under pytest-xdist (`-n 2`) the tests run in two worker processes and the controller writes the report: the
+    same claims, records, tests (in the collection's order), gaps and sections as a run in one process."""
+    monkeypatch.delenv(FULL_ENV, raising=False)
+    pytester.makepyfile(test_suite=SUITE + SECTIONS)
+    alone = _verdicts(pytester)
+    parallel = _verdicts(pytester, "-n", "2")
+    assert alone[3] == 8 and [s["title"] for s in alone[2]] == ["A test's section", "Summary"]
+    assert len(alone[2][1]["tables"][0]["rows"]) == 7  # every test that ran (the expensive one is skipped)
+    assert parallel == alone
+    claims = {c["claim"]: c for c in parallel[0]}
+    assert claims["model.layernorm"]["records"][0]["corrected"] == "radius sqrt(n+1) |gamma0|"
+    assert claims["conj.gradient-equilibria"]["verdict"] == "supported"
