@@ -1,5 +1,6 @@
 """The report's rendering side without a browser: formulas, the first-look summary, table cells."""
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -148,3 +149,17 @@ def test_installed_mathjax_bundle_is_mathjax_3_with_its_licence_and_can_be_inlin
     version, script, licence = render.mathjax_bundle()
     assert version.startswith("3.") and "MathJax" in script[:100_000] and "</script" not in script.lower()
     assert "Apache License" in licence and "Version 2.0" in licence
+
+
+def test_each_claim_section_names_the_checks_its_registry_entry_names():
+    """The reader goes from the report to the code: the claim's section lists ``Claim.checks``; a claim naming none
+    gets no such line."""
+    wendel = _entry("full.wendel", "verified", [CheckResult("full.wendel", "exact", "verified")])
+    page = render.render_html(entries=[wendel], sections=[], manifest={}, counts={}, mathjax=None)
+    section = page[page.index('<section class="claim" id="full.wendel">'):]
+    section = section[:section.index("</section>")]
+    names = CLAIMS_BY_ID["full.wendel"].checks
+    assert names and all(f"<code>{name}</code>" in section for name in names)
+    unnamed = dict(wendel, claim=dataclasses.replace(CLAIMS_BY_ID["full.wendel"], checks=()))
+    page = render.render_html(entries=[unnamed], sections=[], manifest={}, counts={}, mathjax=None)
+    assert 'class="checks"' not in page
