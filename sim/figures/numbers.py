@@ -14,7 +14,7 @@ from reports.checks import check, claim_result
 from reports.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, FIG4_MIN_RATE, FIG4_REASON, FIG4_TOL, MONOTONE_REASON,
-                               MONOTONE_TOL, SEEDS)
+                               MONOTONE_TOL, SEEDS, figure6_holds)
 
 #: Consensus read off the tokens' diameter max_ij |y_i - y_j| at the horizon.
 DIAMETER_TOL = 1e-3
@@ -105,10 +105,8 @@ def measure_figure6(data: dict[str, Any]) -> CheckResult:
     numbers = {"instances": data["instances"], "max_increase_V1_all": data["max_increase_V1_all"],
                "instances_V2_increasing": data["instances_V2_increasing"],
                "max_increase_V2": data["max_increase_V2"], "final_max_V_all": data["final_max_V_all"]}
-    ok = (data["max_increase_V1_all"] <= MONOTONE_TOL and data["instances_V2_increasing"] > 0
-          and data["final_max_V_all"] <= CONSENSUS_TOL)
     return claim_result(
-        "verified" if ok else "refuted",
+        "verified" if figure6_holds(data) else "refuted",
         detail=f"On {data['instances']} initial states: largest increase of V_1 {data['max_increase_V1_all']:.1e}; "
                f"V_2 increases by more than {MONOTONE_TOL:g} on {data['instances_V2_increasing']} of them (largest "
                f"{data['max_increase_V2']:.3g}); largest V_i at the horizon {data['final_max_V_all']:.1e}.",
