@@ -54,6 +54,9 @@ class Claim:
         return self.area == "conj"
 
 
+#: The two checks of every searched conjecture: a stored witness's replay and a search's summary.
+SEARCH_CHECKS = ("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")
+
 CLAIMS: tuple[Claim, ...] = (
     # --- Section 2: the model -------------------------------------------------------------------
     Claim(
@@ -317,14 +320,13 @@ CLAIMS: tuple[Claim, ...] = (
           "attention, h >= 2 constant symmetric U_eta, bounded P_eta (constant in the search), v the top eigenvector "
           "of sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain "
           "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.multihead-causal-common", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
           "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
           "attraction contains D^l(v).", ("search", "symbolic"), "suite",
-          checks=("theory.conjectures:check_multihead_common_scalar", "sim.conjectures.replay:record_of",
-                  "sim.conjectures.distributed:check_result")),
+          checks=("theory.conjectures:check_multihead_common_scalar", *SEARCH_CHECKS)),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
@@ -334,7 +336,7 @@ CLAIMS: tuple[Claim, ...] = (
           "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
           "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
           "for almost every initial state the tokens converge to consensus.", ("search",), "suite",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
@@ -342,37 +344,36 @@ CLAIMS: tuple[Claim, ...] = (
           "U != I whose eigenvalue of largest real part is real, simple and positive with eigenvector v: for almost "
           "every initial state every token converges to +v or to -v (consensus, or the antipodal pair of "
           "clusters).", ("search",), "cited",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal, READING 'consensus' (this suite's reconstruction): "
           "full attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, "
           "simple and positive: for almost every initial state the tokens converge to consensus.", ("search",),
           "suite",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
           "converges to +v or to -v.", ("search",), "cited",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
           "Quoted: 'If we take P to be the identity, linearization ... shows that the only equilibria that are "
           "asymptotically stable are the consensus equilibria ... when P is not the identity this strategy leads to "
           "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
           "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search"),
-          checks=("theory.conjectures:check_gradient_equilibria_proof", "sim.conjectures.replay:record_of",
-                  "sim.conjectures.distributed:check_result")),
+          checks=("theory.conjectures:check_gradient_equilibria_proof", *SEARCH_CHECKS)),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
           "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
           "verified (grad.field: P = P^T and W U = P), here W = I and U = P symmetric, possibly indefinite: every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
     Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
           "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
           "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
           "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
           "consensus.", ("search",), "suite",
-          checks=("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")),
+          checks=SEARCH_CHECKS),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}
