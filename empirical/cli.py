@@ -91,11 +91,10 @@ def _gpu_checks(args) -> int:
     from .gpu_checks import run_checks
 
     try:
-        result = run_checks(args.out, tiny=args.tiny, device=args.device, passes=args.passes, work=args.work)
+        run_checks(args.out, tiny=args.tiny, device=args.device, passes=args.passes, work=args.work,
+                   report=lambda line: print(line, flush=True))
     except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
         return _error(error)
-    for line in result["summary"]:
-        print(line)
     print(f"wrote {args.out}")
     return 0
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .run import RunSettings, environment, resolve_device, run_experiment
 
@@ -96,27 +96,51 @@ def _line(entry: dict[str, Any]) -> str:
                                                        for name, held in entry.get("targets", {}).items()))
 
 
+def _start_device(device: str) -> float:
+    """Start the device's runtime (CUDA context, cuBLAS handle) and return the seconds it took: paid once per
+    process, before the first model, so the first run's build time is the model's alone."""
+    started = time.perf_counter()
+    if device == "cuda":
+        import torch
+
+        torch.ones(8, 8, device=device).matmul(torch.ones(8, 8, device=device)).sum().item()
+    return time.perf_counter() - started
+
+
+def _write(out: Path, result: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+
+
 def run_checks(out: Path, *, tiny: bool = False, device: str = "auto", passes: int | None = None,
-               work: Path | None = None) -> dict[str, Any]:
-    """Run the grid (:func:`grid`) and write its measurements to ``out`` (JSON); return them. ``work`` keeps the
-    run folders (default: a temporary folder, deleted afterwards)."""
+               work: Path | None = None, report: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the grid (:func:`grid`) and write its measurements to ``out`` (JSON), rewritten after every run so that
+    a call cut off by its time limit keeps the runs it finished (``"complete": false`` until the last); return
+    them. ``report`` gets a line per finished run. ``work`` keeps the run folders (default: a temporary folder,
+    deleted afterwards)."""
     passes = (TINY_PASSES if tiny else GPU_PASSES) if passes is None else passes
     budget = dict(prompts=4, length=16) if tiny else dict(prompts=100, length=200)
     resolved = resolve_device(device)  # "cuda" without CUDA is refused here, before anything runs
     started = time.perf_counter()
+    result: dict[str, Any] = {"tiny": tiny, "device": str(resolved), "environment": environment(), "passes": passes,
+                              **budget, "device_start_s": _start_device(resolved.type), "complete": False,
+                              "E_floor_per_dtype": {}, "runs": [], "summary": []}
     folder = Path(work) if work is not None else Path(tempfile.mkdtemp(prefix="gpu-checks-"))
     try:
-        entries = [_measure(check, RunSettings(model=check.model, weights=check.weights, ffn=check.ffn,
-                                               passes=passes, device=resolved.type, dtype=check.dtype, **budget),
-                            folder / check.key) for check in grid(tiny)]
+        for check in grid(tiny):
+            settings = RunSettings(model=check.model, weights=check.weights, ffn=check.ffn, passes=passes,
+                                   device=resolved.type, dtype=check.dtype, **budget)
+            entry = _measure(check, settings, folder / check.key)
+            result["runs"].append(entry)
+            result["E_floor_per_dtype"][f"{entry['model']} {entry['weights']} "
+                                        f"{'ffn' if entry['ffn'] else 'no-ffn'} {entry['dtype']}"] = entry["E_floor"]
+            result["summary"].append(_line(entry))
+            result["total_s"] = time.perf_counter() - started
+            _write(Path(out), result)
+            report(result["summary"][-1])
     finally:
         if work is None:
             shutil.rmtree(folder, ignore_errors=True)
-    result = {"tiny": tiny, "device": str(resolved), "environment": environment(), "passes": passes, **budget,
-              "E_floor_per_dtype": {f"{e['model']} {e['weights']} {'ffn' if e['ffn'] else 'no-ffn'} {e['dtype']}":
-                                    e["E_floor"] for e in entries},
-              "runs": entries, "total_s": time.perf_counter() - started, "summary": [_line(e) for e in entries]}
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    result["complete"] = True
+    _write(Path(out), result)
     return result

@@ -10,6 +10,7 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
     out = tmp_path / "gpu.json"
     assert main(["gpu-checks", "--tiny", "--passes", "2", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    assert result["complete"] is True and result["device_start_s"] >= 0
     assert [run["key"] for run in result["runs"]] == [check.key for check in grid(tiny=True)]
     for run in result["runs"]:
         assert run["passes"] == 2 and run["prompts"] == 4
@@ -31,3 +32,27 @@ def test_gpu_checks_on_cuda_without_cuda_is_an_error(tmp_path, capsys):
         pytest.skip("this machine has CUDA")
     assert main(["gpu-checks", "--tiny", "--device", "cuda", "--out", str(tmp_path / "x.json")]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_a_cut_off_call_keeps_the_runs_it_finished(tmp_path, monkeypatch):
+    """The device's time limit kills a call mid-grid: the file written after each run holds the finished ones."""
+    import pytest
+
+    from empirical import gpu_checks
+
+    finished = []
+    real = gpu_checks._measure
+
+    def measure_then_die(check, settings, folder):
+        if finished:
+            raise KeyboardInterrupt  # what a time limit's kill looks like from inside
+        finished.append(check.key)
+        return real(check, settings, folder)
+
+    monkeypatch.setattr(gpu_checks, "_measure", measure_then_die)
+    out = tmp_path / "gpu.json"
+    with pytest.raises(KeyboardInterrupt):
+        gpu_checks.run_checks(out, tiny=True, passes=1, report=lambda line: None)
+    result = json.loads(out.read_text())
+    assert result["complete"] is False and [run["key"] for run in result["runs"]] == finished
+    assert len(result["summary"]) == 1
