@@ -71,6 +71,7 @@ def _measure(check: GpuCheck, settings: RunSettings, folder: Path) -> dict[str, 
              "dtype": manifest["dtype"], "device": manifest["device"], "prompts": settings.prompts,
              "length": settings.length, "passes": results["passes"], **timings, "wall_s": wall,
              "end_to_end_over_loop": timings["end_to_end_s"] / timings["loop_s"] if timings["loop_s"] else None,
+             "other_s": timings["end_to_end_s"] - sum(timings[name] for name in PHASES),
              "E_floor": manifest["floor"]["E_floor"], "floor": manifest["floor"],
              "E_pass_end": results["E_pass_end"], "E_min": min(results["E_mean"]), "decision": results["decision"]}
     if check.speed_target:
@@ -89,11 +90,15 @@ def _release(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+#: The phases of a run's end-to-end time, as its manifest's timings name them (empirical.run.run_experiment).
+PHASES = ("imports_s", "model_build_s", "start_s", "floor_s", "loop_s", "saving_s", "figure_s")
+
+
 def _line(entry: dict[str, Any]) -> str:
-    return (f"{entry['key']}: built {entry['model_build_s']:.1f} s, loop {entry['loop_s']:.1f} s, end to end "
-            f"{entry['end_to_end_s']:.1f} s, floor of E {entry['E_floor']:.1e}, min mean E {entry['E_min']:.1e}, "
-            f"{entry['decision']['verdict']}" + "".join(f"; {name}: {'yes' if held else 'NO'}"
-                                                       for name, held in entry.get("targets", {}).items()))
+    phases = ", ".join(f"{name.removesuffix('_s').replace('_', ' ')} {entry[name]:.1f} s" for name in PHASES)
+    return (f"{entry['key']}: end to end {entry['end_to_end_s']:.1f} s ({phases}, other {entry['other_s']:.1f} s), "
+            f"floor of E {entry['E_floor']:.1e}, min mean E {entry['E_min']:.1e}, {entry['decision']['verdict']}"
+            + "".join(f"; {name}: {'yes' if held else 'NO'}" for name, held in entry.get("targets", {}).items()))
 
 
 def _start_device(device: str) -> float:

@@ -33,7 +33,8 @@ from .decision import CollapseRule, decide, needs_more_passes, pass_ends
 from .figures import plot_run
 from .floor import measure_floor
 from .loop import NonFiniteActivations, embed, run_pass
-from .models import WEIGHTS, describe_model, fingerprint, load_config, load_model, redraw, verify_draw
+from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
+                     verify_draw)
 from .prompts import PAPER_SEED, authors_prompts
 from .sources import locate
 
@@ -121,14 +122,16 @@ def weights_source(settings: RunSettings, weights_dirs: Mapping[str, Path] | Non
     return str(source.path), source.to_json()
 
 
-def check_before_loading(settings: RunSettings) -> None:
+def check_before_loading(settings: RunSettings):
     """Refuse, from the model's configuration alone (before any weights are read or anything is written),
-    a model of a family without a loop adapter or prompts longer than the model's context."""
+    a model of a family without a loop adapter or prompts longer than the model's context; return the
+    configuration."""
     config = load_config(settings.model)
     context = adapter_class(config).context_length_of(config)
     if settings.length > context:
         raise ValueError(f"--length {settings.length} is longer than the model's context of {context} tokens "
                          f"({settings.model}); use --length <= {context}.")
+    return config
 
 
 def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
@@ -153,23 +156,11 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
         say_rebuilt(out / "results.json", f"it could not be read ({reason}); made again from the checkpoint")
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
+    prepared = time.perf_counter()
     floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn)
     rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
-    manifest = {
-        "settings": asdict(settings), "settings_identity": settings.identity(),
-        "device": str(device), "dtype": loaded.dtype_name, "device_map": loaded.device_map,
-        "model": describe_model(settings.model, adapter), "weights_source": loaded.source,
-        "environment": environment(),
-        "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
-                  "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
-                  "floor_probe": floor.get("probe_seed")},
-        "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
-        "floor": floor, "until": [asdict(r) for r in until],
-        "status": "running",
-        "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seconds": previous.get("seconds", 0.0) if previous else 0.0,
-        "timings": {"model_build_s": built - started},
-    }
+    manifest = _manifest(settings, loaded, state, floor, until, {
+        "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built})
     write_json(out / "manifest.json", manifest)
     writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule)
     stop = (lambda ends: len(ends) > 1 and not any(needs_more_passes(ends, floor["E_floor"], r) for r in until)) \
@@ -182,7 +173,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
         raise
     finally:
         results = writer.close(state, adapter.num_layers)
+    plotting = time.perf_counter()
     figure = plot_run(manifest, results, out / FIGURE)
+    manifest["timings"].update(saving_s=writer.seconds, figure_s=time.perf_counter() - plotting)
     manifest["status"] = "complete"
     manifest["passes_done"] = results["passes"]
     manifest["figure"] = figure.name
@@ -190,6 +183,27 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
                                loop_s=loop_seconds, end_to_end_s=time.perf_counter() - started)
     write_json(out / "manifest.json", manifest)
     return results
+
+
+def _manifest(settings: RunSettings, loaded: "_Loaded", state: "_Progress", floor: dict[str, Any],
+              until: Sequence[CollapseRule], timings: dict[str, float]) -> dict[str, Any]:
+    """The manifest of a run as it starts its passes (``status: running``)."""
+    previous, adapter = loaded.previous, loaded.adapter
+    return {
+        "settings": asdict(settings), "settings_identity": settings.identity(),
+        "device": str(loaded.device), "dtype": loaded.dtype_name, "device_map": loaded.device_map,
+        "model": describe_model(settings.model, adapter), "weights_source": loaded.source,
+        "environment": environment(),
+        "seeds": {"prompts": settings.prompt_seed, "weights": settings.seed if settings.weights != "trained" else None,
+                  "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
+                  "floor_probe": floor.get("probe_seed")},
+        "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
+        "floor": floor, "until": [asdict(r) for r in until],
+        "status": "running",
+        "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": previous.get("seconds", 0.0) if previous else 0.0,
+        "timings": timings,
+    }
 
 
 class _Loaded(NamedTuple):
@@ -206,6 +220,7 @@ class _Loaded(NamedTuple):
     device_map: str | None
     model: Any
     adapter: Any
+    imports_s: float
 
 
 def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | None) -> _Loaded:
@@ -214,7 +229,10 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
     device = resolve_device(settings.device)
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
-    check_before_loading(replace(settings, model=name))  # the configuration of the weights that will be loaded
+    started = time.perf_counter()
+    # The configuration of the weights that will be loaded; its code imported first (seconds, once per process).
+    import_model_class(check_before_loading(replace(settings, model=name)))
+    imports_s = time.perf_counter() - started
     output = check_output_folder(out, command="empirical run", settings=settings.identity())
     previous = _previous_manifest(output.path, settings, source)
     dtype_name = str(dtype).replace("torch.", "")
@@ -226,7 +244,8 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
     _synchronise(device)
-    return _Loaded(output, output.path, previous, source, device, dtype_name, device_map, model, adapter_for(model))
+    return _Loaded(output, output.path, previous, source, device, dtype_name, device_map, model, adapter_for(model),
+                   imports_s)
 
 
 def _synchronise(device: torch.device) -> None:
@@ -307,10 +326,12 @@ class _Writer:
     rule: CollapseRule
     pending: Future | None = None
     results_written: float = field(default_factory=time.perf_counter)
+    seconds: float = 0.0  # spent saving, the checkpoint's wait included (the manifest's timings["saving_s"])
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
 
     def after_pass(self, state: _Progress, seconds: float, layers: int) -> None:
         """Save pass ``state.done`` (which took ``seconds``)."""
+        started = time.perf_counter()
         self.wait()
         self.pending = self.executor.submit(self.checkpoint.save, state.done, state.x.to('cpu', copy=True), state.E)
         self.manifest["seconds"] += seconds
@@ -319,6 +340,7 @@ class _Writer:
         write_json(self.out / "manifest.json", self.manifest)
         if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
             self.write_results(state, layers)
+        self.seconds += time.perf_counter() - started
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""
@@ -335,11 +357,14 @@ class _Writer:
 
     def close(self, state: _Progress, layers: int) -> dict[str, Any]:
         """The run ends or stops: the checkpoint in flight lands, results.json is written; return the results."""
+        started = time.perf_counter()
         try:
             self.wait()
         finally:
             self.executor.shutdown()
-        return self.write_results(state, layers)
+        results = self.write_results(state, layers)
+        self.seconds += time.perf_counter() - started
+        return results
 
 
 def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer: _Writer, progress: bool,

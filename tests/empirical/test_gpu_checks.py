@@ -3,7 +3,7 @@
 import json
 
 from empirical.__main__ import main
-from empirical.gpu_checks import END_TO_END_TARGET, grid
+from empirical.gpu_checks import END_TO_END_TARGET, PHASES, grid
 
 
 def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path, capsys):
@@ -15,6 +15,7 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
     for run in result["runs"]:
         assert run["passes"] == 2 and run["prompts"] == 4
         assert 0 < run["model_build_s"] and 0 < run["loop_s"] < run["end_to_end_s"] <= run["wall_s"]
+        assert all(run[phase] >= 0 for phase in PHASES) and run["other_s"] >= 0  # the phases do not overlap
         assert run["E_floor"] == run["floor"]["E_floor"] > 0
     floors = {run["dtype"]: run["E_floor"] for run in result["runs"] if run["model"] == "tiny-gpt-neo"}
     assert floors["bfloat16"] > 10 * floors["float32"]  # bfloat16 keeps 8 bits of mantissa, float32 24
