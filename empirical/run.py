@@ -337,7 +337,7 @@ class _Writer:
         self.manifest["seconds"] += seconds
         self.manifest["draws"] = state.draws
         self.manifest["passes_done"] = state.done
-        write_json(self.out / "manifest.json", self.manifest)
+        write_json(self.out / "manifest.json", self.manifest, durable=False)  # every pass: see Checkpoint.save
         if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
             self.write_results(state, layers)
         self.seconds += time.perf_counter() - started
@@ -487,7 +487,10 @@ class Checkpoint:
         """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
         ``(prompts, passes * layers + 1)``."""
         state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
-        atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True)
+        # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
+        # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
+        # refused on resume with a way out (load).
+        atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False)
 
     def load(self, hidden_shape: tuple[int, ...], layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
         """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)``, checked against the run's

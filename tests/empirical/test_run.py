@@ -39,6 +39,24 @@ def test_interrupted_run_resumes_to_the_same_numbers(tmp_path, weights):
     assert manifest["status"] == "complete" and manifest["passes_done"] == 3
 
 
+def test_a_run_flushes_to_the_disk_a_fixed_number_of_times_whatever_its_passes(tmp_path, monkeypatch):
+    """The per-pass checkpoint and manifest are renamed into place unflushed (an fsync of a GPU run's checkpoint
+    after every pass cost more than the pass); the files a finished run leaves are flushed."""
+    import os
+
+    from reports import files
+
+    flushed, fsync = [], os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda descriptor: flushed.append(descriptor) or fsync(descriptor))
+    counts = []
+    for passes in (1, 4):
+        flushed.clear()
+        run_experiment(RunSettings(weights="random", passes=passes, **TINY), tmp_path / str(passes), progress=False)
+        counts.append(len(flushed))
+    assert counts[0] == counts[1] > 0
+    assert (tmp_path / "4" / "checkpoint.pt").exists()
+
+
 def test_results_have_one_value_per_block_and_pass_plus_the_embeddings(tmp_path):
     settings = RunSettings(weights="random", passes=2, **TINY)
     results = run_experiment(settings, tmp_path, progress=False)
