@@ -10,10 +10,11 @@ on an H100, each in float32 (the CUDA default since then) and in bfloat16:
   float32 went below 1e-8).
 
 Each run is ``empirical run`` itself (:func:`empirical.run.run_experiment`), so the numbers are those of its
-manifest: model build time, floor measurement, loop, end to end, the floor of E per dtype, and the collapse
-decision. Four runs of 50 passes take about 3 minutes on one H100 by the issue's loop times (at most 10 minutes
-is the budget). ``--tiny`` runs the same grid on tiny GPT-2 / GPT-Neo configurations and prompts (on the CPU
-when no GPU is there): a smoke test of this script, not a measurement.
+manifest: the phases of its end-to-end time (imports, model build, start, floor, loop, saving, figure), the floor
+of E per dtype, and the collapse decision. A resume check on the device comes first (:func:`resume_check`).
+Measured on one H100: about 3 minutes a call (175-177 s); the numbers are in docs/empirical.md. ``--tiny`` runs
+the same grid on tiny GPT-2 / GPT-Neo configurations and prompts (on the CPU when no GPU is there): a smoke test
+of this script, not a measurement.
 """
 
 from __future__ import annotations
@@ -112,6 +113,29 @@ def _start_device(device: str) -> float:
     return time.perf_counter() - started
 
 
+class _Cut(Exception):
+    """Stops a run after a pass, as a kill would (the resume check)."""
+
+
+def resume_check(device: str, folder: Path) -> dict[str, Any]:
+    """A run cut after its second pass and resumed from its checkpoint gives the numbers of the same run made
+    whole, on ``device``: on CUDA the checkpoint's hidden state is copied asynchronously into a pinned buffer
+    (empirical.run), and a checkpoint read before its copy landed would resume from other numbers."""
+    settings = RunSettings(model="tiny-llama", weights="random", passes=3, prompts=3, length=16, device=device)
+
+    def cut_after_second(done: int) -> None:
+        if done == 2:
+            raise _Cut
+
+    whole = run_experiment(settings, folder / "whole", progress=False)
+    try:
+        run_experiment(settings, folder / "cut", progress=False, after_pass=cut_after_second)
+    except _Cut:
+        pass
+    resumed = run_experiment(settings, folder / "cut", progress=False)
+    return {"model": settings.model, "passes": settings.passes, "cut_after": 2, "identical": resumed["E"] == whole["E"]}
+
+
 def _write(out: Path, result: dict[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
@@ -132,6 +156,8 @@ def run_checks(out: Path, *, tiny: bool = False, device: str = "auto", passes: i
                               "E_floor_per_dtype": {}, "runs": [], "summary": []}
     folder = Path(work) if work is not None else Path(tempfile.mkdtemp(prefix="gpu-checks-"))
     try:
+        result["resume"] = resume_check(resolved.type, folder / "resume")
+        report(f"resume from a checkpoint: {'identical' if result['resume']['identical'] else 'DIFFERENT'} numbers")
         for check in grid(tiny):
             settings = RunSettings(model=check.model, weights=check.weights, ffn=check.ffn, passes=passes,
                                    device=resolved.type, dtype=check.dtype, **budget)

@@ -328,12 +328,14 @@ class _Writer:
     results_written: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0  # spent saving, the checkpoint's wait included (the manifest's timings["saving_s"])
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
+    staging: torch.Tensor | None = None  # CUDA runs: the pinned host buffer the checkpoint's hidden state goes to
 
     def after_pass(self, state: _Progress, seconds: float, layers: int) -> None:
         """Save pass ``state.done`` (which took ``seconds``)."""
         started = time.perf_counter()
         self.wait()
-        self.pending = self.executor.submit(self.checkpoint.save, state.done, state.x.to('cpu', copy=True), state.E)
+        hidden, copied = self._host_copy(state.x)
+        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied)
         self.manifest["seconds"] += seconds
         self.manifest["draws"] = state.draws
         self.manifest["passes_done"] = state.done
@@ -341,6 +343,27 @@ class _Writer:
         if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
             self.write_results(state, layers)
         self.seconds += time.perf_counter() - started
+
+    def _host_copy(self, x: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """``x`` copied to the host for the checkpoint thread, and the CUDA event that thread waits for (``None``
+        off CUDA). On CUDA the copy goes asynchronously into a pinned buffer reused every pass (free again: the
+        previous checkpoint has landed, :meth:`wait`). Reason: a plain copy to pageable memory ran at about
+        1.6 GB/s on an H100 machine, 40-125 ms a pass for 64-196 MB, 2.2-6.2 s of loops of 9-50 s."""
+        if x.device.type != "cuda":
+            return x.to("cpu", copy=True), None
+        if self.staging is None or self.staging.shape != x.shape or self.staging.dtype != x.dtype:
+            self.staging = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+        with torch.cuda.device(x.device):
+            self.staging.copy_(x, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record()
+        return self.staging, copied
+
+    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any) -> None:
+        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), then save."""
+        if copied is not None:
+            copied.synchronize()
+        self.checkpoint.save(passes, hidden, E)
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""

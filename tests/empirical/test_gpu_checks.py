@@ -11,6 +11,7 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
     assert main(["gpu-checks", "--tiny", "--passes", "2", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["complete"] is True and result["device_start_s"] >= 0
+    assert result["resume"]["identical"] is True
     assert [run["key"] for run in result["runs"]] == [check.key for check in grid(tiny=True)]
     for run in result["runs"]:
         assert run["passes"] == 2 and run["prompts"] == 4
@@ -22,7 +23,7 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
     speed = [run for run in result["runs"] if "targets" in run]
     assert len(speed) == 2 and all(len(run["targets"]) == 2 for run in speed)
     assert f"end_to_end <= {END_TO_END_TARGET:g} x loop" in speed[0]["targets"]
-    assert len(capsys.readouterr().out.splitlines()) == 5  # a line per run, then the file
+    assert len(capsys.readouterr().out.splitlines()) == 6  # the resume check, a line per run, then the file
 
 
 def test_gpu_checks_on_cuda_without_cuda_is_an_error(tmp_path, capsys):
@@ -57,3 +58,14 @@ def test_a_cut_off_call_keeps_the_runs_it_finished(tmp_path, monkeypatch):
     result = json.loads(out.read_text())
     assert result["complete"] is False and [run["key"] for run in result["runs"]] == finished
     assert len(result["summary"]) == 1
+
+
+def test_the_resume_check_tells_a_resumed_run_that_differs(tmp_path, monkeypatch):
+    """The control: a checkpoint whose hidden state is not the one the run reached (as one saved before its
+    asynchronous copy landed would be) is reported as different numbers."""
+    from empirical import gpu_checks, run
+
+    save = run.Checkpoint.save
+    monkeypatch.setattr(run.Checkpoint, "save",
+                        lambda self, passes, hidden, E: save(self, passes, hidden + 0.5 * hidden.std(), E))
+    assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
