@@ -5,7 +5,7 @@ share an axis and the pass boundaries are the integers (a faint vertical line ea
 scale: the mean over the prompts, a band from the smallest to the largest prompt, the dtype's floor of E
 (:mod:`empirical.floor`) as a dashed line in the run's colour, and, where a collapse rule decided, its
 threshold as a dotted grey line. Values below a decade under the floor (rounding, possibly zero or negative)
-are drawn at that decade, where the axis starts.
+are drawn at that decade, where the axis starts; the band below the lowest floor is shaded grey and labelled.
 """
 
 from __future__ import annotations
@@ -75,7 +75,11 @@ def _decorate(axis, passes: int, thresholds: set[float], floors: list[float | No
     labels."""
     axis.set_yscale("log")
     known = [floor for floor in floors if floor is not None]
-    axis.set_ylim(bottom=min(known) / BELOW_FLOOR if known else NO_FLOOR_CLIP)
+    bottom = min(known) / BELOW_FLOOR if known else NO_FLOOR_CLIP
+    axis.set_ylim(bottom=bottom)
+    if known:  # a flat line along the bottom is rounding drawn at the axis, not a stall: shade it as such
+        axis.axhspan(bottom, min(known), color="0.9", linewidth=0, zorder=0,
+                     label="below the floor: rounding (drawn at the axis' bottom)")
     for k in range(1, passes + 1):
         axis.axvline(k, color="0.85", linewidth=0.6, zorder=0)
     for threshold in sorted(thresholds):

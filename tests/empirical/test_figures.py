@@ -26,6 +26,20 @@ def test_a_run_writes_its_figure_beside_results(runs):
     assert manifest["figure"] == "E.png" and image.shape[0] > 200 and image.shape[1] > 400
 
 
+def test_the_band_below_the_floor_is_shaded_and_labelled(runs, monkeypatch, tmp_path):
+    """Values under the floor are drawn at the axis' bottom: a flat line there must read as rounding, not a stall."""
+    from empirical import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path, title: drawn.append(figure) or path)
+    manifest, results = load_results(runs / "a")
+    figures.plot_run(manifest, results, tmp_path / "E.png")
+    axis = drawn[0].axes[0]
+    labels = axis.get_legend_handles_labels()[1]
+    assert any(label.startswith("below the floor") for label in labels), labels
+    assert axis.get_ylim()[0] == manifest["floor"]["E_floor"] / figures.BELOW_FLOOR
+
+
 def test_results_label_every_value_with_its_pass_and_block(runs):
     _, results = load_results(runs / "b")
     layers, passes = results["layers"], results["passes"]
