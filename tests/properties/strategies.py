@@ -71,7 +71,10 @@ class TrigonometricMatrix:
     def __call__(self, t: float) -> np.ndarray:
         phases = self.frequencies * t
         weights = np.concatenate(([1.0], np.cos(phases), np.sin(phases)))
-        return np.tensordot(weights, self.coefficients, axes=1)
+        # The weighted sum of the coefficients as one vector-matrix product over their flattened entries: the
+        # product np.tensordot forms, without its per-call set-up (a solve evaluates P(t) tens of thousands of times).
+        dim = self.coefficients.shape[-1]
+        return (weights @ self.coefficients.reshape(len(weights), dim * dim)).reshape(dim, dim)
 
     @property
     def bound(self) -> float:
