@@ -27,6 +27,7 @@ from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
 from sim.figures.plots import CONSENSUS_REASON, CONSENSUS_TOL
 from sim.field.manifold import Ellipsoid
 from sim.field.modulation import CosineDiagonal, Modulated
+from sim.field.reversed import TimeReversed
 from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 
 #: Every random draw of a figure (its system and starts) comes from this seed.
@@ -85,22 +86,12 @@ def simulate(claim: str, *, reverse: bool = False) -> dict[str, Any]:
     """The plotted quantity along every start, ``Q : shape=[STARTS, SAMPLES]`` at ``t : shape=[SAMPLES]``.
     ``reverse`` flips the field's sign (a negative control: the time-reversed model)."""
     setup = scene(claim)
-    field = setup.field if not reverse else _Reversed(setup.field)
+    field = setup.field if not reverse else TimeReversed(setup.field)
     ts = np.linspace(0.0, HORIZON, SAMPLES)
     ys = solve(field, Dopri5(), 0.0, HORIZON, setup.y0, saveat=SaveAt(ts=ts),
                controller=AdaptiveStepSize(rtol=1e-10, atol=1e-10)).ys
     return {"claim": claim, "t": ts.tolist(), "Q": setup.quantity(ys).T.tolist(), "label": setup.label,
             "caption": setup.caption, "reversed": reverse}
-
-
-class _Reversed:
-    """The field with its sign flipped (time reversed)."""
-
-    def __init__(self, field):
-        self.field, self.manifold = field, field.manifold
-
-    def __call__(self, t, y):
-        return -self.field(t, y)
 
 
 def plot(data: dict[str, Any], path: Path) -> Figure:

@@ -12,6 +12,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from reports.checks import check
+from sim.field.reversed import TimeReversed
 from sim.figures.numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
 from sim.figures.plots import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
                                simulate_figure5)
@@ -85,20 +86,10 @@ def test_figures5_and_6_on_1000_initial_states(figure_dir, record):
         _made(number, figure_dir, "full", record)
 
 
-class Reversed:
-    """A broken model: the attention field with its sign flipped (time reversed), so tokens repel."""
-
-    def __init__(self, field):
-        self.field, self.manifold = field, field.manifold
-
-    def __call__(self, t, y):
-        return -self.field(t, y)
-
-
 @pytest.fixture(scope="module")
 def reversed_figure2():
     """The Fig. 2-3 run of the time-reversed model (tokens repel)."""
-    return simulate_figure2(201, field=Reversed(full_attention_example()))
+    return simulate_figure2(201, field=TimeReversed(full_attention_example()))
 
 
 @check("sim.fig2", method="figure", control=True)
@@ -186,7 +177,7 @@ def test_figure4_numbers_reject_misalignment_that_levels_off():
 @check("sim.fig6", method="numeric", control=True)
 def test_figure5_and_6_numbers_reject_the_time_reversed_model():
     """Negative control: with the field's sign flipped the tokens leave D^l(v) and V_1 increases."""
-    data = simulate_figure5("fast", 101, field=Reversed(symmetric_value_example()))
+    data = simulate_figure5("fast", 101, field=TimeReversed(symmetric_value_example()))
     assert measure_figure5(data).verdict == "refuted"
     result = measure_figure6(data)
     assert result.verdict == "refuted" and result.numbers["max_increase_V1_all"] > 1e-3
