@@ -108,7 +108,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Along solutions of (6) under Hypothesis 3.1 the potential is non-decreasing, dPhi/dt = |grad Phi|_g^2 >= 0 "
         "with equality only at equilibria (LaSalle), and every solution converges to a single equilibrium "
         "(Lojasiewicz inequality; Phi and g are real analytic).",
-        ("symbolic", "numeric"),
+        ("symbolic", "numeric", "property"),
         checks=("theory.gradient:counterexamples", "theory.gradient:check_potential_monotone",
                 "theory.gradient:numeric_convergence", "tests.properties.checks:check_potential_monotone"),
     ),
@@ -124,7 +124,7 @@ CLAIMS: tuple[Claim, ...] = (
         "full.bounds", "Lemma 4.1", "Lemma 3.1",
         "If there exists p > 0 with |P_eta(t)| <= p for all t, then there exist 0 < a <= b such that the attention "
         "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
-        ("symbolic", "numeric"),
+        ("symbolic", "numeric", "property"),
         checks=("theory.full_attention:check_attention_bounds", "theory.full_attention:bounds_spot_check",
                 "tests.properties.checks:check_attention_bounds"),
     ),
@@ -210,7 +210,7 @@ CLAIMS: tuple[Claim, ...] = (
         "For U symmetric with simple largest eigenvalue lambda and unit eigenvector v, the equilibria of the first "
         "token are the unit eigenvectors of U; +-v are asymptotically stable with domains {+-v^T y > 0}; all other "
         "equilibria are unstable.",
-        ("symbolic", "numeric"),
+        ("symbolic", "numeric", "property"),
         checks=("theory.causal:check_first_token_symmetric", "theory.causal:numeric_first_token_symmetric",
                 "tests.properties.checks:check_token_lyapunov_monotone"),
     ),
