@@ -75,6 +75,39 @@ def _max_increase(series: np.ndarray, axis: int = 0) -> float:
     return float(np.max(np.diff(series, axis=axis))) if series.shape[axis] > 1 else 0.0
 
 
+# --- the figures' statements: one rule each, read by the figure check and the numeric check ----------------------
+def figure3_holds(V: np.ndarray) -> bool:
+    """Fig. 3's statement on ``V : shape=[time]``: V never rises by more than MONOTONE_TOL between samples and
+    V(T) < V(0)."""
+    return _max_increase(V) <= MONOTONE_TOL and V[-1] < V[0]
+
+
+def last_quarter_slopes(E: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+    """The least-squares slope of log E over the last quarter of the horizon, per trajectory of
+    ``E : shape=[trajectory, time]`` sampled at ``t : shape=[time]``, and the first time of that quarter."""
+    last = t >= 0.75 * t[-1]
+    return np.array([np.polyfit(t[last], np.log(row[last]), 1)[0] for row in E]), float(t[last][0])
+
+
+def figure4_holds(E: np.ndarray, slopes: np.ndarray) -> bool:
+    """Fig. 4's statement: E at the horizon is at most FIG4_TOL on every trajectory and log E still falls at rate
+    >= FIG4_MIN_RATE over the last quarter on every trajectory (``slopes`` from :func:`last_quarter_slopes`)."""
+    return E[:, -1].max() <= FIG4_TOL and slopes.max() <= -FIG4_MIN_RATE
+
+
+def figure5_holds(data: dict[str, Any]) -> bool:
+    """Fig. 5's statement on all instances: min over time, instances and tokens of v^T y_i is positive and every
+    1 - v^T y_i is at most CONSENSUS_TOL at the horizon."""
+    return data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
+
+
+def figure6_holds(data: dict[str, Any]) -> bool:
+    """Fig. 6's statement on all instances: V_1 never rises by more than MONOTONE_TOL, V_2 rises on some instance,
+    and every 1 - v^T y_i is at most CONSENSUS_TOL at the horizon."""
+    return (data["max_increase_V1_all"] <= MONOTONE_TOL and data["instances_V2_increasing"] > 0
+            and data["final_max_V_all"] <= CONSENSUS_TOL)
+
+
 # --- simulations -------------------------------------------------------------------------------
 def simulate_figure1(samples: int = 1001) -> dict[str, Any]:
     """||P_1(t)||_F, ||P_2(t)||_F over one period t in [0, 1] and the closed form they must equal."""
@@ -214,9 +247,8 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "samples": int(V.size), "T": data["t"][-1]}
     if V[0] >= 1.0:
         return _hypothesis_not_met(f"V(y(0)) = {V[0]:.3g} >= 1: a token starts outside H+(v)", numbers)
-    ok = _max_increase(V) <= MONOTONE_TOL and V[-1] < V[0]
     return claim_result(
-        "verified" if ok else "refuted",
+        "verified" if figure3_holds(V) else "refuted",
         detail="V of eq. 7 with v = (1, 0, 0) along the Fig. 2 solution is non-increasing at every one of the "
                f"{V.size} samples (largest step-to-step change {_max_increase(V):.2e}) and decreases from "
                f"{V[0]:.3f} to {V[-1]:.3f}. V tends to 1 - v^T y* for the consensus point y*, not to 0: the "
@@ -230,19 +262,17 @@ def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
     """Fig. 4: E -> 0 along every trajectory (small at the horizon and still decaying exponentially)."""
     E = np.array(data["E"])  # [trajectory, time]
     t = np.array(data["t"])
-    last = t >= 0.75 * t[-1]
-    rates = np.array([np.polyfit(t[last], np.log(row[last]), 1)[0] for row in E])
+    rates, quarter = last_quarter_slopes(E, t)
     numbers = {"trajectories": data["trajectories"], "max_final_E": float(E[:, -1].max()),
                "median_final_E": float(np.median(E[:, -1])), "min_initial_E": float(E[:, 0].min()),
                "slowest_log_E_slope_last_quarter": float(rates.max()),
                "first_token_motion": data["first_token_motion"], "T": float(t[-1]),
                "evaluations": data["evaluations"], "max_drift": data["max_drift"]}
-    ok = E[:, -1].max() <= FIG4_TOL and rates.max() <= -FIG4_MIN_RATE
     return claim_result(
-        "verified" if ok else "refuted",
+        "verified" if figure4_holds(E, rates) else "refuted",
         detail=f"E (eq. 9) along {data['trajectories']} trajectories (causal, U = I, 50 tokens on S^499, h = 2): "
                f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {t[-1]:g} on every "
-               f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{t[last][0]:.0f}, "
+               f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{quarter:.0f}, "
                f"{t[-1]:g}] on every trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ "
                "U(0, 2 pi) per diagonal entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: "
                "our seeded draws (not printed). The first token does not move (U = I, causal).",
@@ -258,22 +288,14 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "T": data["t"][-1], "max_drift": data["max_drift"]}
     if data["lambda"] <= 0:
         return _hypothesis_not_met(f"the top eigenvalue of U is {data['lambda']:.4g} <= 0", numbers)
-    ok = data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
     return claim_result(
-        "verified" if ok else "refuted",
+        "verified" if figure5_holds(data) else "refuted",
         detail=f"Causal, h = 1, printed P' and symmetric U (top eigenvalue {data['lambda']:.4f} > 0, v its unit "
                f"eigenvector): on all {data['instances']} random initial states in D^l(v) every token stays in "
                "the hemisphere of v and all tokens converge to v (max_i 1 - v^T y_i = "
                f"{data['final_max_V_all']:.1e} at t = {data['t'][-1]:g}).",
         numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON, figures=figures,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
-
-
-def figure6_holds(data: dict[str, Any]) -> bool:
-    """Fig. 6's statement on all instances: V_1 never rises by more than MONOTONE_TOL, V_2 rises on some instance,
-    and every 1 - v^T y_i is at most CONSENSUS_TOL at the horizon (the figure's and the numeric check's one rule)."""
-    return (data["max_increase_V1_all"] <= MONOTONE_TOL and data["instances_V2_increasing"] > 0
-            and data["final_max_V_all"] <= CONSENSUS_TOL)
 
 
 @check("sim.fig6", method="figure")
