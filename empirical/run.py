@@ -230,7 +230,8 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
     dtype = resolve_dtype(settings.dtype, device)
     name, source = weights_source(settings, weights_dirs)
     started = time.perf_counter()
-    # The configuration of the weights that will be loaded; its code imported first (seconds, once per process).
+    # The configuration of the weights that will be loaded, and its architecture's code imported (seconds, once per
+    # process): both timed as the manifest's imports_s, apart from the model's build.
     import_model_class(check_before_loading(replace(settings, model=name)))
     imports_s = time.perf_counter() - started
     output = check_output_folder(out, command="empirical run", settings=settings.identity())
