@@ -197,7 +197,9 @@ class InstanceField:
     _threads: threading.local = field(init=False, repr=False)  # each thread's arrays for one [l, d]
 
     def __post_init__(self) -> None:
-        P, U = (np.ascontiguousarray(a, dtype=np.float64) for a in (self.P, self.U))
+        # writeable C-contiguous float64: a read-only array (e.g. one a Dask worker received) is another type to
+        # Numba, and each type compiles the whole integration anew (about 17 s, sim.solvers.compiled)
+        P, U = (np.require(a, dtype=np.float64, requirements=["C", "W"]) for a in (self.P, self.U))
         if P.ndim != 4 or P.shape[-1] != P.shape[-2]:
             raise ValueError(f"P must have shape [batch, h, d, d]; got {P.shape}.")
         if U.shape != P.shape:
