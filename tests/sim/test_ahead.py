@@ -2,8 +2,8 @@
 
 Checked in a fresh process, whose Numba dispatchers start empty: the paths' signatures are loaded from the cache
 (compiled there first when it has none, about 40 s), then a conjecture search's integration, a figure's compiled
-integration and ``solve`` on Fig. 4's causal field run, and no compiled function may gain a signature. The control
-leaves the compiled integrations out of the paths: the search's integration then shows as new.
+integration and ``solve`` on the causal fields of Figs. 4 and 5 run, and no compiled function may gain a signature.
+The control leaves the compiled integrations out of the paths: the search's integration then shows as new.
 """
 
 import json
@@ -24,7 +24,8 @@ from sim.solvers.ahead import PATHS, compile_ahead
 from sim import AdaptiveStepSize, Dopri5, solve
 from sim.conjectures.families import chunk_seed, get_family
 from sim.conjectures.search import integrate
-from sim.figures.scenarios import causal_random_example, full_attention_example, uniform_box_tokens
+from sim.figures.scenarios import (causal_random_example, full_attention_example, symmetric_value_example,
+                                   uniform_box_tokens)
 from sim.solvers.compiled import solve_field
 
 MODULES = (sim.field.instances, sim.field.kernels, sim.solvers.compiled, sim.solvers.stepsize)
@@ -41,7 +42,8 @@ rng = np.random.default_rng(chunk_seed("conj.multihead-causal", 0))
 integrate(family, family.draw(rng, 2, family.draw_shape(rng))[1], horizon=0.1)
 y0 = uniform_box_tokens(np.random.default_rng(4), (2, 5, 3))
 solve_field(full_attention_example(), y0, 0.1, controller=AdaptiveStepSize(rtol=1e-8, atol=1e-8))
-solve(causal_random_example(4, dim=3).field, Dopri5(), 0.0, 0.1, y0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9))
+for field in (causal_random_example(4, dim=3).field, symmetric_value_example()):
+    solve(field, Dopri5(), 0.0, 0.1, y0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9))
 after = signatures()
 print(json.dumps(sorted(name for name in after if after[name] != before[name])))
 """
