@@ -39,19 +39,48 @@ def offline():
 _GGUF_READS = threading.RLock()  # re-entrant: a read within a read restores what it found
 
 
+@functools.lru_cache(maxsize=2)
+def _parsed(path: str, size: int, modified_ns: int):
+    """gguf's parse of the file at ``path`` as it was at (``size``, ``modified_ns``): a file changed since is parsed
+    anew. At most two files are kept (each holds a read-only memory map of its file, not a copy)."""
+    return _PARSER[0](path)
+
+
+#: gguf's own parser and tensor-name map, saved when a read first replaces them.
+_PARSER: list = []
+
+
+def _remembered_parse(path, mode: str = "r"):
+    """gguf.GGUFReader(path, mode), parsed once per process and file version when read-only."""
+    if mode != "r":
+        return _PARSER[0](path, mode)
+    stat = os.stat(path)
+    return _parsed(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _remembered_name_map(arch, n_blocks: int):
+    """gguf.get_tensor_name_map(arch, n_blocks), built once per process (it depends on nothing else)."""
+    return _PARSER[1](arch, n_blocks)
+
+
 @contextlib.contextmanager
 def remembering_gguf_parses():
-    """Within the block, gguf's file parser and tensor-name map are built once per argument and then reused.
-    Reason: transformers parses a GGUF file anew for the configuration and again for the weights, and builds
-    gguf's name map of the architecture anew for every tensor (about 400 times for SmolLM2-135M): measured here,
-    a load of SmolLM2-135M took 24.7 s, 18.1 s with the name map remembered and 12.3-14.9 s with both (the same
-    weights, tensor for tensor). Both are read-only (the parser memory-maps the file); the originals are back
-    after the block."""
+    """Within the block, gguf's file parser and tensor-name map are built once per argument and then reused, for the
+    whole process: a file is parsed again only when it changed (size or modification time). Reason: transformers
+    parses a GGUF file anew for the configuration and again for the weights, and builds gguf's name map of the
+    architecture anew for every tensor (about 400 times for SmolLM2-135M), and a run reads the configuration
+    before the model (its checks and imports come first): measured here, a load of SmolLM2-135M took 24.7 s,
+    18.1 s with the name map remembered and 12.3-14.9 s with both parses of a load shared; a run's configuration
+    read took 8.5 s, of which 6-7.5 s the parse. Both are read-only (the parser memory-maps the file); the
+    originals are back after the block."""
     import gguf
 
     with _GGUF_READS:
         parser, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-        gguf.GGUFReader, gguf.get_tensor_name_map = functools.cache(parser), functools.cache(name_map)
+        if not _PARSER:
+            _PARSER.extend((parser, name_map))
+        gguf.GGUFReader, gguf.get_tensor_name_map = _remembered_parse, _remembered_name_map
         try:
             yield
         finally:
