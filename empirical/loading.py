@@ -43,17 +43,17 @@ _GGUF_READS = threading.RLock()  # re-entrant: a read within a read restores wha
 def _parsed(path: str, size: int, modified_ns: int):
     """gguf's parse of the file at ``path`` as it was at (``size``, ``modified_ns``): a file changed since is parsed
     anew. At most two files are kept (each holds a read-only memory map of its file, not a copy)."""
-    return _PARSER[0](path)
+    from gguf.gguf_reader import GGUFReader  # the class itself: ``gguf.GGUFReader`` is replaced within a read
 
-
-#: gguf's own parser and tensor-name map, saved when a read first replaces them.
-_PARSER: list = []
+    return GGUFReader(path)
 
 
 def _remembered_parse(path, mode: str = "r"):
     """gguf.GGUFReader(path, mode), parsed once per process and file version when read-only."""
     if mode != "r":
-        return _PARSER[0](path, mode)
+        from gguf.gguf_reader import GGUFReader
+
+        return GGUFReader(path, mode)
     stat = os.stat(path)
     return _parsed(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
 
@@ -61,13 +61,15 @@ def _remembered_parse(path, mode: str = "r"):
 @functools.lru_cache(maxsize=None)
 def _remembered_name_map(arch, n_blocks: int):
     """gguf.get_tensor_name_map(arch, n_blocks), built once per process (it depends on nothing else)."""
-    return _PARSER[1](arch, n_blocks)
+    from gguf.tensor_mapping import get_tensor_name_map
+
+    return get_tensor_name_map(arch, n_blocks)
 
 
 @contextlib.contextmanager
 def remembering_gguf_parses():
-    """Within the block, gguf's file parser and tensor-name map are built once per argument and then reused, for the
-    whole process: a file is parsed again only when it changed (size or modification time). Reason: transformers
+    """Within the block, gguf's file parser and tensor-name map are replaced by versions that remember what they
+    built for the whole process: a file is parsed again only when it changed (size or modification time). Reason: transformers
     parses a GGUF file anew for the configuration and again for the weights, and builds gguf's name map of the
     architecture anew for every tensor (about 400 times for SmolLM2-135M), and a run reads the configuration
     before the model (its checks and imports come first): measured here, a load of SmolLM2-135M took 24.7 s,
@@ -78,8 +80,6 @@ def remembering_gguf_parses():
 
     with _GGUF_READS:
         parser, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-        if not _PARSER:
-            _PARSER.extend((parser, name_map))
         gguf.GGUFReader, gguf.get_tensor_name_map = _remembered_parse, _remembered_name_map
         try:
             yield

@@ -6,9 +6,9 @@
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
 ``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
 (``sim.bench.peers``); ``compile`` compiles the Numba code into its on-disk cache ahead of its first use
-(``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a ``solve_ivp`` loop, and with
-``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits per CPU-minute of the seeking
-search against random sampling (``sim.bench.seek``).
+(``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a
+``solve_ivp`` loop, and with ``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits
+per CPU-minute of the seeking search against random sampling (``sim.bench.seek``).
 """
 
 from __future__ import annotations
