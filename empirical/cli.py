@@ -131,7 +131,7 @@ def _suite(args) -> int:
     for variant in chosen:
         try:
             _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
-                                     weights_dirs=folders, decide=args.until_decided)
+                                     weights_dirs=folders, decide=args.until_decided, isolate=len(chosen) > 1)
             print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
                   f"({results['passes']} passes x {results['layers']} blocks)")
         except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:

@@ -22,6 +22,8 @@ from typing import Any, Mapping
 from .decision import MAX_PASSES, CollapseRule, needs_more_passes, pass_ends
 from .embedded import GEMMA3
 from .figures import floor_of
+from .isolation import in_child
+from reports.scale import report_scale
 from .models import SMOLLM2
 from .run import RunSettings, load_results, run_experiment
 from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, SHORT_NAMES, get_command, locate
@@ -100,6 +102,29 @@ PROFILES: dict[str, tuple[Variant, ...]] = {
 }
 
 
+#: The smoke scale of the report (``python -m reports build --scale smoke``, what CI runs): the cpu profile's variants
+#: on tiny sizes, the paper architectures stood in for by tiny models of their families, so that every full check runs
+#: in minutes. It shows that the report's path works within its memory, not what the claims come to.
+SMOKE_STAND_INS = {GPT2_XL: "tiny-gpt2", GPT_NEO: "tiny-gpt-neo"}
+SMOKE_SIZES = dict(prompts=2, length=16)
+PROFILES["smoke"] = tuple(
+    replace(v, model=SMOKE_STAND_INS.get(v.model, v.model), **SMOKE_SIZES) for v in PROFILES["cpu"]
+    if not (v.weights == "trained" and v.model in PAPER_MODELS))
+
+
+def report_variants(*keys: str) -> tuple[Variant, ...]:
+    """The variants of the report's cpu profile named by ``keys`` (keys of the ``cpu`` profile), at the report's
+    scale (:func:`reports.scale.report_scale`): the ``cpu`` profile's own, or at ``smoke`` scale their stand-ins."""
+    by_key = {v.key: v for v in PROFILES["cpu"]}
+    unknown = [key for key in keys if key not in by_key]
+    if unknown:
+        raise ValueError(f"{unknown} are not variants of the cpu profile: {sorted(by_key)}.")
+    if report_scale() == "full":
+        return tuple(by_key[key] for key in keys)
+    return tuple(replace(by_key[key], model=SMOKE_STAND_INS.get(by_key[key].model, by_key[key].model), **SMOKE_SIZES)
+                 for key in keys)
+
+
 def needs_weights(variant: Variant) -> bool:
     """Whether a variant runs trained weights of a paper model (present only on some machines)."""
     return variant.weights == "trained" and variant.model in PAPER_MODELS
@@ -136,11 +161,11 @@ def trained_variants(profile: str, model: str) -> tuple[Variant, ...]:
 
 def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None = None,
                        budget: Mapping[str, int] | None = None, weights_dirs: Mapping[str, Path] | None = None,
-                       progress: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
+                       progress: bool = False, isolate: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
     """Figures 7-8 as printed wherever the weights are: the trained variants of GPT-2 XL and GPT-Neo 2.7B
     (``ffn``: which of without / with FFN) of ``profile`` (default :func:`report_profile`), run or reused
     under :func:`profile_root` until the collapse rule and its doubled twin decide (``run_variant(decide=True)``).
-    ``budget`` overrides prompts / length / passes (tests use tiny models).
+    ``budget`` overrides prompts / length / passes (tests use tiny models); ``isolate``: as :func:`run_variant`.
     Returns ``(runs, missing)``: ``(manifest, results)`` pairs, and the absent models -> the command."""
     profile = report_profile() if profile is None else profile
     runs, missing = [], {}
@@ -149,8 +174,8 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
         ready, absent = split_by_weights(chosen, weights_dirs)
         if absent:
             missing[model] = get_command(model)
-        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs, decide=True)
-                 for v in ready]
+        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs, decide=True,
+                             isolate=isolate) for v in ready]
     return runs, missing
 
 
@@ -159,14 +184,15 @@ def profile_root(root: Path, profile: str) -> Path:
     return Path(root) if profile == "cpu" else Path(root) / profile
 
 
-def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, progress: bool = False
-                ) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
+def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, progress: bool = False,
+                isolate: bool = False) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
     """Every run of the report, run or reused under ``root`` until the collapse rules decide: the ``cpu`` profile's
     variants that need no paper-model weights, and :func:`trained_paper_runs` (both FFN variants) wherever the weights are.
-    Returns ``([(label, manifest, results)], missing)``."""
-    runs = [(v.label, *run_variant(v, root, progress=progress, decide=True)) for v in PROFILES["cpu"]
-            if not needs_weights(v)]
-    trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress)
+    ``isolate``: as :func:`run_variant`. Returns ``([(label, manifest, results)], missing)``."""
+    runs = [(v.label, *run_variant(v, root, progress=progress, decide=True, isolate=isolate))
+            for v in PROFILES["smoke" if report_scale() == "smoke" else "cpu"] if not needs_weights(v)]
+    trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress,
+                                          isolate=isolate)
     for manifest, results in trained:
         s = manifest["settings"]
         runs.append((f"{s['model']}, trained weights, {'with' if s['ffn'] else 'without'} FFN", manifest, results))
@@ -203,16 +229,22 @@ def finished(folder: Path, settings: RunSettings, until: tuple[CollapseRule, ...
 
 def run_variant(variant: Variant, root: Path, *, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                 seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None,
-                decide: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+                decide: bool = False, isolate: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
     ``decide``: run until the variant's collapse rule and its doubled twin have decided (at most twice
     ``variant.passes``), else exactly ``variant.passes``. A finished run is reused only if its trained weights came
-    from where they come from now."""
+    from where they come from now. ``isolate``: run it in a child process of its own (:mod:`empirical.isolation`), so
+    that nothing of the model outlives the run in this process; its peak memory is recorded as stage
+    ``run <key>``."""
     folder = Path(root) / variant.key
     settings = variant.settings(device, dtype, seed, decide=decide)
     until = variant.until(decide)
     if not finished(folder, settings, until) or not _same_source(folder, variant, weights_dirs):
-        run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs, until=until)
+        if isolate:
+            in_child(f"run {variant.key}", run_experiment, settings, folder, progress=progress,
+                     weights_dirs=weights_dirs, until=until)
+        else:
+            run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs, until=until)
     return load_results(folder)
 
 

@@ -17,9 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .build import EXTRA_SECTIONS_DIR_ENV, SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
+from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
+                    check_reused_sections, read_section)
 from .helpformat import Parser
 from .manifest import git_revision
+from .memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
+from .scale import REPORT_SCALE_ENV, SCALES
 from .outputs import OutputError, check_output_folder, claim_output_folder
 from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
 from .weights_dirs import parse_weights_dirs, weights_dirs_environment
@@ -62,7 +65,7 @@ def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: s
     section.unlink(missing_ok=True)
     command = [sys.executable, "-m", module, "bench", "--out", str(out / f"{name}.json"), "--section", str(section)]
     print("+", " ".join(command), flush=True)
-    status = subprocess.run(command, cwd=ROOT, env=env).returncode
+    status = run_measured(command, f"benchmark {name}", cwd=ROOT, env=env)
     try:
         if status != 0:
             raise ReportInputError(f"benchmark {name} failed with exit status {status}")
@@ -74,13 +77,38 @@ def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: s
     section.write_text(json.dumps({**raw, SECTION_REVISION_KEY: revision}, indent=1))
 
 
-def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None) -> int:
+def default_memory_bound() -> int:
+    """Half of this machine's memory, in bytes: the report must leave the other half to whatever else runs."""
+    import psutil
+
+    return psutil.virtual_memory().total // 2
+
+
+def stage_estimates(ledger: Path) -> str:
+    """What the previous build's stages took (``ledger``), as the time a rebuild from nothing needs; or a note that
+    there is no previous build to estimate from."""
+    try:
+        stages = read_ledger(ledger)
+    except ValueError:
+        stages = []
+    if not stages:
+        return "no earlier build in this folder to estimate the time from"
+    total = sum(s["seconds"] or 0 for s in stages if s["kind"] != "test-process")
+    process = max((s["seconds"] or 0 for s in stages if s["kind"] == "test-process"), default=0)
+    return (f"the last build here took {(total + process) / 60:.0f} min from nothing ({len(stages)} stages; runs and "
+            "audits kept under build/ are reused and cost nothing)")
+
+
+def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None,
+          scale: str = "full", max_rss: int | None = None) -> int:
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
-    section, 4 or 5: pytest arguments refused before anything ran). ``weights_env`` names folders of trained
-    paper-model weights to the tests (``--weights-dir``; reports/weights_dirs.py)."""
+    section, 4 or 5: pytest arguments refused before anything ran; 3: the report's peak memory exceeded ``max_rss``
+    bytes, default half of the machine). ``weights_env`` names folders of trained paper-model weights to the tests
+    (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``."""
     revision = git_revision(ROOT)
     try:
-        output = check_output_folder(out, command="reports build", settings={"pytest_args": pytest_args})
+        output = check_output_folder(out, command="reports build", settings={
+            "pytest_args": pytest_args, **({"scale": scale} if scale != "full" else {})})
         sections = output.path / "sections"
         if not run_benchmarks and sections.is_dir():
             check_reused_sections(sections, revision)
@@ -91,9 +119,14 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     sections.mkdir(exist_ok=True)
     if output.resumed:
         print(f"rebuilding the report in {out} (written before by the same command and settings)", flush=True)
+    ledger, bound = out / "memory.jsonl", default_memory_bound() if max_rss is None else max_rss
+    print(f"report build ({scale} scale): {stage_estimates(ledger)}", flush=True)
+    if ledger.exists():
+        ledger.replace(out / "memory.previous.jsonl")
     env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1",
-           BUILD_FOLDER_ENV: str(out)}
-    env.setdefault("HYPOTHESIS_PROFILE", "thorough")
+           BUILD_FOLDER_ENV: str(out), MEMORY_LEDGER_ENV: str(ledger), MEMORY_BOUND_ENV: str(bound),
+           REPORT_SCALE_ENV: scale}
+    env.setdefault("HYPOTHESIS_PROFILE", "ci" if scale == "smoke" else "thorough")
     if run_benchmarks:
         status = check_pytest_arguments(out, pytest_args, env)  # (without benchmarks pytest itself fails as fast)
         if status != 0:
@@ -104,6 +137,10 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     print("+", " ".join(command), flush=True)
     status = subprocess.run(command, cwd=ROOT, env=env).returncode
     print(f"report: {out / 'index.html'}")
+    too_much = over_bound(read_ledger(ledger), bound)
+    if too_much:
+        print(f"error: {too_much}", file=sys.stderr)
+        return 3
     return status
 
 
@@ -122,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
                               help="a folder with trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (repeatable; "
                                    "default: CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the "
                                    "Hugging Face cache)")
+    build_parser.add_argument("--scale", choices=SCALES, default="full",
+                              help="full: the report's stated sizes; smoke: every full check on tiny sizes, minutes "
+                                   "(the plumbing, not the verdicts: what CI runs)")
+    build_parser.add_argument("--max-rss", type=float, metavar="GIB",
+                              help="fail (exit 3) when the report's peak resident memory exceeds this many GiB "
+                                   "(default: half of this machine's memory)")
     build_parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     compare_parser = commands.add_parser(
         "compare", help="exit 0 when two verdicts.json hold the same claims, verdicts and records (numbers within "
@@ -140,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
     except ValueError as error:
         parser.error(str(error))
-    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env)
+    if args.max_rss is not None and not args.max_rss > 0:
+        parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
+    return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env,
+                 scale=args.scale, max_rss=None if args.max_rss is None else int(args.max_rss * GIB))
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from .checks import COVERED, GAP, coverage as registered_coverage
 from .evidence import TestEvidence, records_of
 from .manifest import run_manifest
+from .memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
 from .outputs import SCHEMA_VERSIONS
 from .records import CheckResult, worst_verdict
 from .registry import CLAIMS
+from .scale import report_scale
 from .render import mathjax_bundle, render_html
 
 if TYPE_CHECKING:
@@ -24,6 +26,8 @@ EXTRA_SECTIONS_DIR_ENV = "CONSENSUS_SECTIONS_DIR"
 #: The key a report section written by a benchmark carries once the build has checked it: the git revision it
 #: was measured at (``reports.manifest.git_revision``).
 SECTION_REVISION_KEY = "git_revision"
+#: Set by ``python -m reports build --max-rss``: the bound of the report's peak resident memory, in bytes.
+MEMORY_BOUND_ENV = "CONSENSUS_MEMORY_BOUND_BYTES"
 
 
 class ReportInputError(ValueError):
@@ -101,6 +105,15 @@ def _load_extra_sections() -> list["ReportSection"]:
     return [ReportSection.from_json(read_section(path)) for path in sorted(Path(folder).glob("*.section.json"))]
 
 
+def memory_record() -> dict | None:
+    """The memory of the report's stages so far (``reports.memory``), when a build names a ledger; else ``None``."""
+    ledger = os.environ.get(MEMORY_LEDGER_ENV)
+    if not ledger:
+        return None
+    bound = os.environ.get(MEMORY_BOUND_ENV)
+    return memory_summary(read_ledger(ledger), int(bound) if bound else None)
+
+
 def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["ReportSection"], started: float,
                  exitstatus: int, full: bool, covered: dict[str, dict[str, str]] | None = None) -> Path:
     """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path. ``covered``: the evidence kinds
@@ -116,9 +129,11 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         seeds=seeds,
         hypothesis_profile=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
         full_checks=full,
+        scale=report_scale(),
         pytest_exitstatus=exitstatus,
         duration_seconds=round(time.time() - started, 1),
         tests=len(evidence),
+        **({"memory": memory} if (memory := memory_record()) else {}),
     )
     counts = {}
     for entry in entries:

@@ -24,6 +24,7 @@ from .build import write_report
 from .checks import COVERED, Check, coverage, registrations
 from .checks import REGISTERED as REGISTERED_CHECKS
 from .evidence import TestEvidence
+from .memory import TEST_PROCESS, own_peak_bytes, record_stage
 from .outputs import OutputError, check_output_folder, claim_output_folder
 from .records import CheckResult, ReportSection
 from .registry import EVIDENCE_KINDS, get_claim
@@ -156,6 +157,7 @@ class ReportCollector:
             return
         if self.out is None:
             return
+        record_stage("pytest (the test process)", own_peak_bytes(), TEST_PROCESS, time.time() - self.started)
         evidence = sorted(self.evidence.values(), key=lambda ev: self.order.get(ev.nodeid, len(self.order)))
         path = write_report(
             self.out,

@@ -12,6 +12,17 @@ import os
 # example took 146 s with the default threads and 24 s with one). Set before numpy is first imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# Extension modules that cannot be initialised twice in one process (numpy: "cannot load module more than once per
+# process"), imported before any test: an inline pytester run removes, when it ends, every module it imported, so the
+# first inline run that rendered a report (matplotlib, hence numpy) made the next one fail whenever no earlier test of
+# the process had imported them (tests/reports/test_report_plugin.py run alone). Imported here, they are part of the
+# snapshot pytester restores. (Running the inline runs as subprocesses instead, --runpytest=subprocess, also works
+# but took tests/reports' pytester files from 17.5 s to 48.4 s on 2 cores.)
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # as the figures' modules do: no display here
+import matplotlib.pyplot  # noqa: E402,F401
+import numpy  # noqa: E402,F401
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 

@@ -74,15 +74,27 @@ def audit_fingerprint(model: str, weights: str, settings: AuditSettings, dtype: 
 
 
 def cached_audit(model: str, weights: str, settings: AuditSettings, folder: Path, *,
-                 dtype: torch.dtype = torch.float32, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 dtype: torch.dtype = torch.float32, progress: Callable[[str], None] | None = None,
+                 isolate: bool = False) -> dict[str, Any]:
     """:func:`audit_model`, reused from ``folder/<fingerprint>/audit.json`` when the same audit (same
-    settings and audit code) was written there before."""
+    settings and audit code) was written there before. ``isolate``: audit in a child process of its own
+    (:func:`empirical.isolation.in_child`, which takes no ``progress``), so that the models it loads do not outlive
+    it here."""
     target = Path(folder) / f"{model.replace('/', '_')}-{weights}-{audit_fingerprint(model, weights, settings, dtype)}"
     if (target / "audit.json").is_file():
         return read_audit(target / "audit.json")
-    result = audit_model(model, weights, settings, dtype=dtype, progress=progress)
-    write_audit(result, target)
+    if isolate:
+        from ..isolation import in_child
+
+        in_child(f"audit {model} ({weights})", _audit_into, model, weights, settings, dtype, target)
+    else:
+        write_audit(audit_model(model, weights, settings, dtype=dtype, progress=progress), target)
     return read_audit(target / "audit.json")
+
+
+def _audit_into(model: str, weights: str, settings: AuditSettings, dtype: torch.dtype, target: Path) -> None:
+    """:func:`audit_model` written to ``target`` (what a child process of :func:`cached_audit` does)."""
+    write_audit(audit_model(model, weights, settings, dtype=dtype), target)
 
 
 def write_audit(result: dict[str, Any], out: Path) -> Path:

@@ -18,18 +18,23 @@ from empirical.audit import AuditSettings, cached_audit
 from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)
 from empirical.sources import PAPER_MODELS
-from empirical.suite import report_runs
+from empirical.suite import SMOKE_STAND_INS, report_runs
+from reports.scale import report_scale, scaled
 
 #: The empirical suite's runs (figures 7-10 on this machine), shared with tests/empirical: reused when present.
-RUNS = Path(__file__).resolve().parents[2] / "build" / "runs"
+RUNS = scaled(Path(__file__).resolve().parents[2] / "build" / "runs")
 #: Audits are kept here and reused while their settings and the audit code are unchanged.
-AUDITS = Path(__file__).resolve().parents[2] / "build" / "audits"
+AUDITS = scaled(Path(__file__).resolve().parents[2] / "build" / "audits")
 
-SMOLLM2_SETTINGS = AuditSettings(prompts=8, length=64, passes=3, seed=0)
+#: At the smoke scale (reports/scale.py) every audit on tiny sizes: the report's path, not its numbers.
+SMOKE = report_scale() == "smoke"
+SMOLLM2_SETTINGS = AuditSettings(prompts=2, length=16, passes=1, seed=0) if SMOKE else \
+    AuditSettings(prompts=8, length=64, passes=3, seed=0)
 #: Gemma 3 270M, the second trained family, and trained GPT-2 XL / GPT-Neo 2.7B where their weights are: the
 #: SmolLM2 budget (8 prompts, so the rate comparisons' t-intervals over prompts are not too wide).
 GEMMA3_SETTINGS = TRAINED_PAPER_SETTINGS = SMOLLM2_SETTINGS
-PAPER_SETTINGS = AuditSettings(prompts=4, length=32, passes=2, seed=0)
+PAPER_SETTINGS = AuditSettings(prompts=2, length=8, passes=1, seed=0) if SMOKE else \
+    AuditSettings(prompts=4, length=32, passes=2, seed=0)
 
 
 #: GPT-Neo 2.7B in float32 needs ~11.4 GiB; on a machine shared with other jobs wait this long for it.
@@ -41,7 +46,7 @@ def _audit_when_memory_allows(model, weights, settings, folder=AUDITS):
     deadline = time.monotonic() + MEMORY_WAIT_SECONDS
     while True:
         try:
-            return cached_audit(model, weights, settings, folder)
+            return cached_audit(model, weights, settings, folder, isolate=True)
         except MemoryError:
             if time.monotonic() > deadline:
                 raise
@@ -52,7 +57,7 @@ def _audit_when_memory_allows(model, weights, settings, folder=AUDITS):
 def suite_rates():
     """Rate fits of every run of the report's empirical suite (run here if not run yet): the cpu profile, and
     trained GPT-2 XL / GPT-Neo 2.7B wherever their weights are."""
-    return run_rates(report_runs(RUNS)[0])
+    return run_rates(report_runs(RUNS, isolate=True)[0])
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +68,8 @@ def audits():
         _audit_when_memory_allows("smollm2-135m", "trained", SMOLLM2_SETTINGS),
         _audit_when_memory_allows("gemma3-270m", "trained", GEMMA3_SETTINGS),
         *trained,
-        *(_audit_when_memory_allows(model, "random", PAPER_SETTINGS) for model in missing),
+        *(_audit_when_memory_allows(SMOKE_STAND_INS[model] if SMOKE else model, "random", PAPER_SETTINGS)
+          for model in missing),
     ]
 
 

@@ -14,23 +14,26 @@ import pytest
 from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, summary
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
-from empirical.suite import PROFILES, report_profile, report_runs, run_variant, trained_paper_runs, trained_variants
+from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant, trained_paper_runs,
+                             trained_variants)
 from reports.checks import check
 from reports.records import ReportSection, Table
+from reports.scale import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "build" / "runs"
-FIGURES = ROOT / "build" / "figures" / "empirical"
+RUNS = scaled(ROOT / "build" / "runs")
+FIGURES = scaled(ROOT / "build" / "figures") / "empirical"
 
 
 def _variants(*keys):
-    by_key = {v.key: v for v in PROFILES["cpu"]}
-    return [by_key[key] for key in keys]
+    """The report's variants ``keys`` at its scale (``reports.scale``: tiny stand-ins at ``smoke`` scale)."""
+    return list(report_variants(*keys))
 
 
 def _runs(*keys):
-    """The cpu profile's variants, each run (or resumed, or reused) until its collapse rule and the doubled one decide."""
-    return [run_variant(variant, RUNS, progress=False, decide=True) for variant in _variants(*keys)]
+    """The cpu profile's variants, each run (or resumed, or reused) until its collapse rule and the doubled one decide,
+    in a child process of its own (the report's memory: reports/memory.py)."""
+    return [run_variant(variant, RUNS, progress=False, decide=True, isolate=True) for variant in _variants(*keys)]
 
 
 def _rule(*keys):
@@ -79,7 +82,7 @@ def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
 @check("emp.no-ffn", method="empirical")
 def test_fig7_no_ffn(record):
     """Trained GPT-2 XL / GPT-Neo 2.7B without FFN where their weights are; not-run (with the command) elsewhere."""
-    runs, missing = trained_paper_runs(RUNS, (False,))
+    runs, missing = trained_paper_runs(RUNS, (False,), isolate=True)
     result = record(check_trained("emp.no-ffn", runs, missing, FIGURES / "fig7.png", "Fig. 7",
                                   "trained weights, feed-forward layers removed: mean E over the prompts",
                                   rule=_trained_rule()))
@@ -91,7 +94,7 @@ def test_fig7_no_ffn(record):
 @check("emp.full", method="empirical")
 def test_fig8_full(record):
     """The convergence part of emp.full (its rate part: tests/audit/test_audit_full.py)."""
-    runs, missing = trained_paper_runs(RUNS, (True,))
+    runs, missing = trained_paper_runs(RUNS, (True,), isolate=True)
     result = record(check_trained("emp.full", runs, missing, FIGURES / "fig8.png", "Fig. 8",
                                   "trained weights, full model: mean E over the prompts", rule=_trained_rule()))
     assert (result.verdict == "not-run") == (not runs)
@@ -146,7 +149,7 @@ def test_empirical_runs_section(report_section):
         for v in chosen:
             rows.append((profile, v.key, v.model, v.weights, "yes" if v.ffn else "no", v.prompts, v.length, v.passes,
                          v.figure))
-    ran, missing = report_runs(RUNS)
+    ran, missing = report_runs(RUNS, isolate=True)
     seconds = sum(m["seconds"] for _, m, _ in ran)
     assert all(r["E_pass_end"][-1] < r["E_pass_end"][0] for _, m, r in ran
                if m["settings"]["weights"] != "trained" or m["settings"]["model"] in ("smollm2-135m", "gemma3-270m"))

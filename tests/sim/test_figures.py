@@ -12,11 +12,16 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from reports.checks import check
+from reports.scale import report_scale
 from sim.field.reversed import TimeReversed
 from sim.figures.numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
 from sim.figures.plots import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
                                simulate_figure5)
 from sim.figures.scenarios import full_attention_example, symmetric_value_example
+
+
+#: The paper's sizes of the full checks; at the smoke scale of a report build (reports/scale.py) the fast ones.
+FULL_SIZE = "fast" if report_scale() == "smoke" else "full"
 
 
 @pytest.fixture(scope="session")
@@ -63,8 +68,8 @@ def test_figure4_misalignment_vanishes_on_every_trajectory_reduced(figure_dir, r
 @pytest.mark.full
 @check("sim.fig4", method="figure")
 def test_figure4_misalignment_vanishes_on_all_100_trajectories(figure_dir, record):
-    result = _made(4, figure_dir, "full", record)
-    assert result.numbers["trajectories"] == 100
+    result = _made(4, figure_dir, FULL_SIZE, record)
+    assert result.numbers["trajectories"] == (100 if FULL_SIZE == "full" else 4)
 
 
 @check("sim.fig5", method="figure")
@@ -83,7 +88,7 @@ def test_figure6_V1_is_monotone_and_V2_is_not(figure_dir, record):
 @check("sim.fig6", method="figure")
 def test_figures5_and_6_on_1000_initial_states(figure_dir, record):
     for number in (5, 6):
-        _made(number, figure_dir, "full", record)
+        _made(number, figure_dir, FULL_SIZE, record)
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reports.scale import report_scale, scaled
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.replay import load, record_of, replay
 
 STORED = sorted((Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
-#: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers.
-FULL_INSTANCES, FULL_CHUNK = 256, 32
+#: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers; at the
+#: smoke scale of a report build (reports/scale.py) 2 chunks of 4.
+FULL_INSTANCES, FULL_CHUNK = (8, 4) if report_scale() == "smoke" else (256, 32)
 
 
 def test_witnesses_are_stored_for_the_refuted_conjectures():
@@ -98,7 +100,7 @@ def cluster():
 @pytest.mark.full
 @pytest.mark.parametrize("claim", sorted(FAMILIES))
 def test_conjecture_search(claim, record, request, cluster):
-    out = Path("build") / "searches" / claim  # checkpointed: a rerun of the report reuses finished chunks
+    out = scaled(Path("build") / "searches") / claim  # checkpointed: a rerun of the report reuses finished chunks
     summary = run_search(claim, FULL_INSTANCES, out, chunk_size=FULL_CHUNK, scheduler=cluster, progress=False)
     report_witnesses = Path(request.config.getoption("report_dir")) / "witnesses" / claim
     for name in summary["witnesses"]:

@@ -1,0 +1,133 @@
+"""The report's memory: stages measured in processes of their own, the ledger, the bound, and a planted leak.
+
+`make report` was killed by the kernel at 23.2 GB when one process ran the models one after another; the fix runs
+each model run and audit in a child process (empirical/isolation.py) and holds the report's peak to a bound
+(reports/memory.py). Each test here can fail: the negative controls show the measurement sees what it must.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from empirical.isolation import in_child
+from reports.memory import (ALONE, CHILD, GIB, MEMORY_LEDGER_ENV, TEST_PROCESS, over_bound, own_peak_bytes, read_ledger,
+                            record_stage, report_peak, run_measured, summary)
+
+ROOT = Path(__file__).resolve().parents[2]
+MIB = 2 ** 20
+#: What the planted allocations hold: far above the noise of a Python process's peak (tens of MiB), small enough
+#: for the 2-core CI machine.
+PLANTED = 300 * MIB
+
+_KEPT: list = []  # the planted leak: a module-level list that keeps what it is given
+
+
+def keep_bytes(count: int) -> int:
+    """Allocate ``count`` bytes, touch every page (so they are resident) and keep them in a module-level list."""
+    block = bytearray(count)
+    block[::4096] = b"\x01" * len(block[::4096])
+    _KEPT.append(block)
+    return len(_KEPT)
+
+
+def fail_in_child() -> None:
+    raise ValueError("raised in the child")
+
+
+def test_ledger_records_and_reads_stages(tmp_path, monkeypatch):
+    ledger = tmp_path / "memory.jsonl"
+    monkeypatch.setenv(MEMORY_LEDGER_ENV, str(ledger))
+    record_stage("benchmark sim-bench", 3 * GIB, ALONE, 12.0)
+    record_stage("run a", 2 * GIB, CHILD)
+    record_stage("pytest (the test process)", 1 * GIB, TEST_PROCESS)
+    stages = read_ledger(ledger)
+    assert [s["stage"] for s in stages] == ["benchmark sim-bench", "run a", "pytest (the test process)"]
+    assert report_peak(stages) == 3 * GIB  # the benchmark alone beats the test process with its child (1 + 2)
+    record_stage("run b", 2.5 * GIB, CHILD)
+    assert report_peak(read_ledger(ledger)) == 3.5 * GIB  # now the test process with its largest child
+    assert summary(read_ledger(ledger), 4 * GIB)["largest_stage_rss_bytes"] == 3 * GIB
+
+
+def test_nothing_is_recorded_without_a_ledger(monkeypatch):
+    monkeypatch.delenv(MEMORY_LEDGER_ENV, raising=False)
+    assert record_stage("run a", GIB, CHILD) is None
+
+
+def test_a_torn_ledger_line_is_refused_naming_the_file(tmp_path):
+    ledger = tmp_path / "memory.jsonl"
+    ledger.write_text(json.dumps({"stage": "a", "kind": CHILD, "peak_rss_bytes": 1}) + "\n{\"stage\": \"b\", \"ki")
+    with pytest.raises(ValueError, match=r"memory.jsonl, line 2"):
+        read_ledger(ledger)
+    with pytest.raises(ValueError, match="kind"):
+        record_stage("a", 1, "sideways")
+
+
+def test_the_bound_names_the_stages_that_break_it():
+    stages = [{"stage": "run gpt-neo", "kind": CHILD, "peak_rss_bytes": 11 * GIB, "seconds": 1.0},
+              {"stage": "pytest (the test process)", "kind": TEST_PROCESS, "peak_rss_bytes": 2 * GIB, "seconds": 1.0}]
+    assert over_bound(stages, 13 * GIB) is None  # at the bound: within it
+    why = over_bound(stages, 12 * GIB)
+    assert why is not None and "13.00 GiB" in why and "run gpt-neo" in why
+
+
+def test_a_measured_command_reports_its_own_peak(tmp_path):
+    ledger = tmp_path / "memory.jsonl"
+    command = [sys.executable, "-c", f"b = bytearray({PLANTED}); b[::4096] = b'x' * len(b[::4096])"]
+    assert run_measured(command, "allocates", env={MEMORY_LEDGER_ENV: str(ledger)}) == 0
+    small = [sys.executable, "-c", "pass"]
+    assert run_measured(small, "allocates nothing", env={MEMORY_LEDGER_ENV: str(ledger)}) == 0
+    big, nothing = read_ledger(ledger)
+    assert big["peak_rss_bytes"] >= PLANTED > nothing["peak_rss_bytes"]  # control: the empty command's peak
+
+
+def test_a_run_in_a_child_leaves_nothing_in_this_process(tmp_path, monkeypatch):
+    """The child keeps its allocation in a module-level list (a leak); this process's peak does not see it, the
+    ledger does. Control: the same leak in this process raises its peak."""
+    ledger = tmp_path / "memory.jsonl"
+    monkeypatch.setenv(MEMORY_LEDGER_ENV, str(ledger))
+    before = own_peak_bytes()
+    assert in_child("planted leak", keep_bytes, PLANTED) == 1
+    assert own_peak_bytes() < before + PLANTED // 3
+    assert read_ledger(ledger)[0]["peak_rss_bytes"] >= PLANTED
+    with pytest.raises(ValueError, match="raised in the child"):
+        in_child("fails", fail_in_child)
+    # control: kept here, the same allocation is this process's
+    try:
+        keep_bytes(PLANTED)
+        assert own_peak_bytes() >= before + PLANTED // 3 or before >= PLANTED  # (a peak already above it hides it)
+    finally:
+        _KEPT.clear()
+
+
+PLANTED_LEAK_TEST = f'''
+_KEPT = []
+
+def test_keeps_a_model_in_a_module_level_list():
+    block = bytearray({PLANTED})
+    block[::4096] = b"\\x01" * len(block[::4096])
+    _KEPT.append(block)
+'''
+
+
+def test_report_build_fails_on_a_planted_leak(tmp_path):
+    """`python -m reports build` (as CI's smoke run calls it) exits 3, naming the test process, when a test keeps
+    300 MiB in a module-level list under a bound of 250 MiB; the same build under a bound of 4 GiB passes."""
+    tests = tmp_path / "planted"
+    tests.mkdir()
+    (tests / "test_planted.py").write_text(PLANTED_LEAK_TEST)
+
+    def build(out: str, bound_gib: float) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "reports", "build", "--out", str(tmp_path / out), "--no-bench",
+                               "--scale", "smoke", "--max-rss", str(bound_gib), "--", str(tests), "-q",
+                               "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+
+    leaking = build("leaking", 0.25)
+    assert leaking.returncode == 3, leaking.stdout[-2000:] + leaking.stderr[-2000:]
+    assert "exceeds the bound" in leaking.stderr and "pytest (the test process)" in leaking.stderr
+    within = build("within", 4)
+    assert within.returncode == 0, within.stdout[-2000:] + within.stderr[-2000:]
+    manifest = json.loads((tmp_path / "within" / "verdicts.json").read_text())["manifest"]
+    assert manifest["scale"] == "smoke" and manifest["memory"]["report_peak_rss_bytes"] >= PLANTED
