@@ -190,7 +190,7 @@ def _positive(text: str) -> int:
 def _replay(args) -> int:
     from sim.conjectures.replay import load, replay
 
-    try:
+    try:  # load checks the file against the schema and against its claim's family: one line, exit 2, if not
         witness = load(args.witness)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

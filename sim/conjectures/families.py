@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from flint import acb_mat, arb_mat, ctx
+
 from sim.field.dynamics import leading_eigenpair
 from sim.field.hemisphere import in_open_hemisphere
 
@@ -118,6 +120,47 @@ def top_eigenpair(U: np.ndarray) -> tuple[bool, float, np.ndarray]:
     return bool(ok), float(top.real), v
 
 
+def certified_top(U: np.ndarray) -> str | None:
+    """None when Arb certifies that the eigenvalue of largest real part of ``U : shape=[d, d]`` (float64 entries,
+    taken exactly; ``shape=[h, d, d]``: of sum_eta U_eta, summed in balls) is real, simple and positive; otherwise
+    what could not be certified.
+
+    ``acb_mat.eig`` (multiple=False) returns disjoint balls, each holding exactly one eigenvalue, or raises. The top
+    ball B must lie strictly right of every other ball and of 0 (so its eigenvalue is simple, of largest real part,
+    and positive); it holds a real eigenvalue when its mirror image conj(B) meets no other ball: the conjugate of
+    B's eigenvalue (U is real) then lies in B too, and B holds only one. No tolerance: the balls decide."""
+    U = np.asarray(U, float)
+    matrix = sum((arb_mat(u.tolist()) for u in U[1:]), arb_mat(U[0].tolist())) if U.ndim == 3 else arb_mat(U.tolist())
+    old, ctx.prec = ctx.prec, 106  # 2x float64, as sim.conjectures.validated.PRECISION
+    try:
+        spectrum = list(acb_mat(matrix).eig())
+    except ValueError:
+        return "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
+    finally:
+        ctx.prec = old
+    # a complex pair ties in real part: it fails "strictly largest" before the realness test below
+    top = max(range(len(spectrum)), key=lambda k: float(spectrum[k].real.mid()))
+    ball, others = spectrum[top], spectrum[:top] + spectrum[top + 1:]
+    if not ball.real > 0:
+        return f"the eigenvalue of largest real part ({float(ball.real.mid()):.6g}) is not certified positive"
+    if not all(ball.real > other.real for other in others):
+        return "the eigenvalue of largest real part is not certified simple and strictly largest in real part"
+    if any(ball.conjugate().overlaps(other) for other in others):
+        return "the eigenvalue of largest real part is not certified real"
+    return None
+
+
+def symmetrised(M: np.ndarray) -> np.ndarray:
+    """(M + M^T) / 2 over the last two axes: exactly symmetric in float64 (a + b = b + a), for the constructions
+    (Q D Q^T, projections) that are symmetric only up to rounding while the hypothesis asks for symmetry."""
+    return 0.5 * (M + np.swapaxes(M, -1, -2))
+
+
+def _exactly_symmetric(M: np.ndarray) -> bool:
+    """M == M^T entry by entry (float64 equality: the hypothesis is symmetry, not near-symmetry)."""
+    return bool(np.array_equal(M, np.swapaxes(M, -1, -2)))
+
+
 def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
     """max_ij |y_i - y_j| per instance, ``y : shape=[n, l, d]`` -> shape=[n] (0 iff consensus)."""
     differences = y[:, :, None, :] - y[:, None, :, :]
@@ -165,16 +208,18 @@ def _multihead_problems(P, U) -> list[str]:
     problems = []
     if len(P) < 2:
         problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
-    if any(np.max(np.abs(u - u.T)) > 1e-12 for u in U):
-        problems.append("some U_eta is not symmetric")
+    if not all(_exactly_symmetric(u) for u in U):
+        problems.append("some U_eta is not symmetric (entry by entry, exactly)")
     return problems
 
 
 def _hypotheses_multihead(P, U, y0) -> list[str]:
     problems = _multihead_problems(P, U)
     ok, lam, v = top_eigenpair(np.sum(U, axis=0))
-    if not ok:
-        problems.append(f"the top eigenvalue of sum_eta U_eta ({lam:.3g}) is not simple and positive")
+    exact = certified_top(U)
+    if not ok or exact:
+        problems.append(f"the top eigenvalue of sum_eta U_eta ({lam:.3g}) is not simple and positive"
+                        + (f" ({exact})" if exact else ""))
     elif np.any(y0 @ v <= 0):
         problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
     return problems
@@ -187,7 +232,7 @@ def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
     tops = _scale(zU, 2.0)                                                # [n, h], the top eigenvalues
     others = tops[..., None] * np.tanh(rawU[:, :, 0, 1:])                # [n, h, d-1], each below its top
     spectra = np.concatenate([tops[..., None], others], axis=-1)
-    U = np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis)           # Q diag Q^T per head
+    U = symmetrised(np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis))  # Q diag Q^T per head
     valid = np.array([_common_top(u) is not None for u in U])
     y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
     return Batch(P, U, y0, valid & inside)
@@ -207,8 +252,12 @@ def _hypotheses_multihead_common(P, U, y0) -> list[str]:
     if problems:  # the common eigenvector is only defined for symmetric heads
         return problems
     v = _common_top(U)
-    if v is None:
-        problems.append("the heads' top eigenvectors are not one common v with simple positive eigenvalues")
+    exact = [f"head {eta + 1}: {problem}" for eta, u in enumerate(U) if (problem := certified_top(u))]
+    if v is None or exact:
+        # the common eigenvector itself is compared in float64 (1e-9, _common_top); each head's top eigenvalue
+        # being simple and positive is certified in balls
+        problems.append("the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+                        + (f" ({'; '.join(exact)})" if exact else ""))
     elif np.any(y0 @ v <= 0):
         problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
     return problems
@@ -227,8 +276,12 @@ def _hypotheses_value(P, U, y0) -> list[str]:
     if len(P) != 1:
         problems.append(f"h = {len(P)}; the conjecture is about one head")
     ok, lam, _ = top_eigenpair(U[0])
-    if not ok:
-        problems.append(f"U's eigenvalue of largest real part ({lam:.3g}) is not real, simple and positive")
+    exact = certified_top(U[0])
+    if not ok or exact:
+        problems.append(f"U's eigenvalue of largest real part ({lam:.3g}) is not real, simple and positive"
+                        + (f" ({exact})" if exact else ""))
+    if np.array_equal(U[0], np.eye(len(U[0]))):
+        problems.append("U = I (Theorems 5.1 and 4.1's case; the conjecture is about U != I)")
     return problems
 
 
@@ -243,7 +296,7 @@ def _decode_gradient(theta: np.ndarray, shape: Shape) -> Batch:
 
 def _hypotheses_gradient(P, U, y0) -> list[str]:
     d = P.shape[-1]
-    if len(P) != 1 or not np.allclose(P[0], np.eye(d)) or not np.allclose(U[0], np.eye(d)):
+    if len(P) != 1 or not np.array_equal(P[0], np.eye(d)) or not np.array_equal(U[0], np.eye(d)):
         return ["the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"]
     return []
 
@@ -258,9 +311,9 @@ def _hypotheses_gradient_value(P, U, y0) -> list[str]:
     problems = []
     if len(P) != 1:
         problems.append(f"h = {len(P)}; the gradient case has one head")
-    if np.max(np.abs(P[0] - P[0].T)) > 1e-12:
-        problems.append("P is not symmetric")
-    if np.max(np.abs(U[0] - P[0])) > 1e-12:
+    if not _exactly_symmetric(P[0]):
+        problems.append("P is not symmetric (entry by entry, exactly)")
+    if not np.array_equal(U[0], P[0]):
         problems.append("U != P (the gradient condition W U = P with W = I)")
     return problems
 
@@ -280,8 +333,10 @@ def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
 
 def _hypotheses_nonsymmetric(P, U, y0) -> list[str]:
     problems = []
-    if any(not np.allclose(u, np.eye(len(u))) for u in U):
+    if any(not np.array_equal(u, np.eye(len(u))) for u in U):
         problems.append("U != I")
+    if all(_exactly_symmetric(p) for p in P):
+        problems.append("every P_eta is symmetric (the claim is about non-symmetric P, outside the gradient case)")
     if in_open_hemisphere(y0):
         problems.append("y0 lies in an open hemisphere (Theorem 4.1's case, not the conjecture's)")
     return problems

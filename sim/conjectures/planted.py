@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.conjectures.families import Shape, get_family, top_eigenpair
+from sim.conjectures.families import Shape, get_family, symmetrised, top_eigenpair
 
 #: Largest |P_eta|_2 and the scale of the drawn U0 (as ``sim.conjectures.structured``'s).
 P_MAX = 50.0
@@ -62,7 +62,8 @@ def plant(y: np.ndarray, P: np.ndarray, U0: np.ndarray, causal: bool, symmetric:
         rows = np.concatenate([rows, skew.reshape(len(skew), -1)])
     u0 = U0.reshape(-1)
     correction = np.linalg.lstsq(rows, rows @ u0, rcond=None)[0]  # minimum norm: in the row space
-    return (u0 - correction).reshape(U0.shape)
+    U = (u0 - correction).reshape(U0.shape)
+    return symmetrised(U) if symmetric else U  # the projection is symmetric to ~1e-16; the hypothesis is exact
 
 
 def decode_planted(claim: str, shape: Shape, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,11 +12,22 @@ P, U and the equilibrium:
   near y0 meet the hypotheses too);
 * float64 evidence, only where y0 is not already inside the certified ball: two integrators (sim's Dopri5 and
   SciPy's LSODA on eq. 6 written independently, ``sim.field.eq6``) carry y0 into the ball.
+
+Before any of it, the witness is checked against its claim (:func:`mismatches`): shapes, finite entries in range,
+the mask (``causal``) equal to the claim family's, and every hypothesis of the claim on the witness's own P, U and
+y0 (the family's ``hypotheses``: head count, U = I or U = P, symmetry or non-symmetry, spectra certified in Arb
+balls, hemisphere sets). A file is also validated against reports/schemas/witness.schema.json on load
+(:func:`load`); ``python -m sim replay`` refuses a malformed or mismatched witness with exit 2 and one line.
+
+"Inside the certified ball" is measured from the certified zero u*, not from the chart centre: |u(y0)| (an upper
+bound in balls, on the slice for rotating states: :func:`sim.conjectures.validated.start_distance`) plus the far
+corner of u*'s tight Krawczyk box (``zero_enclosure``) must not exceed the ball's radius.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,13 +44,26 @@ from sim.conjectures.certify import AWAY, attention_field, run
 from sim.conjectures.families import FAMILIES, Family, top_eigenpair
 from sim.field.eq6 import eq6
 from sim.solvers import AdaptiveStepSize
-from sim.conjectures.validated import Chart, Problem, ValidatedCertificate, certify
+from sim.conjectures.validated import (Problem, ValidatedCertificate, certify, commutes, start_distance,
+                                       starts_inside)
 
 #: Integrations of the float64 evidence: rtol 1e-10 each; the end must lie inside the certified ball with a
 #: factor 2 to spare, far above the 1e-8 the two integrators may differ by.
 EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
 #: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
 EVIDENCE_HORIZON = 1000.0
+#: The witness schema (validated on load; its version is ``SCHEMA_VERSIONS["witness"]``).
+SCHEMA = Path(__file__).resolve().parents[2] / "reports" / "schemas" / "witness.schema.json"
+#: A witness is a few kB (the largest stored one ~10 kB); a bigger file is refused before it is parsed.
+MAX_BYTES = 1 << 20
+#: |entry| of P, U and the generator (the schema's bound too): 20x the largest |P|_2 any search draws (50).
+ENTRY_MAX = 1000.0
+#: |P_eta|_2 bound: eq. 6 is evaluated unshifted (``sim.field.eq6``) and |y_i^T P y_j| <= |P|_2 must stay below
+#: float64's exp overflow at 709.
+P_NORM_MAX = 500.0
+#: Tokens of y0 and of the equilibrium lie on the unit sphere: |y_i| - 1 within this (float64 normalisation leaves
+#: ~1e-16; a state off the sphere is not a state of the model).
+UNIT = 1e-9
 
 
 @dataclass
@@ -78,6 +102,53 @@ def inradius(y: np.ndarray) -> float:
     return float(max(0.0, np.min(-hull.equations[:, -1])))
 
 
+def mismatches(witness: dict, family: Family) -> list[str]:
+    """What keeps ``witness`` from being an instance of ``family``'s claim ([] when nothing): the arrays' shapes
+    (``P, U : shape=[h, d, d]``, ``y0, equilibrium : shape=[l, d]``, ``generator : shape=[d, d]`` or None), finite
+    entries within ``ENTRY_MAX`` and ``P_NORM_MAX``, unit tokens, the mask, a generator that commutes, and the
+    claim's hypotheses on P, U and y0 (``family.hypotheses``)."""
+    if not isinstance(witness.get("causal"), bool):
+        return [f"causal must be true or false, not {witness.get('causal')!r:.40}"]
+    arrays = {}
+    for key, ndim in (("P", 3), ("U", 3), ("y0", 2), ("equilibrium", 2), ("generator", 2)):
+        if key == "generator" and witness.get(key) is None:
+            continue
+        try:
+            array = np.asarray(witness[key], dtype=float)
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
+            return [f"{key} is not an array of numbers ({str(error)[:80]})"]
+        if array.ndim != ndim or 0 in array.shape:
+            return [f"{key} must be a non-empty {ndim}-dimensional array, not shape {list(array.shape)}"]
+        if not np.all(np.isfinite(array)):
+            return [f"{key} has an entry that is not a finite number"]
+        arrays[key] = array
+    P, U, y0, equilibrium = arrays["P"], arrays["U"], arrays["y0"], arrays["equilibrium"]
+    h, d = P.shape[0], P.shape[-1]
+    if P.shape != (h, d, d) or U.shape != P.shape:
+        return [f"P and U must both have shape [h, d, d]; P {list(P.shape)}, U {list(U.shape)}"]
+    if y0.shape[1] != d or equilibrium.shape != y0.shape:
+        return [f"y0 and equilibrium must both have shape [l, {d}]; y0 {list(y0.shape)}, equilibrium "
+                f"{list(equilibrium.shape)}"]
+    if "generator" in arrays and arrays["generator"].shape != (d, d):
+        return [f"generator must have shape [{d}, {d}], not {list(arrays['generator'].shape)}"]
+    if max(float(np.max(np.abs(a))) for key, a in arrays.items() if key in ("P", "U", "generator")) > ENTRY_MAX:
+        return [f"an entry of P, U or generator exceeds {ENTRY_MAX:g} in magnitude"]
+    if np.max(np.linalg.norm(P, ord=2, axis=(1, 2))) > P_NORM_MAX:
+        return [f"|P_eta|_2 exceeds {P_NORM_MAX:g} (exp(y^T P y) would overflow float64)"]
+    for key in ("y0", "equilibrium"):
+        if np.max(np.abs(np.linalg.norm(arrays[key], axis=-1) - 1.0)) > UNIT:
+            return [f"the tokens of {key} must be unit vectors (|y_i| = 1 within {UNIT:g})"]
+    problems = []
+    if witness["causal"] != family.causal:
+        problems.append(f"mask: the witness has {'causal' if witness['causal'] else 'full'} attention, the claim "
+                        f"{family.claim} is about {'causal' if family.causal else 'full'} attention")
+    generator = arrays.get("generator")
+    if generator is not None and not commutes(Problem(P, U, witness["causal"], generator)):
+        problems.append("the generator is not a nonzero skew matrix commuting with every P_eta and U_eta")
+    problems += family.hypotheses(P, U, y0)
+    return problems
+
+
 def _problem(witness: dict) -> Problem:
     generator = witness.get("generator")
     return Problem(np.asarray(witness["P"], float), np.asarray(witness["U"], float), bool(witness["causal"]),
@@ -88,12 +159,18 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     """Re-check a witness (see the module docstring); never trusts the stored certificate. ``family`` defaults to
     the claim's (``sim.conjectures.families.FAMILIES``); a search of another family passes its own."""
     claim = witness["claim"]
+    family = FAMILIES[claim] if family is None else family
+    problems = mismatches(witness, family)
+    if problems:
+        refused = ValidatedCertificate(False, "not attempted: the witness does not match its claim",
+                                       np.zeros((0, 0)))
+        return Replay(claim, False, "the witness does not meet its claim's hypotheses: " + "; ".join(problems),
+                      refused)
     problem = _problem(witness)
     P, U = problem.P, problem.U
     y0 = np.asarray(witness["y0"], float)
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
-    family = FAMILIES[claim] if family is None else family
     distance = float(family.distance(P[None], U[None], y_star[None])[0])
     margin = hypothesis_margin(claim, P, U, y0)
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
@@ -103,29 +180,21 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
 
     if not certificate.certified:
         return result(False, f"no validated attractor: {certificate.reason}")
-    problems = family.hypotheses(P, U, y0)
-    if problems:
-        return result(False, "the start does not meet the hypotheses: " + "; ".join(problems))
     if distance < AWAY:
         return result(False, f"the attractor is the claimed outcome (distance {distance:.3g} < {AWAY:g})")
     if not margin > 2 * certificate.numbers["box_radius"]:
         return result(False, f"the start lies on the edge of the hypothesis set (margin {margin:.3g})")
-    inside = _chart_distance(y_star, y0) < certificate.numbers["basin_radius"]
+    basin, enclosure = certificate.numbers["basin_radius"], certificate.numbers["zero_enclosure"]
+    inside, numbers["start_from_centre"] = starts_inside(certificate, problem, y0)  # from u*'s box, not the centre
     numbers["start_inside_certified_ball"] = inside
     if inside:
-        return result(True, "validated attractor; the start lies inside its certified ball")
+        return result(True, "validated attractor; the start lies inside its certified ball (measured from the "
+                            "certified zero's enclosure)")
     ends = _evidence(problem, y0, y_star)
     numbers.update(ends)
-    if max(ends["sim_end_distance"], ends["scipy_end_distance"]) >= certificate.numbers["basin_radius"] / 2:
+    if max(ends["sim_end_distance"], ends["scipy_end_distance"]) + enclosure >= basin / 2:
         return result(False, "float64 runs from the start do not reach the certified ball")
     return result(True, "validated attractor; float64 runs (two integrators) carry the start into its ball")
-
-
-def _chart_distance(centre: np.ndarray, y: np.ndarray) -> float:
-    """|u(y)| in the chart at ``centre`` (float64), the coordinates the ball of attraction is stated in."""
-    chart = Chart.at(centre, exact=False)
-    w = np.einsum("ide,ie->id", chart.inverse, y)
-    return float(np.linalg.norm(w[:, 1:] / w[:, :1]))
 
 
 def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
@@ -140,8 +209,8 @@ def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
 
     theirs = solve_ivp(rhs, (0.0, t1), y0.reshape(-1), method="LSODA", rtol=1e-10, atol=1e-12).y[:, -1]
     theirs = theirs.reshape(y0.shape)
-    return {"evidence_horizon": t1, "sim_end_distance": _chart_distance(y_star, ours),
-            "scipy_end_distance": _chart_distance(y_star, theirs)}
+    return {"evidence_horizon": t1, "sim_end_distance": start_distance(problem, y_star, ours),
+            "scipy_end_distance": start_distance(problem, y_star, theirs)}
 
 
 @check(SEARCHED, method="search")
@@ -158,9 +227,15 @@ def record_of(outcome: Replay, name: str) -> CheckResult:
 
 def witness_certificate(outcome: Replay) -> dict:
     """The certificate block a stored witness carries (what its replay established)."""
-    return {"reason": outcome.certificate.reason, "numbers": outcome.certificate.numbers,
+    return {"reason": outcome.certificate.reason, "numbers": _strict(outcome.certificate.numbers),
             "eigenvalues": outcome.certificate.eigenvalues, "float64_parts": outcome.certificate.float64_parts,
-            "replay": outcome.numbers}
+            "replay": _strict(outcome.numbers)}
+
+
+def _strict(numbers: dict) -> dict:
+    """``numbers`` for strict JSON: an infinite margin (a claim that restricts no state) is written as null."""
+    return {key: None if isinstance(value, float) and not math.isfinite(value) else value
+            for key, value in numbers.items()}
 
 
 def draft(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.ndarray) -> dict:
@@ -184,15 +259,46 @@ def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.n
 
 
 def load(path: Path | str) -> dict:
-    """A witness file; a clear error naming the file when it is not one."""
+    """A witness file, checked before anything is computed from it; a ValueError of one line naming the file and
+    what failed otherwise: unreadable or not strict JSON (NaN and Infinity refused, too deep), not valid against
+    reports/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
+    that does not match its claim (:func:`mismatches`)."""
+    import jsonschema
+
     path = Path(path)
     try:
-        witness = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a readable witness file ({error})") from None
-    missing = {"claim", "P", "U", "causal", "equilibrium", "y0"} - set(witness)
-    if missing:
-        raise ValueError(f"{path}: a witness needs the keys {sorted(missing)}")
+        if path.stat().st_size > MAX_BYTES:
+            raise ValueError(f"larger than {MAX_BYTES} bytes")
+        witness = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: not a readable witness file ({_one_line(error)})") from None
+    try:
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(witness))
+    except RecursionError:
+        raise ValueError(f"{path}: not a witness (nested too deeply)") from None
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the document"
+        raise ValueError(f"{path}: not a valid witness ({SCHEMA.name}): at {where}: {_one_line(error.message)}")
     if witness["claim"] not in FAMILIES:
-        raise ValueError(f"{path}: claim {witness['claim']!r} has no conjecture family; known: {sorted(FAMILIES)}")
+        raise ValueError(f"{path}: claim {witness['claim']!r:.60} has no conjecture family; known: "
+                         f"{', '.join(sorted(FAMILIES))}")
+    problems = mismatches(witness, FAMILIES[witness["claim"]])
+    if problems:
+        raise ValueError(f"{path}: not a witness of {witness['claim']}: {_one_line('; '.join(problems))}")
     return witness
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number a witness may hold")
+
+
+def _one_line(text) -> str:
+    """``text`` on one line, at most 200 characters (a 401-digit number is not repeated in full)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _validator():
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))

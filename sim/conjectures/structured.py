@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from sim.conjectures.families import Shape, get_family, top_eigenpair
+from sim.conjectures.families import Shape, get_family, symmetrised, top_eigenpair
 from sim.conjectures.planted import decode_planted, plantable, planted_parameters
 
 #: Largest spectral norm of a structured P_eta (the issue asks for at least 50).
@@ -99,7 +99,8 @@ def _heads_P(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return (draw.signs * _scale(theta[:h], P_MAX))[:, None, None] * np.eye(d), theta[h:]
     if draw.structure == "commuting":
         p = P_MAX * np.tanh(theta[:h * d].reshape(h, d))
-        return np.einsum("ik,hk,jk->hij", Q, p, Q), theta[h * d:]
+        P = np.einsum("ik,hk,jk->hij", Q, p, Q)  # symmetric up to rounding; exactly where the claim asks it
+        return (symmetrised(P) if U_RULES[draw.claim] == "equal-P" else P), theta[h * d:]
     if draw.structure == "skew":
         raw = theta[:h * d * d].reshape(h, d, d)
         return _unit(raw - np.swapaxes(raw, 1, 2)) * _scale(theta[h * d * d:h * d * d + h], P_MAX)[:, None, None], \
@@ -137,7 +138,8 @@ def _heads_and_values(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.nda
         return P, P.copy()
     if draw.structure == "commuting":
         u = U_MAX * np.tanh(rest.reshape(h, d))
-        return P, np.einsum("ik,hk,jk->hij", draw.basis, u, draw.basis)
+        values = np.einsum("ik,hk,jk->hij", draw.basis, u, draw.basis)
+        return P, symmetrised(values) if rule == "symmetric" else values
     raw = rest[:h * d * d].reshape(h, d, d)
     if rule == "top-real":
         return P, _unit(raw)
@@ -167,7 +169,8 @@ def structures(claim: str) -> tuple[str, ...]:
     get_family(claim)  # a clear error for an unknown claim
     if claim not in U_RULES:
         return ("random",)
-    unfit = {"equal-P": ("skew", "planted"), "identity": ("planted",)}.get(U_RULES[claim], ())
+    # U = I claims (conj.nonsymmetric-full) are about non-symmetric P: +-c I and Q diag Q^T are symmetric
+    unfit = {"equal-P": ("skew", "planted"), "identity": ("planted", "pm-identity", "commuting")}.get(U_RULES[claim], ())
     return tuple(s for s in SOURCES if s not in unfit)
 
 

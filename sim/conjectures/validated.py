@@ -20,7 +20,10 @@ The chain of a certificate, every step in ball arithmetic unless marked float64:
    every eigenvalue of every matrix in J(X), the linearisation at the zero among them, has real part below a
    certified bound < 0, and (the mean-value form bounding the nonlinear remainder) every sublevel set
    {(u - u*)^T Q (u - u*) <= rho} inside X is attracted to u*; its inner Euclidean radius is reported (chart
-   coordinates, in which the tokens move by at most as much, to first order);
+   coordinates, in which the tokens move by at most as much, to first order); the ball is centred at the zero
+   u*, not at the chart centre: a tight Krawczyk box (:func:`enclose_zero`, half-width ~1e-12) encloses u*, and a
+   start counts as inside only when its distance from the centre plus the box's far corner sqrt(m) r is at most the
+   radius (:func:`start_distance`, in balls; on the slice for rotating states);
 5. the eigenvalues themselves as Arb balls where Arb isolates them (shown; a ball with a certified positive
    real part rejects the point as a saddle at once).
 
@@ -47,6 +50,10 @@ PRECISION = 106
 RADII = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10)
 #: Float64 Newton stops when |F| falls below this (near float64 rounding of eq. 6 at |P| <= 50).
 NEWTON_TOL = 1e-14
+#: Half-widths of the tight box around the zero u*, tightest first (up to the certified box's): 1e-12 is 1e4 x the
+#: ~1e-16 by which the float64 Newton centre misses the zero, so Krawczyk maps it inside at 106 bits; wider ones
+#: serve a centre that Newton did not refine (an equilibrium off the chart centre).
+TIGHT_RADII = tuple(10.0**k for k in range(-12, -2))
 
 
 @dataclass
@@ -215,6 +222,20 @@ def krawczyk(F, m: int, radius: float) -> dict:
                                                                               for c in centre)}
 
 
+def enclose_zero(F, m: int, radius: float) -> dict | None:
+    """The tightest box [-r, r]^m (r in ``TIGHT_RADII``, r < ``radius``) that Krawczyk proves holds a zero of F:
+    ``{"radius": r, "K": |u*_i| upper bounds}``, or None. With uniqueness in the box of ``radius`` this is the same
+    zero u*; the ball of attraction is centred at u*, so a distance from the chart centre must add |u*| <=
+    sqrt(m) r (the box's far corner)."""
+    for tight in TIGHT_RADII:
+        if not tight < radius:
+            return None
+        test = krawczyk(F, m, tight)
+        if test["unique"]:
+            return {"radius": tight, "K": test["K"]}
+    return None
+
+
 def spectrum(J: np.ndarray) -> list:
     """Balls holding the eigenvalues of every matrix in the ball matrix ``J``; [] when Arb cannot isolate them."""
     matrix = acb_mat(arb_mat(J.tolist()))
@@ -303,7 +324,12 @@ def _certify(problem: Problem, y_star: np.ndarray) -> ValidatedCertificate:
             return ValidatedCertificate(False, f"unstable: an eigenvalue has a certified positive real part "
                                                f"(box radius {radius:g}); a saddle, not an attractor",
                                         eigenvalues=shown, numbers=numbers, **common)
-        certificate = attraction(test["J"], test["K"], radius)
+        tight = enclose_zero(F, m, radius)
+        # The zero's own box: |u*_i| <= K_i there (tighter than the big box's image), and sqrt(m) r bounds |u*|.
+        enclosure = (tight["K"], tight["radius"]) if tight else (test["K"], radius)
+        numbers.update(zero_box_radius=enclosure[1],
+                       zero_enclosure=float((arb(m).sqrt() * arb(enclosure[1])).upper()))
+        certificate = attraction(test["J"], enclosure[0], radius)
         if certificate is None:
             last = (f"unique equilibrium in a box of radius {radius:g}, but no Lyapunov certificate of stability "
                     f"over the box")
@@ -315,3 +341,95 @@ def _certify(problem: Problem, y_star: np.ndarray) -> ValidatedCertificate:
                                           f"ball of attraction of radius {certificate.basin_radius:.3g}",
                                     eigenvalues=shown, numbers=numbers, **common)
     return ValidatedCertificate(False, last, **common)
+
+
+def start_distance(problem: Problem, centre: np.ndarray, y: np.ndarray, precision: int = PRECISION) -> float:
+    """An upper bound (balls) on |u(y)|, the chart coordinates at ``centre : shape=[l, d]`` of ``y : shape=[l, d]``
+    (the coordinates of :meth:`Chart.point`: u_i = w_{i,1:} / w_{i,0}, w_i = M_i^{-1} y_i); inf when y leaves the
+    chart (some w_{i,0} not certified positive).
+
+    With a generator, the ball of attraction lives on the slice u_k = 0 of :func:`_slice_coordinate`; y is first
+    moved along its orbit, y(theta) = y exp(theta Omega)^T (the dynamics is equivariant, so y and y(theta) have the
+    same fate): a float64 root theta of u_k(y(theta)), then balls certify that u_k changes sign over
+    [theta - delta, theta + delta] (so the slice point lies there) and bound |u| over that whole interval, the
+    slice coordinate left out."""
+    old = ctx.prec
+    ctx.prec = precision
+    try:
+        chart = Chart.at(np.asarray(centre, float), exact=True)
+        if problem.generator is None:
+            return _coordinate_norm(chart, balls(y))
+        slot = _slice_coordinate(chart, problem.generator)
+        theta = _slice_angle(problem.generator, np.asarray(centre, float), np.asarray(y, float), slot)
+        if theta is None:
+            return float("inf")
+        delta = 1e-12 * (1.0 + abs(theta))  # 1e3 x brentq's float64 root error; adds ~1e-12 to |u|, << any basin
+        ends = [_coordinates(chart, _rotated(y, problem.generator, arb(theta + side * delta)))
+                for side in (-1.0, 1.0)]
+        if ends[0] is None or ends[1] is None or not (ends[0][slot] * ends[1][slot] < 0):
+            return float("inf")
+        u = _coordinates(chart, _rotated(y, problem.generator, arb(theta, delta)))
+        return float("inf") if u is None else _norm_upper(np.delete(u, slot))
+    finally:
+        ctx.prec = old
+
+
+def starts_inside(certificate: ValidatedCertificate, problem: Problem, y: np.ndarray) -> tuple[bool, float]:
+    """(inside, |u(y)| bound): whether ``y : shape=[l, d]`` lies in the certified ball of attraction for every
+    possible position of its centre u* in u*'s tight box: |u(y)| + sqrt(m) r_tight <= basin radius (then
+    |u(y) - u*| <= |u(y)| + |u*| <= basin radius). The chart is the certificate's (centre
+    ``certificate.equilibrium``), on the slice for rotating states (:func:`start_distance`)."""
+    numbers = certificate.numbers
+    start = start_distance(problem, certificate.equilibrium, y)
+    return start + numbers["zero_enclosure"] <= numbers["basin_radius"], start
+
+
+def _rotated(y: np.ndarray, generator: np.ndarray, theta) -> np.ndarray:
+    """y exp(theta Omega)^T in balls (``theta`` an arb, possibly a whole interval)."""
+    rotation = (arb_mat(np.asarray(generator, float).tolist()) * theta).exp()
+    R = np.array([[rotation[i, j] for j in range(rotation.ncols())] for i in range(rotation.nrows())], dtype=object)
+    return balls(y) @ R.T
+
+
+def _coordinates(chart: Chart, y: np.ndarray) -> np.ndarray | None:
+    """u(y) flat, in balls; None when some w_{i,0} is not certified positive (y off the chart's half-space)."""
+    w = np.einsum("ide,ie->id", chart.inverse, y)
+    if not all(x > 0 for x in w[:, 0]):
+        return None
+    return (w[:, 1:] / w[:, :1]).reshape(-1)
+
+
+def _norm_upper(u: np.ndarray) -> float:
+    """An upper bound on the Euclidean norm of every vector in the balls ``u`` (squares of the |x| upper bounds: a
+    ball around 0 has no square root of its own lower end)."""
+    return float(sum((abs(x).upper() ** 2 for x in u), arb(0)).sqrt().upper())
+
+
+def _coordinate_norm(chart: Chart, y: np.ndarray) -> float:
+    u = _coordinates(chart, y)
+    return float("inf") if u is None else _norm_upper(u)
+
+
+def _slice_angle(generator: np.ndarray, centre: np.ndarray, y: np.ndarray, slot: int) -> float | None:
+    """Float64: the theta in [-pi, pi] of smallest |u(y(theta))| among the roots of u_k(y(theta)) (a grid of 2001
+    angles, then brentq); None when the orbit never crosses the slice inside the chart."""
+    from scipy.linalg import expm
+    from scipy.optimize import brentq
+
+    chart = Chart.at(centre, exact=False)
+
+    def u(theta: float) -> np.ndarray:
+        w = np.einsum("ide,ie->id", chart.inverse, y @ expm(theta * generator).T)
+        return np.where(w[:, :1] > 0, w[:, 1:] / np.where(w[:, :1] > 0, w[:, :1], 1.0), np.inf).reshape(-1)
+
+    grid = np.linspace(-np.pi, np.pi, 2001)
+    values = [u(theta) for theta in grid]
+    best, best_norm = None, np.inf
+    for a, b, ua, ub in zip(grid[:-1], grid[1:], values[:-1], values[1:]):
+        if not (np.all(np.isfinite(ua)) and np.all(np.isfinite(ub))) or ua[slot] * ub[slot] > 0:
+            continue
+        root = a if ua[slot] == 0 else brentq(lambda t: u(t)[slot], a, b, xtol=1e-15)
+        norm = np.linalg.norm(u(root))
+        if norm < best_norm:
+            best, best_norm = float(root), norm
+    return best

@@ -177,6 +177,7 @@ def test_planted_state_is_an_equilibrium(claim):
 @pytest.mark.parametrize("claim, structure, message", [
     pytest.param("conj.gradient-value", "skew", "does not fit", id="skew P where U = P must be symmetric"),
     pytest.param("conj.multihead-causal", "spiral", "does not fit", id="unknown structure"),
+    pytest.param("conj.nonsymmetric-full", "pm-identity", "does not fit", id="symmetric P where P must not be"),
 ])
 def test_unfit_structures_are_refused(claim, structure, message):
     with pytest.raises(ValueError, match=message):

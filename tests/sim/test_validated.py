@@ -119,3 +119,84 @@ def test_the_old_finite_time_witnesses_are_rejected(path):
     P, U, y0 = (np.asarray(witness[key], float) for key in ("P", "U", "y0"))
     end = run(attention_field(P, U, witness["causal"]), y0, witness["t1"])[-1]
     assert not certify(Problem(P, U, witness["causal"]), end).certified
+
+
+# --- boundary cases of the certifier's inequalities (issue 42 item 2), each with its control -------------------------
+def _shifted_line(shift: float):
+    """F(x) = x - shift on X = [-r, r]^1 (one unknown; ``F`` in the certifier's form: values and no rotation speed).
+    Krawczyk's image is exactly {shift}: C = 1, I - C J = 0."""
+    return lambda x: (np.array([x[0] - arb(shift)], dtype=object), None)
+
+
+def test_a_krawczyk_image_touching_the_boundary_is_not_unique():
+    """F(x) = x - r on [-r, r]: K(X) = {r} touches the box's boundary, so the interior test fails (the zero r lies on
+    the boundary; a box that admits it proves nothing about a neighbourhood). Kills the mutant "<= instead of <" in
+    krawczyk's containment test. Control: F(x) = x - r/2 maps into the interior and is unique."""
+    r = 1e-3
+    touching = krawczyk(_shifted_line(r), 1, r)
+    assert touching["K"] == [r] and not touching["unique"]
+    assert krawczyk(_shifted_line(r / 2), 1, r)["unique"]
+
+
+@pytest.mark.parametrize("J, singular_or_unstable", [
+    pytest.param([[arb(-1.0, 1.0)]], "0 in the ball (singular)", id="1x1 ball [-2, 0]: contains 0"),
+    pytest.param([[arb(-1.0), arb(0)], [arb(0), arb(-0.4, 0.5)]], "+0.1 in the ball (unstable)",
+                 id="2x2 ball: contains diag(-1, 0.1)"),
+])
+def test_a_jacobian_ball_containing_a_singular_or_unstable_matrix_gets_no_certificate(J, singular_or_unstable):
+    """The Lyapunov certificate must hold for every matrix of J(X) (here J(X) contains a matrix with eigenvalue
+    0 or +0.1): attraction() returns None. For the 1x1 ball [-1 +- 1], |E| = 1 exactly, so this kills the mutants
+    "e <= 1 instead of e < 1" and "E taken at the midpoint A instead of over the ball J" (then e = 0)."""
+    from sim.conjectures.validated import attraction
+
+    J = np.array(J, dtype=object)
+    assert attraction(J, [0.0] * len(J), 1e-3) is None, singular_or_unstable
+
+
+def test_a_jacobian_ball_of_stable_matrices_is_certified():
+    """Control of the previous test: [-1 +- 0.99] holds only stable matrices; the bound on the real part is
+    -(1 - e) / (2 lambda_max(Q)) = -(1 - 0.99) / (2 * 0.5) = -0.01 (rel 1e-6: Arb stores a radius to ~30 bits,
+    rounded up)."""
+    from sim.conjectures.validated import attraction
+
+    certificate = attraction(np.array([[arb(-1.0, 0.99)]], dtype=object), [0.0], 1e-3)
+    assert certificate is not None and certificate.real_part_bound == pytest.approx(-0.01, rel=1e-6)
+    assert certificate.real_part_bound < 0 < certificate.basin_radius <= 1e-3
+
+
+def test_an_equilibrium_off_the_chart_centre_has_its_basin_measured_from_it():
+    """The value-full witness certified in a chart whose centre misses the equilibrium by 1e-5 (no Newton step):
+    the tight box must grow to hold the zero (zero_enclosure >= 1e-5), the ball of attraction around it stays inside
+    the certified box, and a start on the far side (|u| = basin - enclosure/2: inside a ball drawn around the chart
+    centre, not around every point of the zero's box) is not declared inside. Kills the mutants "distance from the
+    chart centre" (enclosure dropped) and "basin radius leaving the box" (K of the big box replaced by 0). Control:
+    a start at |u| = basin - 2 enclosure is inside."""
+    from sim.conjectures.replay import _problem
+    from sim.conjectures.validated import PRECISION, _certify, starts_inside
+    from flint import ctx
+
+    path = next(Path(__file__).parents[2].glob("sim/conjectures/witnesses/conj.value-full/chunk00000-*.json"))
+    witness = json.loads(path.read_text())
+    problem = _problem(witness)
+    y_star = np.asarray(witness["equilibrium"])
+    offset = 1e-5
+    centre = Chart.at(y_star, exact=False).point(np.array([offset, 0.0]))  # the zero sits at u* = (-1e-5, 0) here
+    old, ctx.prec = ctx.prec, PRECISION
+    try:
+        certificate = _certify(problem, centre)
+    finally:
+        ctx.prec = old
+    numbers = certificate.numbers
+    assert certificate.certified, certificate.summary()
+    assert offset <= numbers["zero_enclosure"] and numbers["zero_box_radius"] > TIGHTEST
+    assert numbers["basin_radius"] + numbers["zero_enclosure"] <= numbers["box_radius"]
+    chart = Chart.at(centre, exact=False)
+    direction = np.array([1.0, 0.0])  # away from u*: the far side
+    far = chart.point((numbers["basin_radius"] - numbers["zero_enclosure"] / 2) * direction)
+    near = chart.point((numbers["basin_radius"] - 2 * numbers["zero_enclosure"]) * direction)
+    assert not starts_inside(certificate, problem, far)[0]
+    assert starts_inside(certificate, problem, near)[0]
+
+
+#: The tight box's first radius (sim.conjectures.validated.TIGHT_RADII[0]).
+TIGHTEST = 1e-12

@@ -1,0 +1,199 @@
+"""Replay checks a witness against its claim (sim.conjectures.replay): the schema on load, the mask, the head count and
+every hypothesis of the claim on the witness's own P, U and y0 (issue 36 item 4, issue 37 item 2); and the start is
+measured from the certified zero's enclosure, not from the chart centre.
+
+Each refusal has its negative control: the same file unmodified replays (exit 0), or the forged instance is shown to
+be a certified attractor, so that only the new check refuses it.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.__main__ import main
+from sim.conjectures.families import certified_top
+from sim.conjectures.replay import _problem, load, replay
+from sim.conjectures.validated import TIGHT_RADII, Problem, certify
+
+STORED = sorted((Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
+
+
+def stored(claim: str, index: int = 0) -> dict:
+    return json.loads([p for p in STORED if p.parent.name == claim][index].read_text())
+
+
+def replay_file(tmp_path, witness, capsys, raw: str | None = None) -> tuple[int, str, Path]:
+    """``python -m sim replay`` on ``witness`` (or on the text ``raw``): (exit code, stderr, path)."""
+    path = tmp_path / "witness.json"
+    path.write_text(raw if raw is not None else json.dumps(witness))
+    code = main(["replay", str(path)])
+    return code, capsys.readouterr().err, path
+
+
+def assert_refused(code: int, err: str, path: Path, *words: str) -> None:
+    """Exit 2, one line naming the file, no traceback, and the words saying what failed."""
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert str(path) in lines[0], err
+    for word in words:
+        assert word in lines[0], err
+
+
+def test_unmodified_stored_witness_replays_from_a_copied_file(tmp_path, capsys):
+    """Negative control of every refusal below: a stored witness copied verbatim exits 0 (REFUTED)."""
+    code, _, _ = replay_file(tmp_path, stored("conj.value-full"), capsys)
+    assert code == 0
+
+
+# --- the three forged witnesses of issue 36, and issue 37's relabelled one ------------------------------------------
+def test_value_full_witness_relabelled_as_value_causal_is_refused(tmp_path, capsys):
+    """Full attention presented for a causal claim: the mask differs from the claim family's."""
+    forged = dict(stored("conj.value-full"), claim="conj.value-causal")
+    assert not replay(forged).refuted
+    assert_refused(*replay_file(tmp_path, forged, capsys), "mask", "causal")
+
+
+def test_causal_witness_relabelled_as_value_full_is_refused(tmp_path, capsys):
+    forged = dict(stored("conj.value-causal"), claim="conj.value-full")
+    assert_refused(*replay_file(tmp_path, forged, capsys), "mask")
+
+
+def test_gradient_value_witness_with_a_causal_mask_is_refused(tmp_path, capsys):
+    forged = dict(stored("conj.gradient-value"), causal=True)
+    assert_refused(*replay_file(tmp_path, forged, capsys), "mask")
+
+
+def test_nonsymmetric_full_witness_with_a_symmetric_P_is_refused(tmp_path, capsys):
+    """The rotating triangle with P = -2I (symmetric): still a certified attractor (the control: the certifier alone
+    accepts it, as it did before), refused only because the claim is about non-symmetric P."""
+    witness = stored("conj.nonsymmetric-full")
+    assert witness["generator"] is not None  # the rotating triangle
+    forged = dict(witness, P=[(-2.0 * np.eye(2)).tolist()])
+    assert certify(_problem(forged), np.asarray(forged["equilibrium"])).certified
+    assert not replay(forged).refuted
+    assert_refused(*replay_file(tmp_path, forged, capsys), "symmetric")
+
+
+@pytest.mark.parametrize("source, target, words", [
+    pytest.param("conj.value-full", "conj.gradient-value", ("U != P",), id="value-full to gradient-value (U != P)"),
+    pytest.param("conj.value-full", "conj.nonsymmetric-full", ("U != I",), id="value-full to nonsymmetric (U != I)"),
+    pytest.param("conj.multihead-causal", "conj.value-causal", ("h = ",), id="3 heads to a one-head claim"),
+    pytest.param("conj.value-causal", "conj.multihead-causal", ("h = 1",), id="1 head to a multi-head claim"),
+])
+def test_a_witness_moved_to_a_claim_whose_hypothesis_it_violates_is_refused(source, target, words, tmp_path,
+                                                                            capsys):
+    """Same mask, another claim: the claim's own hypotheses (head count, U = P, U = I) refuse it."""
+    moved = dict(stored(source), claim=target)
+    assert not replay(moved).refuted
+    assert_refused(*replay_file(tmp_path, moved, capsys), *words)
+
+
+def test_value_witness_with_a_complex_top_eigenvalue_is_refused(tmp_path, capsys):
+    """U = [[0.5, -1], [1, 0.5]] (eigenvalues 0.5 +- i): the value claims' spectral hypothesis fails."""
+    forged = dict(stored("conj.value-full"), U=[[[0.5, -1.0], [1.0, 0.5]]])
+    assert_refused(*replay_file(tmp_path, forged, capsys), "not real, simple and positive")
+
+
+def test_multihead_start_outside_D_v_is_refused(tmp_path, capsys):
+    """The hemisphere set of the multi-head claim: y0 -> -y0 leaves D^l(v)."""
+    witness = stored("conj.multihead-causal", 2)
+    forged = dict(witness, y0=(-np.asarray(witness["y0"])).tolist())
+    assert_refused(*replay_file(tmp_path, forged, capsys), "D^l(v)")
+
+
+@pytest.mark.parametrize("matrix, verdict", [
+    pytest.param([[2.0, 0.0], [0.0, -1.0]], None, id="real simple positive top"),
+    pytest.param([[1.0, 0.0], [0.0, 1.0 + 2.0**-40]], None, id="a gap of 2^-40, isolated by the balls"),
+    pytest.param([[0.5, -1.0], [1.0, 0.5]], "not certified simple", id="complex pair on top (tied real parts)"),
+    pytest.param([[-1.0, 0.0], [0.0, -2.0]], "not certified positive", id="negative top"),
+    pytest.param([[1.0, 0.0], [0.0, 1.0]], "cannot isolate", id="double top"),
+])
+def test_the_top_eigenvalue_is_certified_in_balls(matrix, verdict):
+    """The hypothesis of the value claims decided by Arb's enclosures, with no tolerance."""
+    problem = certified_top(np.array(matrix))
+    assert problem is None if verdict is None else verdict in problem
+
+
+# --- malformed input: exit 2 and one line, never a traceback --------------------------------------------------------
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+MALFORMED = {
+    "a number instead of an object": ("5", "type 'object'"),
+    "NaN": ('{"claim": NaN}', "NaN"),
+    "Infinity": ('{"claim": Infinity}', "Infinity"),
+    "not JSON": ("{not json", "not a readable witness"),
+    "deep nesting": ('{"P": ' + _nested(100_000) + "}", "not a readable witness"),
+    "deep nesting, shallow enough to parse": ('{"P": ' + _nested(900) + "}", "witness"),
+}
+EDITS = {
+    "causal 'no'": ({"causal": "no"}, "causal"),
+    "schema_version 99": ({"schema_version": 99}, "schema_version"),
+    "1e308 in P": ({"P": [[[1e308, 0.0], [0.0, 1.0]]]}, "P"),
+    "401-digit integer in U": ({"U": "BIG"}, "U"),
+    "shape mismatch": ({"y0": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]}, "shape"),
+    "zero rows": ({"y0": []}, "y0"),
+    "zero heads": ({"P": []}, "P"),
+    "ragged P": ({"P": [[[1.0, 0.0], [0.0]]]}, "P"),
+    "a token off the sphere": ({"y0": [[2.0 ** -0.5, 0.5], [0.0, 1.0]]}, "unit"),
+    "a string for a number": ({"U": [[["a", 0.0], [0.0, 1.0]]]}, "U"),
+    "claim unknown": ({"claim": "conj.nope"}, "no conjecture family"),
+    "a generator of the wrong shape": ({"generator": [[0.0]]}, "generator"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_text_is_refused_in_one_line(name, tmp_path, capsys):
+    text, words = MALFORMED[name]
+    assert_refused(*replay_file(tmp_path, None, capsys, raw=text), words)
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_malformed_witness_is_refused_in_one_line(name, tmp_path, capsys):
+    edit, words = EDITS[name]
+    witness = dict(stored("conj.value-full"), **edit)
+    text = json.dumps(witness).replace('"BIG"', "[[[" + "9" * 401 + ", 0.0], [0.0, 1.0]]]")
+    code, err, path = replay_file(tmp_path, None, capsys, raw=text)
+    assert_refused(code, err, path, words)
+    assert len(err) < 400, err  # the 401 digits are not echoed in full
+
+
+# --- the start measured from the certified zero ----------------------------------------------------------------------
+@pytest.mark.parametrize("path", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
+def test_every_stored_start_lies_in_the_ball_measured_from_the_enclosure(path):
+    """The tight Krawczyk box around u* certifies at the tightest radius tried (1e-12); the ball of attraction lies in
+    the certified box; the start (or the float64 runs' ends, for the two multi-head witnesses whose start is far) lies
+    in the ball from every point of u*'s box; and the stored certificate is the re-issued one."""
+    witness = load(path)
+    outcome = replay(witness)
+    assert outcome.refuted, outcome.summary()
+    numbers = outcome.certificate.numbers
+    assert numbers["zero_box_radius"] == TIGHT_RADII[0] == 1e-12
+    assert numbers["basin_radius"] + numbers["zero_enclosure"] <= numbers["box_radius"]
+    replayed = outcome.numbers
+    if replayed["start_inside_certified_ball"]:
+        assert replayed["start_from_centre"] + numbers["zero_enclosure"] <= numbers["basin_radius"]
+    else:
+        far = max(replayed["sim_end_distance"], replayed["scipy_end_distance"])
+        assert far + numbers["zero_enclosure"] < numbers["basin_radius"] / 2
+    for key in ("box_radius", "zero_box_radius", "zero_enclosure", "basin_radius", "real_part_bound"):
+        assert witness["certificate"]["numbers"][key] == pytest.approx(numbers[key], rel=1e-9), key
+
+
+def test_a_rotated_start_is_measured_on_the_slice():
+    """The rotating triangle turned by 0.3 rad lies on the attractor's orbit: on the slice it is at the zero (only
+    the interval of angles adds ~1e-12), while the chart distance without the symmetry is ~0.3 (the control)."""
+    from sim.conjectures.validated import start_distance
+
+    witness = stored("conj.nonsymmetric-full")
+    problem = _problem(witness)
+    y_star = np.asarray(witness["equilibrium"])
+    c, s = np.cos(0.3), np.sin(0.3)
+    turned = y_star @ np.array([[c, -s], [s, c]]).T
+    assert start_distance(problem, y_star, turned) < 1e-10
+    without = Problem(problem.P, problem.U, problem.causal)
+    assert start_distance(without, y_star, turned) > 0.1
