@@ -22,6 +22,8 @@ from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
 from .loop import NonFiniteActivations
 from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
 from .prompts import GPT2_VOCAB_SIZE
+from .consensus import METRICS
+from .loop import LOOP_VARIANTS
 from .run import DEVICES, DTYPES, RunSettings
 
 #: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
@@ -57,7 +59,8 @@ def _run(args) -> int:
     try:
         settings = RunSettings(model=args.model, weights=args.weights, ffn=not args.no_ffn, prompts=args.prompts,
                                length=args.length, passes=args.passes, seed=args.seed, prompt_seed=args.prompt_seed,
-                               device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation)
+                               device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation,
+                               loop_variant=args.loop_variant, metric=args.metric)
         rule = CollapseRule(threshold=args.threshold, window=args.window, min_fall=args.min_fall,
                             max_passes=args.passes)
         results = run_experiment(settings, args.out, progress=not args.quiet,
@@ -244,6 +247,12 @@ def _add_run(commands) -> None:
     _device_options(run)
     run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
                      help="attention kernel (none given: the model's own default)")
+    run.add_argument("--loop-variant", choices=LOOP_VARIANTS, default=RUN["loop_variant"],
+                     help="ours (= authors): the final norm between passes, as the authors' GPTConsensus.py; "
+                          "nanogpt: none between passes, as their first (nanoGPT) script (empirical/loop.py)")
+    run.add_argument("--metric", choices=METRICS, default=RUN["metric"],
+                     help="signed: E = 1 - mean cos(y_1, y_i) (eq. 9, the authors' latest script); absolute: "
+                          "1 - mean |cos(y_1, y_i)| (their older scripts)")
     run.add_argument("--until-decided", action="store_true",
                      help="stop at the first pass where the collapse rule decides (collapsed or stalled; "
                           "empirical/decision.py), --passes at most")

@@ -32,7 +32,7 @@ from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide, needs_more_passes, pass_ends
 from .figures import plot_run
 from .floor import measure_floor
-from .loop import NonFiniteActivations, embed, run_pass
+from .loop import NonFiniteActivations, check_variant, embed, run_pass
 from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
                      verify_draw)
 from .prompts import PAPER_SEED, authors_prompts
@@ -57,6 +57,8 @@ class RunSettings:
     device: str = "auto"
     dtype: str = "auto"
     attn_implementation: str | None = None
+    loop_variant: str = "ours"
+    metric: str = "signed"
 
     def __post_init__(self) -> None:
         if self.weights not in WEIGHTS:
@@ -69,10 +71,16 @@ class RunSettings:
             raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ValueError(f"--dtype {self.dtype!r} must be 'auto' or one of {tuple(DTYPES)}.")
+        check_variant(self.loop_variant, self.metric)
 
     def identity(self) -> dict[str, Any]:
-        """The settings a resumed run must share (all but the number of passes)."""
-        return {k: v for k, v in asdict(self).items() if k != "passes"}
+        """The settings a resumed run must share: all but the number of passes; the loop variant and metric only
+        where they are not their defaults (so that a run folder written before they existed still resumes)."""
+        identity = {k: v for k, v in asdict(self).items() if k != "passes"}
+        for name, default in (("loop_variant", "ours"), ("metric", "signed")):
+            if identity[name] == default:
+                del identity[name]
+        return identity
 
 
 def resolve_device(device: str) -> torch.device:
@@ -157,7 +165,8 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     prepared = time.perf_counter()
-    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn)
+    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn,
+                                                             metric=settings.metric)
     rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
     manifest = _manifest(settings, loaded, state, floor, until, {
         "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built})
@@ -298,7 +307,7 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
     excluded = adapter.zero_embedding_ids()
     ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
-    x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)))
+    x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)), metric=settings.metric)
     inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
         return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
@@ -407,7 +416,8 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 before = fingerprint(model)
                 redraw(model, settings.seed + k)
                 state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
-            result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k)
+            result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k,
+                              loop_variant=settings.loop_variant, metric=settings.metric)
             state.x, state.done = result.hidden, k + 1
             state.columns.append(result.E.T)
             seconds = time.perf_counter() - started
