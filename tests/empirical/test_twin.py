@@ -182,3 +182,18 @@ def test_twin_settings(tmp_path, capsys):
     plain = run_experiment(RunSettings(**TINY, weights="random", passes=1), tmp_path / "plain", progress=False)
     assert plain["twin"] is None and plain["effective_floor"] == plain["E_floor"]
     assert load_results(tmp_path / "plain")[0]["floor"]["effective_floor"] == plain["E_floor"]
+
+
+def test_the_reports_trained_runs_carry_a_float64_twin(tmp_path):
+    from empirical.suite import PROFILES, Variant, run_variant
+
+    for variant in (v for profile in PROFILES.values() for v in profile):
+        assert variant.twin == ("float64" if variant.weights == "trained" else None), variant.key
+        assert variant.settings().twin == variant.twin and variant.settings(dtype="float64").twin is None
+    folder = tmp_path / "weights"
+    load_model("tiny-llama", "random", seed=7).save_pretrained(folder)
+    variant = Variant("tiny-trained-no-ffn", str(folder), "trained", False, 3, 16, 1, "Fig. 7", twin="float64")
+    manifest, results = run_variant(variant, tmp_path / "runs", device="cpu", progress=False)
+    assert results["twin"]["prompts"] == 2 and manifest["floor"]["effective_floor"] == results["effective_floor"]
+    again, _ = run_variant(variant, tmp_path / "runs", device="cpu", progress=False)  # reused, not rerun
+    assert again["started"] == manifest["started"] and again["timings"] == manifest["timings"]
