@@ -22,7 +22,9 @@ from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
 from .loop import NonFiniteActivations
 from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
 from .prompts import GPT2_VOCAB_SIZE
-from .run import DEVICES, DTYPES, RunSettings
+from .consensus import METRICS
+from .loop import LOOP_VARIANTS
+from .run import DEVICES, DTYPES, TWINS, RunSettings
 
 #: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
 BENCH_DEFAULTS = {"model": SMOLLM2, "prompts": 16, "length": 200, "passes": 2, "rounds": 5}
@@ -57,7 +59,9 @@ def _run(args) -> int:
     try:
         settings = RunSettings(model=args.model, weights=args.weights, ffn=not args.no_ffn, prompts=args.prompts,
                                length=args.length, passes=args.passes, seed=args.seed, prompt_seed=args.prompt_seed,
-                               device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation)
+                               device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation,
+                               loop_variant=args.loop_variant, metric=args.metric, twin=args.twin,
+                               twin_prompts=args.twin_prompts)
         rule = CollapseRule(threshold=args.threshold, window=args.window, min_fall=args.min_fall,
                             max_passes=args.passes)
         results = run_experiment(settings, args.out, progress=not args.quiet,
@@ -67,6 +71,9 @@ def _run(args) -> int:
     ends = results["E_pass_end"]
     decision = results["decision"]
     print(f"E_mean after the embeddings {ends[0]:.4g}; after each pass: " + " ".join(f"{e:.4g}" for e in ends[1:]))
+    if results.get("twin"):
+        print(f"float64 twin of {results['twin']['prompts']} prompts: largest |E - E_float64| "
+              f"{results['twin']['divergence_max']:.2g}; effective floor {results['effective_floor']:.2g}")
     print(f"floor of E in this dtype {results['E_floor']:.2g}; decision: {decision['verdict']}"
           + (f" at pass {decision['decided_at']}" if decision["decided_at"] else "") + f" ({decision['reason']}); "
           f"monotone: {'yes' if decision['monotone'] else 'no'}")
@@ -244,6 +251,17 @@ def _add_run(commands) -> None:
     _device_options(run)
     run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
                      help="attention kernel (none given: the model's own default)")
+    run.add_argument("--loop-variant", choices=LOOP_VARIANTS, default=RUN["loop_variant"],
+                     help="ours (= authors): the final norm between passes, as the authors' GPTConsensus.py; "
+                          "nanogpt: none between passes, as their first (nanoGPT) script (empirical/loop.py)")
+    run.add_argument("--metric", choices=METRICS, default=RUN["metric"],
+                     help="signed: E = 1 - mean cos(y_1, y_i) (eq. 9, the authors' latest script); absolute: "
+                          "1 - mean |cos(y_1, y_i)| (their older scripts)")
+    run.add_argument("--twin", choices=[t for t in TWINS if t], default=RUN["twin"],
+                     help="float64: loop the first --twin-prompts prompts in float64 alongside (the same weights "
+                          "cast), record the largest |E - E_float64| per block and the effective floor")
+    run.add_argument("--twin-prompts", type=int, default=RUN["twin_prompts"],
+                     help=f"prompts of the float64 twin (default {RUN['twin_prompts']}; all when fewer)")
     run.add_argument("--until-decided", action="store_true",
                      help="stop at the first pass where the collapse rule decides (collapsed or stalled; "
                           "empirical/decision.py), --passes at most")

@@ -81,19 +81,20 @@ def consensus_probe(x: torch.Tensor, seed: int = PROBE_SEED) -> torch.Tensor:
     return (first + scale * noise).to(device=x.device, dtype=x.dtype)
 
 
-def measure_floor(adapter: LoopAdapter, x: torch.Tensor, inputs: BlockInputs, *, ffn: bool) -> dict[str, Any]:
+def measure_floor(adapter: LoopAdapter, x: torch.Tensor, inputs: BlockInputs, *, ffn: bool,
+                  metric: str = "signed") -> dict[str, Any]:
     """The floor of E for the run whose embeddings are ``x`` (shape ``[prompts, tokens, width]``, in the run's
-    dtype and device), looped with ``inputs`` and ``ffn`` as the run is. Returns the manifest's ``floor`` record:
+    dtype and device), looped with ``inputs`` and ``ffn`` as the run is, E in the run's ``metric``. Returns the manifest's ``floor`` record:
     ``E_floor`` and how it was obtained."""
     started = time.perf_counter()
     probe = consensus_probe(x)
     try:
-        result = run_pass(adapter, probe, inputs, ffn=ffn, pass_index=0)
+        result = run_pass(adapter, probe, inputs, ffn=ffn, pass_index=0, metric=metric)
     except NonFiniteActivations as error:
         raise NonFiniteActivations(f"measuring the E floor of {x.dtype} (a consensus state looped once): {error}") \
             from error
     with torch.inference_mode():
-        start = float(misalignment(probe).max())
+        start = float(misalignment(probe, metric).max())
     probe_max = max(start, float(result.E.max()))
     evaluation = evaluation_floor(x.shape[-1], x.dtype)
     return {"E_floor": max(probe_max, evaluation), "dtype": str(x.dtype).replace("torch.", ""),

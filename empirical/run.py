@@ -32,7 +32,7 @@ from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide, needs_more_passes, pass_ends
 from .figures import plot_run
 from .floor import measure_floor
-from .loop import NonFiniteActivations, embed, run_pass
+from .loop import NonFiniteActivations, check_variant, embed, run_pass
 from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
                      verify_draw)
 from .prompts import PAPER_SEED, authors_prompts
@@ -40,6 +40,11 @@ from .sources import locate
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+#: ``--twin`` choices: none, or a float64 twin of the first ``twin_prompts`` prompts (:class:`_Twin`).
+TWINS = (None, "float64")
+#: The twin's prompts by default (the first ones; all of them when the run has fewer): a float64 twin costs about
+#: ``TWIN_PROMPTS / prompts`` of the run's passes at the float64 rate, and its copy of the model in float64.
+TWIN_PROMPTS = 2
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class RunSettings:
     device: str = "auto"
     dtype: str = "auto"
     attn_implementation: str | None = None
+    loop_variant: str = "ours"
+    metric: str = "signed"
+    twin: str | None = None
+    twin_prompts: int = TWIN_PROMPTS
 
     def __post_init__(self) -> None:
         if self.weights not in WEIGHTS:
@@ -69,10 +78,25 @@ class RunSettings:
             raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ValueError(f"--dtype {self.dtype!r} must be 'auto' or one of {tuple(DTYPES)}.")
+        check_variant(self.loop_variant, self.metric)
+        if self.twin not in TWINS:
+            raise ValueError(f"--twin {self.twin!r} must be one of {tuple(t for t in TWINS if t)} (or none).")
+        if self.twin is not None and self.dtype == "float64":
+            raise ValueError("--twin float64 with --dtype float64 would compare the run with itself; leave --twin out.")
+        if not isinstance(self.twin_prompts, int) or self.twin_prompts < 1:
+            raise ValueError(f"--twin-prompts {self.twin_prompts!r} must be a positive integer.")
 
     def identity(self) -> dict[str, Any]:
-        """The settings a resumed run must share (all but the number of passes)."""
-        return {k: v for k, v in asdict(self).items() if k != "passes"}
+        """The settings a resumed run must share: all but the number of passes; the loop variant, metric and twin
+        only where they are not their defaults (so that a run folder written before they existed still resumes),
+        and the twin's prompts only with a twin."""
+        identity = {k: v for k, v in asdict(self).items() if k != "passes"}
+        for name, default in (("loop_variant", "ours"), ("metric", "signed"), ("twin", None)):
+            if identity[name] == default:
+                del identity[name]
+        if self.twin is None:
+            del identity["twin_prompts"]
+        return identity
 
 
 def resolve_device(device: str) -> torch.device:
@@ -157,22 +181,30 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     prepared = time.perf_counter()
-    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn)
+    twin = _Twin.start(settings, model, state, checkpoint if state.resumed_from else None, loaded.device_map)
+    twinned = time.perf_counter()
+    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn,
+                                                             metric=settings.metric)
     rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
     manifest = _manifest(settings, loaded, state, floor, until, {
-        "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built})
+        "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built,
+        "twin_build_s": twinned - prepared})
+    floor.update(effective_floor_fields(floor["E_floor"], state.E, twin))
     write_json(out / "manifest.json", manifest)
-    writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule)
+    writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule, twin)
     stop = (lambda ends: len(ends) > 1 and not any(needs_more_passes(ends, floor["E_floor"], r) for r in until)) \
         if until else None
     try:
-        loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
+        loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop, twin)
     except NonFiniteActivations as error:
         manifest["status"] = f"stopped: {error}"
         write_json(out / "manifest.json", manifest)
         raise
     finally:
         results = writer.close(state, adapter.num_layers)
+        if twin is not None:
+            manifest["timings"]["twin_s"] = twin.seconds
+            twin.release()  # its float64 copy of the model goes with the run
     plotting = time.perf_counter()
     figure = plot_run(manifest, results, out / FIGURE)
     manifest["timings"].update(saving_s=writer.seconds, figure_s=time.perf_counter() - plotting)
@@ -298,13 +330,149 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
         draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
     excluded = adapter.zero_embedding_ids()
     ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
-    x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)))
+    x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)), metric=settings.metric)
     inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
         return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
     done, E, hidden = checkpoint.load(tuple(x.shape), adapter.num_layers)
     return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, previous.get("draws", draws), ids, excluded,
                      x, inputs, resumed_from=done)
+
+
+# -- the float64 twin ------------------------------------------------------------------------------------
+
+def float64_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with every floating parameter and buffer cast to float64, on the same device: the same weights (a
+    random or redrawn model: the same draw), nothing drawn or loaded again. Built without a copy in the model's own
+    dtype first (the casts are handed to ``deepcopy``), so it costs the float64 copy alone; tied weights stay tied."""
+    import copy
+
+    memo: dict[int, Any] = {}
+    for tensor in (*model.parameters(), *model.buffers()):
+        if tensor.is_floating_point() and id(tensor) not in memo:
+            cast = tensor.detach().to(torch.float64)
+            memo[id(tensor)] = torch.nn.Parameter(cast, requires_grad=False) \
+                if isinstance(tensor, torch.nn.Parameter) else cast
+    twin = copy.deepcopy(model, memo)
+    twin.eval()
+    return twin
+
+
+@dataclass
+class _Twin:
+    """The float64 twin of a run (``--twin float64``): the run's model cast to float64 (:func:`float64_copy`)
+    looping the run's first ``prompts`` prompts alongside it, pass for pass, with the run's loop variant, metric,
+    FFN setting and (redrawn weights) the run's draw of every pass. ``x`` is its hidden state after ``done``
+    passes and ``columns`` its float64 E, ``(prompts, ...)`` blocks as the run's."""
+
+    settings: RunSettings
+    model: Any
+    adapter: Any
+    prompts: int
+    x: torch.Tensor
+    columns: list[torch.Tensor]
+    inputs: BlockInputs
+    seconds: float = 0.0
+
+    @classmethod
+    def start(cls, settings: RunSettings, model, state: _Progress, checkpoint: "Checkpoint | None",
+              device_map: str | None) -> "_Twin | None":
+        """The twin of a run starting (or resuming from ``checkpoint``) at ``state``; ``None`` without ``--twin``."""
+        if settings.twin is None:
+            return None
+        if device_map is not None:
+            raise ValueError("--twin float64 is not supported for a model sharded over several GPUs; use one GPU "
+                             "or leave --twin out.")
+        twin_model = float64_copy(model)
+        adapter = adapter_for(twin_model)
+        prompts = min(settings.twin_prompts, settings.prompts)
+        ids = torch.tensor(state.ids[:prompts], device=_input_device(twin_model, state.x.device))
+        x, e0 = embed(adapter, ids, metric=settings.metric)
+        inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
+        twin = cls(settings, twin_model, adapter, prompts, x, [e0[:, None].double()], inputs)
+        if checkpoint is not None:
+            twin._resume(checkpoint, state.done)
+        return twin
+
+    def _resume(self, checkpoint: "Checkpoint", done: int) -> None:
+        saved = checkpoint.twin_state
+        expected = (self.prompts, done * self.adapter.num_layers + 1)
+        if not isinstance(saved, dict) or not {"hidden", "E"} <= saved.keys():
+            raise checkpoint._refuse("it holds no float64 twin's state ('twin': hidden and E), which this run has")
+        hidden, E = saved["hidden"], saved["E"]
+        if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != tuple(self.x.shape) \
+                or hidden.dtype != torch.float64:
+            raise checkpoint._refuse(f"its twin's hidden state must be float64 of shape {tuple(self.x.shape)}")
+        if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
+            raise checkpoint._refuse(f"its twin's E must have shape {expected}")
+        self.x, self.columns = hidden.to(self.x.device), [E.double()]
+
+    @property
+    def E(self) -> torch.Tensor:
+        """The twin's E so far, float64, ``(prompts, done * layers + 1)``."""
+        return torch.cat(self.columns, dim=1)
+
+    def copy_weights(self, model) -> None:
+        """Take the run's weights (a redraw), cast to float64."""
+        with torch.no_grad():
+            for mine, theirs in zip(self.model.parameters(), model.parameters(), strict=True):
+                mine.copy_(theirs)
+
+    def run_pass(self, k: int) -> None:
+        """Pass ``k`` (0-based) of the twin, after the run's."""
+        started = time.perf_counter()
+        result = run_pass(self.adapter, self.x, self.inputs, ffn=self.settings.ffn, pass_index=k,
+                          loop_variant=self.settings.loop_variant, metric=self.settings.metric)
+        self.x = result.hidden
+        self.columns.append(result.E.T.double())
+        self.seconds += time.perf_counter() - started
+
+    def checkpoint_state(self) -> dict[str, torch.Tensor]:
+        """What the checkpoint keeps of the twin (copies: the twin goes on while the checkpoint thread saves)."""
+        return {"hidden": self.x.to("cpu", copy=True), "E": self.E}
+
+    def divergence(self, E: torch.Tensor) -> torch.Tensor:
+        """Per measurement (the embeddings, then every block of every pass), the largest ``|E_run - E_float64|``
+        over the twinned prompts, float64, for the run's ``E`` ``(prompts, columns)``."""
+        mine = self.E
+        columns = min(mine.shape[1], E.shape[1])
+        return (E[: self.prompts, :columns].double() - mine[:, :columns]).abs().max(dim=0).values
+
+    def record(self, E: torch.Tensor, columns: int) -> dict[str, Any]:
+        """results.json's ``twin``: the twin's dtype, prompts, per-measurement divergence from the run's ``E`` and its
+        maximum, and the twin's float64 E (per prompt and mean), ``columns`` measurements each."""
+        mine = self.E[:, :columns]
+        divergence = self.divergence(E[:, :columns])
+        return {"dtype": "float64", "prompts": self.prompts, "prompt_indices": list(range(self.prompts)),
+                "divergence": divergence.tolist(), "divergence_max": float(divergence.max()),
+                "E": mine.tolist(), "E_mean": mine.mean(0).tolist()}
+
+    def release(self) -> None:
+        """Drop the float64 model and state (their memory goes back with the run)."""
+        self.model = self.adapter = self.inputs = None
+        self.x = torch.empty(0)
+        import gc
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def effective_floor_fields(E_floor: float, E: torch.Tensor, twin: _Twin | None) -> dict[str, Any]:
+    """The manifest floor's effective floor (SPEC section 5): ``effective_floor`` = max(the measured floor
+    ``E_floor``, the largest divergence of the run's ``E`` from its float64 twin so far), and the twin's
+    per-measurement divergence (``twin_divergence_per_block``: the embeddings, then every block of every pass) and
+    maximum; without a twin the effective floor is the measured floor and the twin's fields are ``None``."""
+    if twin is None:
+        return {"effective_floor": E_floor, "twin_divergence_per_block": None, "twin_divergence_max": None,
+                "twin_prompts": None,
+                "effective_floor_method": "the measured floor (no float64 twin: run with --twin float64)"}
+    divergence = twin.divergence(E)
+    largest = float(divergence.max())
+    return {"effective_floor": max(E_floor, largest), "twin_divergence_per_block": divergence.tolist(),
+            "twin_divergence_max": largest, "twin_prompts": twin.prompts,
+            "effective_floor_method": "max(E_floor, the largest |E - E_float64| over the twinned prompts and every "
+                                      "measurement so far)"}
 
 
 #: results.json is rewritten after a pass only if the last rewrite is at least this old (and always when the run
@@ -325,6 +493,7 @@ class _Writer:
     manifest: dict[str, Any]
     floor: float
     rule: CollapseRule
+    twin: "_Twin | None" = None
     pending: Future | None = None
     results_written: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0  # spent saving, the checkpoint's wait included (the manifest's timings["saving_s"])
@@ -336,7 +505,9 @@ class _Writer:
         started = time.perf_counter()
         self.wait()
         hidden, copied = self._host_copy(state.x)
-        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied)
+        twin = self.twin.checkpoint_state() if self.twin is not None else None
+        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied, twin)
+        self.manifest["floor"].update(effective_floor_fields(self.floor, state.E, self.twin))
         self.manifest["seconds"] += seconds
         self.manifest["draws"] = state.draws
         self.manifest["passes_done"] = state.done
@@ -360,11 +531,16 @@ class _Writer:
             copied.record()
         return self.staging, copied
 
-    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any) -> None:
-        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), then save."""
+    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any,
+              twin: dict[str, torch.Tensor] | None) -> None:
+        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), then save (with the twin's
+        state, if the run has a twin)."""
         if copied is not None:
             copied.synchronize()
-        self.checkpoint.save(passes, hidden, E)
+        if twin is None:
+            self.checkpoint.save(passes, hidden, E)
+        else:
+            self.checkpoint.save(passes, hidden, E, twin=twin)
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""
@@ -374,7 +550,7 @@ class _Writer:
 
     def write_results(self, state: _Progress, layers: int) -> dict[str, Any]:
         """Write and return ``results.json`` after ``state.done`` passes (:func:`results_record`)."""
-        results = results_record(state.E, layers, state.done, self.floor, self.rule)
+        results = results_record(state.E, layers, state.done, self.floor, self.rule, self.twin)
         write_json(self.out / "results.json", results)
         self.results_written = time.perf_counter()
         return results
@@ -392,9 +568,11 @@ class _Writer:
 
 
 def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer: _Writer, progress: bool,
-                after_pass: Callable[[int], None] | None, stop: Callable[[list[float]], bool] | None) -> float:
+                after_pass: Callable[[int], None] | None, stop: Callable[[list[float]], bool] | None,
+                twin: "_Twin | None" = None) -> float:
     """The passes from ``state.done`` to ``settings.passes``, each saved by ``writer`` before ``after_pass`` runs;
-    none after ``stop(pass ends)`` says the rules have decided. Returns the seconds the passes took."""
+    none after ``stop(pass ends)`` says the rules have decided. A ``twin`` makes each pass after the run's (with
+    the same draw). Returns the seconds the passes took, the twin's included."""
     inputs = state.inputs
     bar = _progress_bar(settings, adapter.num_layers, state.done, progress)
     total = 0.0
@@ -407,9 +585,14 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 before = fingerprint(model)
                 redraw(model, settings.seed + k)
                 state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
-            result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k)
+                if twin is not None:
+                    twin.copy_weights(model)
+            result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k,
+                              loop_variant=settings.loop_variant, metric=settings.metric)
             state.x, state.done = result.hidden, k + 1
             state.columns.append(result.E.T)
+            if twin is not None:
+                twin.run_pass(k)
             seconds = time.perf_counter() - started
             total += seconds
             writer.after_pass(state, seconds, adapter.num_layers)
@@ -436,10 +619,15 @@ def _input_device(model, device: torch.device) -> torch.device:
 
 #: The run's figure, beside results.json.
 FIGURE = "E.png"
-def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule) -> dict[str, Any]:
+def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule,
+                   twin: "_Twin | None" = None) -> dict[str, Any]:
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
     ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
-    the pass ends, the dtype's floor of E and ``rule``'s decision on the pass ends."""
+    the pass ends, the dtype's floor of E, the effective floor (:func:`effective_floor_fields`), the float64
+    twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`) and ``rule``'s decision on the pass
+    ends."""
+    twin_record = twin.record(E, passes * layers + 1) if twin is not None else None
+    effective = effective_floor_fields(floor, E[:, : passes * layers + 1], twin)["effective_floor"]
     E = E[:, : passes * layers + 1].double()
     mean = E.mean(0).tolist()
     ends = pass_ends(mean, layers, passes)
@@ -449,7 +637,8 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
             "pass": [0] + [k for k in range(1, passes + 1) for _ in range(layers)],
             "block": [0] + [b for _ in range(passes) for b in range(1, layers + 1)],
             "pass_end_index": [k * layers for k in range(passes + 1)], "E_pass_end": ends,
-            "E_floor": floor, "decision": decide(ends, floor, rule).to_json() if passes else None}
+            "E_floor": floor, "effective_floor": effective, "twin": twin_record,
+            "decision": decide(ends, floor, rule).to_json() if passes else None}
 
 
 def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
@@ -497,20 +686,25 @@ def read_json(path: Path, key: str) -> dict[str, Any]:
 
 class Checkpoint:
     """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass and E so far
-    (``{"passes", "hidden", "E", "settings_identity"}``), written atomically after every pass. A checkpoint that
+    (``{"passes", "hidden", "E", "settings_identity"}``, and ``"twin"``: the float64 twin's ``{"hidden", "E"}``
+    for a run with a twin), written atomically after every pass. A checkpoint that
     cannot be read or belongs to another run is refused with a way out, never resumed."""
 
     def __init__(self, folder: Path, settings: RunSettings) -> None:
         self.path = Path(folder) / "checkpoint.pt"
         self.settings = settings
+        self.twin_state: dict[str, torch.Tensor] | None = None
 
     def exists(self) -> bool:
         return self.path.exists()
 
-    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor) -> None:
+    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor,
+             twin: dict[str, torch.Tensor] | None = None) -> None:
         """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
-        ``(prompts, passes * layers + 1)``."""
+        ``(prompts, passes * layers + 1)``; ``twin``: the float64 twin's ``{"hidden", "E"}`` after as many passes."""
         state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
+        if twin is not None:
+            state["twin"] = twin
         # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
         # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
         # refused on resume with a way out (load).
@@ -539,6 +733,7 @@ class Checkpoint:
                                f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
         if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
             raise self._refuse("it holds non-finite values")
+        self.twin_state = state.get("twin")  # checked by the twin that resumes from it (_Twin.start)
         return done, E, hidden
 
     def _refuse(self, why: str) -> ValueError:

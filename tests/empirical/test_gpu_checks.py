@@ -20,6 +20,17 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
         assert run["E_floor"] == run["floor"]["E_floor"] > 0
     floors = {run["dtype"]: run["E_floor"] for run in result["runs"] if run["model"] == "tiny-gpt-neo"}
     assert floors["bfloat16"] > 10 * floors["float32"]  # bfloat16 keeps 8 bits of mantissa, float32 24
+    # every run carries a float64 twin of its first prompts and records the effective floor
+    assert result["twin_prompts"] == 2
+    for run in result["runs"]:
+        layers = (len(run["twin_divergence_per_block"]) - 1) // 2
+        assert run["twin_prompts"] == 2 and run["twin_s"] > 0 and len(run["twin_divergence_pass_max"]) == 2
+        assert run["effective_floor"] == max(run["E_floor"], run["twin_divergence_max"]) > 0
+        assert run["twin_divergence_max"] == max(run["twin_divergence_per_block"]) > 0 and layers >= 1
+        assert len(run["twin_E_pass_end_float64"]) == len(run["twin_E_pass_end_run"]) == 3
+    divergence = {run["dtype"]: run["twin_divergence_max"] for run in result["runs"] if run["model"] == "tiny-gpt-neo"}
+    assert divergence["bfloat16"] > 100 * divergence["float32"]  # the twin tells bfloat16's rounding from float32's
+    assert set(result["effective_floor_per_dtype"]) == set(result["E_floor_per_dtype"])
     speed = [run for run in result["runs"] if "targets" in run]
     assert len(speed) == 2 and all(len(run["targets"]) == 2 for run in speed)
     assert f"end_to_end <= {END_TO_END_TARGET:g} x loop" in speed[0]["targets"]
@@ -67,5 +78,19 @@ def test_the_resume_check_tells_a_resumed_run_that_differs(tmp_path, monkeypatch
 
     save = run.Checkpoint.save
     monkeypatch.setattr(run.Checkpoint, "save",
-                        lambda self, passes, hidden, E: save(self, passes, hidden + 0.5 * hidden.std(), E))
+                        lambda self, passes, hidden, E, **twin: save(self, passes, hidden + 0.5 * hidden.std(), E,
+                                                                     **twin))
+    assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
+
+
+def test_the_resume_check_tells_a_resumed_twin_that_differs(tmp_path, monkeypatch):
+    """The same control for the float64 twin's state: the run's E resumes right, the twin's does not."""
+    from empirical import gpu_checks, run
+
+    save = run.Checkpoint.save
+
+    def shifted(self, passes, hidden, E, twin=None):
+        save(self, passes, hidden, E, twin={**twin, "hidden": twin["hidden"] * 1.5})
+
+    monkeypatch.setattr(run.Checkpoint, "save", shifted)
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
