@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from .decision import MAX_PASSES, CollapseRule, needs_more_passes, pass_ends
+from .decision import HORIZON, CollapseRule, needs_more_passes
 from .embedded import GEMMA3
 from .figures import floor_of
 from .models import SMOLLM2
@@ -45,19 +45,19 @@ class Variant:
 
     def settings(self, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                  seed: int = RunSettings.seed, *, decide: bool = False) -> RunSettings:
-        """The run's settings; with ``decide``, twice the passes (the doubled rule's maximum)."""
+        """The run's settings; with ``decide``, twice the passes (the doubled horizon of the test's grid)."""
         return RunSettings(model=self.model, weights=self.weights, ffn=self.ffn, prompts=self.prompts,
                            length=self.length, passes=2 * self.passes if decide else self.passes, seed=seed,
                            device=device, dtype=dtype)
 
     @property
     def rule(self) -> CollapseRule:
-        """The collapse rule of :mod:`empirical.decision` with this variant's passes as its maximum."""
-        return CollapseRule(max_passes=self.passes)
+        """The collapse test of :mod:`empirical.decision` with this variant's passes as its horizon."""
+        return CollapseRule(horizon=self.passes)
 
     def until(self, decide: bool) -> tuple[CollapseRule, ...]:
-        """The rules a run of this variant stops on: with ``decide``, the rule and its doubled twin; else none."""
-        return (self.rule, self.rule.doubled()) if decide else ()
+        """The rules a run of this variant stops on: with ``decide``, every cell of the test's grid; else none."""
+        return tuple(self.rule.grid().values()) if decide else ()
 
     @property
     def label(self) -> str:
@@ -77,16 +77,16 @@ def _variant(model, weights, ffn, prompts, length, passes) -> Variant:
 
 #: CPU budget (chosen for 2 shared cores; the numbers below are what the report states). Every trained
 #: model (SmolLM2, Gemma 3, and GPT-2 XL / GPT-Neo 2.7B where their weights are) runs CPU_SMOLLM2; ``passes`` is
-#: the collapse rule's maximum (the report runs until the rule and its doubled twin decide, at most twice it).
-#: 48 passes: trained Gemma 3 270M with FFN, the slowest, falls below the threshold at pass 38 (measured).
-CPU_SMOLLM2 = dict(prompts=8, length=200, passes=48)
+#: the collapse test's horizon (the report runs until every cell of its grid decides, at most twice it): SPEC's 50
+#: (empirical.decision.HORIZON), as for the paper's protocol; the former 48 was fitted to a run.
+CPU_SMOLLM2 = dict(prompts=8, length=200, passes=HORIZON)
 #: The GPU profile's maximum (50 passes), measured with 4 prompts x 64 tokens: random GPT-2 XL without FFN falls
 #: below 1e-3 at pass 25; with FFN it falls from 0.42 to 0.17 in 8 passes, by 0.88 a pass, about 48 passes to 1e-3
 #: at that pace; redrawn GPT-Neo 2.7B without FFN reached it at pass 5.
-CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=MAX_PASSES)
-#: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them): the collapse
-#: rule's maximum (empirical.decision.MAX_PASSES).
-GPU_PAPER = dict(prompts=100, length=200, passes=MAX_PASSES)
+CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=HORIZON)
+#: GPU budget: the paper's prompts; the passes are SPEC section 7's (the paper does not print them): the collapse
+#: test's horizon (empirical.decision.HORIZON).
+GPU_PAPER = dict(prompts=100, length=200, passes=HORIZON)
 
 PROFILES: dict[str, tuple[Variant, ...]] = {
     "cpu": (
@@ -139,7 +139,7 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
                        progress: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
     """Figures 7-8 as printed wherever the weights are: the trained variants of GPT-2 XL and GPT-Neo 2.7B
     (``ffn``: which of without / with FFN) of ``profile`` (default :func:`report_profile`), run or reused
-    under :func:`profile_root` until the collapse rule and its doubled twin decide (``run_variant(decide=True)``).
+    under :func:`profile_root` until every cell of the collapse test's grid decides (``run_variant(decide=True)``).
     ``budget`` overrides prompts / length / passes (tests use tiny models).
     Returns ``(runs, missing)``: ``(manifest, results)`` pairs, and the absent models -> the command."""
     profile = report_profile() if profile is None else profile
@@ -197,15 +197,15 @@ def finished(folder: Path, settings: RunSettings, until: tuple[CollapseRule, ...
     if results["passes"] >= settings.passes:
         return True
     floor = floor_of(manifest)
-    ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
-    return bool(until) and floor is not None and not any(needs_more_passes(ends, floor, rule) for rule in until)
+    return bool(until) and floor is not None and not any(
+        needs_more_passes(results["E_mean"], results["layers"], floor, rule) for rule in until)
 
 
 def run_variant(variant: Variant, root: Path, *, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                 seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None,
                 decide: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
-    ``decide``: run until the variant's collapse rule and its doubled twin have decided (at most twice
+    ``decide``: run until every cell of the variant's collapse-test grid has decided (at most twice
     ``variant.passes``), else exactly ``variant.passes``. A finished run is reused only if its trained weights came
     from where they come from now."""
     folder = Path(root) / variant.key
