@@ -11,7 +11,7 @@ loading and seeded weight draws (:mod:`empirical.models`), the misalignment E of
 from .adapters import (ADAPTERS, DECODER_LAYOUTS, BlockInputs, DecoderLayerAdapter, DecoderLayout, GPT2Adapter, GPTJAdapter,
                        GPTNeoAdapter, LoopAdapter, OPTAdapter, adapter_class, adapter_for)
 from .consensus import misalignment
-from .decision import CollapseRule, Decision, decide, decide_twice
+from .decision import CollapseRule, Decision, GridDecision, decide, decide_grid
 from .figures import plot_overlay, plot_run
 from .floor import measure_floor
 from .loop import NonFiniteActivations, embed, looped_consensus, run_pass
@@ -23,7 +23,7 @@ from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts
 __all__ = [
     "ADAPTERS", "DECODER_LAYOUTS", "BlockInputs", "DecoderLayerAdapter", "DecoderLayout", "GPT2Adapter", "GPTJAdapter",
     "GPTNeoAdapter", "LoopAdapter", "OPTAdapter", "adapter_class", "adapter_for",
-    "misalignment", "CollapseRule", "Decision", "decide", "decide_twice", "plot_overlay", "plot_run", "measure_floor",
+    "misalignment", "CollapseRule", "Decision", "GridDecision", "decide", "decide_grid", "plot_overlay", "plot_run", "measure_floor",
     "NonFiniteActivations", "embed", "looped_consensus", "run_pass",
     "ATTN_IMPLEMENTATIONS", "PAPER_MODEL_ALIASES", "SMOLLM2", "TINY_MODELS", "WEIGHTS", "ModelNotAvailable",
     "build_random", "builtin_config", "describe_model", "fingerprint", "load_config", "load_model", "redraw",

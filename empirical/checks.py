@@ -1,11 +1,12 @@
 """Check functions for the ``emp.*`` claims: pure, they return :class:`reports.records.CheckResult`.
 
-Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated rule of :mod:`empirical.decision`
-(threshold, plateau test, maximum of passes, never within a factor of the dtype's floor of E), once with the
-rule and once with twice its maximum and plateau window: a run's verdict stands only when both agree. A
-claim is ``verified`` when every run collapsed, ``refuted`` when one stalled, and ``not-run`` when a run is
-undecided (it needs more passes than were run: the detail says how to run them). Whether E fell at every
-pass (monotone) and the final E are reported beside the verdict, not as it.
+Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse test of
+:mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
+octave of the horizon, every block read, nothing read within 10 x the effective floor, recomputed with each constant
+halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``. A claim is ``verified``
+when every run is ``converging``, ``refuted`` when one is ``settled``, and ``not-run`` when a run is ``undecided``
+or ``sensitive`` (the detail shows the cells and how to run more passes). Whether E fell at every pass end
+(monotone) and the final E are reported beside the verdict, not as it.
 
 Figures 7-8 (:func:`check_trained`) are judged on trained GPT-2 XL / GPT-Neo 2.7B wherever their weights
 are (:mod:`empirical.sources`), ``not-run`` only without them; the same question on trained models of other
@@ -20,36 +21,49 @@ from typing import Any, Sequence
 from reports.checks import check, claim_result
 from reports.records import CheckResult, Figure, Table
 
-from .decision import FLOOR_MARGIN, CollapseRule, decide_twice, pass_ends
+from .decision import CollapseRule, decide_grid, pass_ends
 from .figures import describe, floor_of, plot_families, plot_overlay
 from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts, decode_gpt2, gpt2_vocabulary_file
 
 PAPER_COMMAND = ("python -m empirical suite --profile gpu --until-decided --out runs  # GPT-2 XL and GPT-Neo 2.7B, "
-                 "trained / random / redrawn, with and without FFN, 100 prompts x 200 tokens, until the collapse rule "
-                 "decides (50 passes at most, 100 for the doubled horizon), float32; trained weights from the Hugging Face "
-                 "cache (hf download gpt2-xl EleutherAI/gpt-neo-2.7B) or --weights-dir MODEL=DIR")
-THRESHOLD_REASON = ("the collapse threshold on the pass-end mean E (empirical/decision.py): below it the mean cosine "
-                    "to the first token exceeds 0.999, about three orders below the embeddings' E, and at least "
-                    f"{FLOOR_MARGIN:g} times the floor of E in the run's dtype (no decision is read closer to it)")
+                 "trained / random / redrawn, with and without FFN, 100 prompts x 200 tokens, until every cell of the "
+                 "collapse test's grid decides (horizon 50 passes, 100 for the doubled horizon), float32; trained "
+                 "weights from the Hugging Face cache (hf download gpt2-xl EleutherAI/gpt-neo-2.7B) or "
+                 "--weights-dir MODEL=DIR")
+THRESHOLD_REASON = ("the collapse test's threshold on the exponent p of E ~ depth^p (empirical/decision.py): "
+                    "depth^-0.1 halves E at most once over the authors' default 1000 loops, so a slower decay is "
+                    "not read as convergence; recomputed at 0.05 and 0.2")
 
 
 def summary(manifest: dict[str, Any], results: dict[str, Any], rule: CollapseRule) -> dict[str, Any]:
-    """One run under ``rule`` and its doubled twin: the verdict, both decisions, and the findings beside them."""
+    """One run under ``rule``'s grid: the verdict, the grid decision (every cell) and the findings beside it."""
     floor = floor_of(manifest)
     if floor is None:
         raise ValueError(f"the run {describe(manifest)} has no floor of E in its manifest (it predates floors): "
                          "rerun it into a fresh folder.")
     ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
-    two = decide_twice(ends, floor, rule)
-    return {"run": describe(manifest), "verdict": two.verdict, "decision": two.base.to_json(),
-            "decision_doubled": two.doubled.to_json(), "E_embeddings": ends[0], "E_pass_ends": ends[1:],
-            "first_below_threshold": two.doubled.first_below_threshold, "monotone": two.doubled.monotone,
-            "rises": list(two.doubled.rises), "E_final": ends[-1], "E_final_std": results["E_std"][-1],
-            "passes_run": results["passes"], "E_floor": floor, "dtype": manifest["dtype"]}
+    grid = decide_grid(results["E_mean"], results["layers"], floor, rule)
+    return {"run": describe(manifest), "verdict": grid.verdict, "decision": grid.to_json(),
+            "E_embeddings": ends[0], "E_pass_ends": ends[1:], "first_at_floor": grid.first_at_floor,
+            "monotone": grid.monotone, "rises": list(grid.rises), "E_final": ends[-1],
+            "E_final_std": results["E_std"][-1], "passes_run": results["passes"], "E_floor": floor,
+            "dtype": manifest["dtype"]}
 
 
-def _at(decision: dict[str, Any]) -> str:
-    return decision["verdict"] + (f" at pass {decision['decided_at']}" if decision["decided_at"] else "")
+def _base(decision: dict[str, Any]) -> str:
+    """The base cell in words: its verdict and exponent with its bounds."""
+    base = decision["cells"]["base"]
+    exponent = ("" if base["exponent"] is None else
+                f", p = {base['exponent']:.3g} [{base['exponent_low']:.3g}, {base['exponent_high']:.3g}]")
+    return base["verdict"] + exponent
+
+
+def _cells(decision: dict[str, Any]) -> str:
+    """"all N cells agree", or every cell that differs from the base with its verdict."""
+    cells = decision["cells"]
+    base = cells["base"]["verdict"]
+    differ = [f"{name}: {cell['verdict']}" for name, cell in cells.items() if cell["verdict"] != base]
+    return f"all {len(cells)} cells agree" if not differ else "; ".join(differ)
 
 
 def _table(runs: Sequence[tuple[dict, dict]], summaries: Sequence[dict], rule: CollapseRule) -> Table:
@@ -58,45 +72,45 @@ def _table(runs: Sequence[tuple[dict, dict]], summaries: Sequence[dict], rule: C
         settings = manifest["settings"]
         rows.append((settings["model"], settings["weights"], "yes" if settings["ffn"] else "no",
                      f"{settings['prompts']} x {settings['length']}", results["passes"], manifest["dtype"],
-                     f"{s['E_floor']:.1e}", f"{s['E_embeddings']:.4f}", s["first_below_threshold"] or "none",
-                     _at(s["decision"]), _at(s["decision_doubled"]), "yes" if s["monotone"] else
+                     f"{s['E_floor']:.1e}", f"{s['E_embeddings']:.4f}", s["first_at_floor"] or "none",
+                     _base(s["decision"]), _cells(s["decision"]), "yes" if s["monotone"] else
                      "no (rises at " + ", ".join(map(str, s["rises"])) + ")", f"{s['E_final']:.2e}", s["verdict"]))
-    doubled = rule.doubled()
-    return Table(f"Collapse decided by the stated rule ({rule.describe()}), and with twice the maximum and window "
-                 f"({doubled.max_passes} passes, window {doubled.window})",
-                 ("model", "weights", "FFN", "prompts x tokens", "passes run", "dtype", "floor of E", "E (embeddings)",
-                  f"first pass with E < {rule.threshold:g}", f"decision ({rule.max_passes} passes)",
-                  f"decision ({doubled.max_passes} passes)", "monotone", "final E", "verdict"), tuple(rows))
+    return Table(f"Collapse decided by the stated test ({rule.describe()})",
+                 ("model", "weights", "FFN", "prompts x tokens", "passes run", "dtype", "effective floor of E",
+                  "E (embeddings)", f"first pass within {rule.margin:g} x the floor", "base cell",
+                  "cells that differ from the base (halved / doubled constants)", "monotone", "final E", "verdict"),
+                 tuple(rows))
 
 
 def collapse_verdict(summaries: Sequence[dict[str, Any]]) -> str:
-    """``verified`` when every run collapsed, ``refuted`` when one stalled, else ``not-run`` (one is undecided)."""
+    """``verified`` when every run converges, ``refuted`` when one settled, else ``not-run`` (undecided or
+    sensitive)."""
     verdicts = {s["verdict"] for s in summaries}
-    if "stalled" in verdicts:
+    if "settled" in verdicts:
         return "refuted"
-    return "verified" if verdicts == {"collapsed"} else "not-run"
+    return "verified" if verdicts == {"converging"} else "not-run"
 
 
 def _findings(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> str:
-    """The verdict of every run in words, with the finding beside it."""
+    """The verdict of every run in words, with the cells and the findings beside it."""
     parts = []
     for s in summaries:
-        base, doubled = s["decision"], s["decision_doubled"]
-        same = "the same" if base["verdict"] == doubled["verdict"] else f"but {_at(doubled)}"
-        parts.append(f"{s['run']}: {_at(base)} ({base['reason']}); with {2 * rule.max_passes} passes and window "
-                     f"{2 * rule.window}: {same}; E {s['E_embeddings']:.3f} -> {s['E_final']:.2e} after "
-                     f"{s['passes_run']} passes, {'monotone' if s['monotone'] else 'not monotone'}, floor "
+        base = s["decision"]["cells"]["base"]
+        parts.append(f"{s['run']}: {s['verdict']} (base cell: {base['verdict']}, {base['reason']}; "
+                     f"{_cells(s['decision'])}); E {s['E_embeddings']:.3f} -> {s['E_final']:.2e} after "
+                     f"{s['passes_run']} passes, {'monotone' if s['monotone'] else 'not monotone'}, effective floor "
                      f"{s['E_floor']:.1e} ({s['dtype']})")
     return "; ".join(parts)
 
 
 def _how_to_decide(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> str:
-    undecided = [s["run"] for s in summaries if s["verdict"] == "undecided"]
-    if not undecided:
+    open_runs = [f"{s['run']} ({s['verdict']})" for s in summaries if s["verdict"] in ("undecided", "sensitive")]
+    if not open_runs:
         return ""
-    return (f" Undecided (the rule needs more passes than were run, or the two horizons disagree): "
-            f"{'; '.join(undecided)}. Rerun with more passes, e.g. `python -m empirical run ... --until-decided "
-            f"--passes {4 * rule.max_passes} --out DIR` (a rerun into the same folder resumes).")
+    return (f" Undecided or sensitive (the cells disagree, or need more passes than were run): "
+            f"{'; '.join(open_runs)}. Rerun with more passes, e.g. `python -m empirical run ... --until-decided "
+            f"--passes {2 * rule.horizon} --out DIR` (every cell needs up to twice the horizon; a rerun into the same "
+            f"folder resumes).")
 
 
 def _record(claim: str, verdict: str, detail: str, runs, summaries, rule: CollapseRule, figure: Figure,
@@ -132,9 +146,9 @@ def _source(manifest: dict) -> str:
     return source.get("named_by", "not recorded")
 
 
-_OUTCOME = {"verified": "Every run collapsed, at both horizons",
-            "refuted": "A run stalled (E stopped falling above the threshold), at both horizons",
-            "not-run": "No verdict yet: a run is undecided"}
+_OUTCOME = {"verified": "Every run converges, in every cell of the grid",
+            "refuted": "A run settled (E stays at a level well above the floor), in every cell of the grid",
+            "not-run": "No verdict yet: a run is undecided or sensitive"}
 
 
 @check("emp.no-ffn", method="empirical")
@@ -197,10 +211,10 @@ def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_p
             twin = next((t for (mm, _), t in zip(runs, summaries) if mm["settings"]["model"] == m["settings"]["model"]
                          and not mm["settings"]["ffn"]), None)
             if twin is not None:
-                ffn_effect.append(f"{m['settings']['model']}: first pass below {rule.threshold:g} "
-                                  f"{s['first_below_threshold'] or 'none'} with FFN vs "
-                                  f"{twin['first_below_threshold'] or 'none'} without; final E {s['E_final']:.2e} vs "
-                                  f"{twin['E_final']:.2e}")
+                ffn_effect.append(f"{m['settings']['model']}: base cell {_base(s['decision'])} with FFN vs "
+                                  f"{_base(twin['decision'])} without; first pass within {rule.margin:g} x the floor "
+                                  f"{s['first_at_floor'] or 'none'} vs {twin['first_at_floor'] or 'none'}; final E "
+                                  f"{s['E_final']:.2e} vs {twin['E_final']:.2e}")
     detail = (f"The paper's real architectures (built-in configurations, no download) with random weights. Rule: "
               f"{rule.describe()}. {_OUTCOME[verdict]}: {_findings(summaries, rule)}." + _how_to_decide(summaries, rule)
               + " FFN effect (the claim's 'may decrease the rate'): " + ("; ".join(ffn_effect) or "no pair ran")

@@ -18,7 +18,7 @@ from reports.outputs import (OutputError, check_output_folder, check_writable_fo
                              say_rebuilt)
 
 from .audit.measure import AuditSettings
-from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
+from .decision import ALPHA, HORIZON, THRESHOLD, WINDOW, CollapseRule
 from .loop import NonFiniteActivations
 from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
 from .prompts import GPT2_VOCAB_SIZE
@@ -62,10 +62,9 @@ def _run(args) -> int:
                                device=args.device, dtype=args.dtype, attn_implementation=args.attn_implementation,
                                loop_variant=args.loop_variant, metric=args.metric, twin=args.twin,
                                twin_prompts=args.twin_prompts)
-        rule = CollapseRule(threshold=args.threshold, window=args.window, min_fall=args.min_fall,
-                            max_passes=args.passes)
+        rule = CollapseRule(horizon=args.horizon, window=args.window, threshold=args.threshold, alpha=args.alpha)
         results = run_experiment(settings, args.out, progress=not args.quiet,
-                                 until=(rule,) if args.until_decided else (), rule=rule)
+                                 until=tuple(rule.grid().values()) if args.until_decided else (), rule=rule)
     except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
         return _error(error)
     ends = results["E_pass_end"]
@@ -74,8 +73,11 @@ def _run(args) -> int:
     if results.get("twin"):
         print(f"float64 twin of {results['twin']['prompts']} prompts: largest |E - E_float64| "
               f"{results['twin']['divergence_max']:.2g}; effective floor {results['effective_floor']:.2g}")
-    print(f"floor of E in this dtype {results['E_floor']:.2g}; decision: {decision['verdict']}"
-          + (f" at pass {decision['decided_at']}" if decision["decided_at"] else "") + f" ({decision['reason']}); "
+    base = decision["cells"]["base"]
+    differ = [f"{name}: {cell['verdict']}" for name, cell in decision["cells"].items()
+              if cell["verdict"] != base["verdict"]]
+    print(f"floor of E in this dtype {results['E_floor']:.2g}; collapse test: {decision['verdict']} (base cell: "
+          f"{base['verdict']}, {base['reason']}; {'; '.join(differ) or 'every cell agrees'}); "
           f"monotone: {'yes' if decision['monotone'] else 'no'}")
     print(f"wrote {args.out / 'results.json'}, {args.out / 'manifest.json'} and {args.out / 'E.png'}")
     return 0
@@ -138,7 +140,7 @@ def _suite(args) -> int:
     for variant in chosen:
         try:
             _, results = run_variant(variant, args.out, device=args.device, dtype=args.dtype, progress=not args.quiet,
-                                     weights_dirs=folders, decide=args.until_decided, isolate=len(chosen) > 1)
+                                     weights_dirs=folders, decide=args.until_decided)
             print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
                   f"({results['passes']} passes x {results['layers']} blocks)")
         except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
@@ -263,14 +265,16 @@ def _add_run(commands) -> None:
     run.add_argument("--twin-prompts", type=int, default=RUN["twin_prompts"],
                      help=f"prompts of the float64 twin (default {RUN['twin_prompts']}; all when fewer)")
     run.add_argument("--until-decided", action="store_true",
-                     help="stop at the first pass where the collapse rule decides (collapsed or stalled; "
-                          "empirical/decision.py), --passes at most")
+                     help="stop once every cell of the collapse test's grid has decided (empirical/decision.py; up "
+                          "to twice the horizon), --passes at most")
+    run.add_argument("--horizon", type=int, default=HORIZON,
+                     help=f"the collapse test's horizon in passes (default {HORIZON})")
+    run.add_argument("--window", type=float, default=WINDOW,
+                     help=f"the test's window in octaves of depth before the horizon (default {WINDOW:g})")
     run.add_argument("--threshold", type=float, default=THRESHOLD,
-                     help=f"the rule's collapse threshold on the pass-end mean E (default {THRESHOLD:g})")
-    run.add_argument("--window", type=int, default=WINDOW,
-                     help=f"the plateau test's window in passes (default {WINDOW})")
-    run.add_argument("--min-fall", type=float, default=MIN_FALL,
-                     help=f"the least fall of the window median that counts as falling (default {MIN_FALL:g})")
+                     help=f"the slowest decay called convergence, an exponent of depth (default {THRESHOLD:g})")
+    run.add_argument("--alpha", type=float, default=ALPHA,
+                     help=f"the level of each one-sided test (default {ALPHA:g})")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--out", type=Path, required=True, help="output folder (rerun the same command to resume)")
     run.set_defaults(handler=_run)
@@ -310,8 +314,8 @@ def _add_suite(commands) -> None:
                             "output or a hub snapshot; repeatable). Without it: CONSENSUS_WEIGHTS_GPT2_XL / "
                             "CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the Hugging Face cache (offline)")
     suite.add_argument("--until-decided", action="store_true",
-                       help="run each variant until the collapse rule and its doubled twin decide (at most twice "
-                            "the profile's passes)")
+                       help="run each variant until every cell of the collapse test's grid decides (at most "
+                            "twice the profile's passes)")
     suite.add_argument("--quiet", action="store_true", help="no progress bar")
     suite.add_argument("--out", type=Path, default=SUITE_OUT, help="one folder per variant under this")
     cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)

@@ -1,109 +1,213 @@
-"""Collapse decided by a stated test, not by a horizon.
+"""The collapse test: does E go to 0? Stated in docs/empirical.md ("The collapse test") before it was run on
+any trained model; no constant here was chosen by looking at the runs it decides.
 
-A run's *pass-end mean E* ``e_k`` is the mean over the prompts of E after the last block of pass ``k``
-(``e_0``: the embeddings). The rule reads ``e_1, e_2, ...`` in order and stops at the first pass where
-one of two tests decides:
+The test reads the mean over the prompts of E after *every* block, ``E[0]`` (the embeddings) then
+``E[(k - 1) * L + b]`` for pass ``k`` and block ``b = 1..L``, and the run's effective floor (a number, or one
+value per measurement). Values within ``margin`` x the floor are censored (they say "at most that", never their
+value). At horizon ``H`` it reads passes ``1..min(K, H)``; its window is the last ``window`` octaves of depth. In
+the window each pass gives ``y`` = the mean log E of its blocks (censored values at their bound) and ``x`` = the
+mean log depth of its blocks; the least-squares slope of ``y`` on ``x`` is the exponent ``p`` of ``E ~ depth^p``,
+with one-sided bounds from the larger of the ordinary and the Newey-West standard errors. Verdicts:
 
-* **collapsed** at pass ``k``: ``e_k < threshold``;
-* **stalled** at pass ``k >= 2 window``: the median of the last ``window`` pass ends is not below
-  ``(1 - min_fall)`` times the median of the ``window`` pass ends before them (E stopped falling, or
-  falls slower than ``-log(1 - min_fall) / window`` per pass), while still above the threshold;
-* **undecided**: neither by ``max_passes`` (the verdict needs a longer run), or the threshold is within
-  ``FLOOR_MARGIN`` of the dtype's floor (:mod:`empirical.floor`), where rounding, not the dynamics, would
-  decide (so a stall, always above the threshold, is never read within that margin of the floor either).
+* ``converging``: the later half of the window is at the floor (every value censored), or ``p_hi < -threshold``
+  at the horizon;
+* ``settled``: ``p_lo > -threshold`` with no censored value in the window (a level, a rise, or a decay slower
+  than ``depth^-threshold``, well above the floor);
+* ``undecided``: otherwise, or the run is shorter than the horizon (and not at the floor).
 
-The rule is sequential: its decision at pass ``k`` reads ``e_1 .. e_k`` only, so a longer maximum
-cannot change a decision already reached; :func:`decide_twice` shows what doubling the maximum *and* the
-plateau window does. Whether E is monotone is reported beside the decision, as a separate finding: a
-collapse may go up and down on its way (trained Gemma 3 270M with FFN does).
+:func:`decide_grid` recomputes the verdict with each constant halved and doubled (one at a time): a verdict only
+where every cell agrees, else ``sensitive``.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
-#: The collapse threshold of the paper's claims "mean E -> 0". Reason: mean E < 1e-3 is a mean cosine to
-#: the first token above 0.999 (a mean angle under 2.6 degrees), about three orders of magnitude below the
-#: embeddings' E (0.5-0.95 for the authors' random prompts), and at least FLOOR_MARGIN times every float32 floor
-#: measured (~1e-7-3e-6 on every model; on an H100 2.4e-6 for GPT-2 XL, 3.0e-6 for GPT-Neo 2.7B). In bfloat16 it
-#: is for the tiny collapsing models (8e-6) and GPT-Neo 2.7B (8.0e-5 on an H100), not for GPT-2 XL (2.6e-4 on
-#: an H100): its bfloat16 runs are undecided by rule, hence float32 by default (docs/empirical.md).
-THRESHOLD = 1e-3
-#: Passes in each of the two windows the plateau test compares. Reason: trained Gemma 3 270M with FFN (8 prompts
-#: x 200 tokens, float32) swings by up to a factor of 2 between consecutive pass ends (0.247 -> 0.530 -> 0.606)
-#: and lingers between 0.0013 and 0.0057 from pass 26 to 37 before falling below 1e-3 at pass 38; with windows of 4
-#: the test called that a stall at pass 31 (and with windows of 8 did not: a verdict that changed with the
-#: window); the medians of 8 passes ride over both, and so do those of 16.
-WINDOW = 8
-#: The least fall of the window median, per window, that counts as still falling. Reason: 10% per 8 passes
-#: is a rate of 0.013 per pass; from E = 0.5 it would need about 470 passes to reach the threshold, nine
-#: times the paper's 50.
-MIN_FALL = 0.1
-#: The threshold (and a stalled median) must exceed the floor by this factor to be read as the dynamics.
-#: Reason: bfloat16 runs of the tiny collapsing models stall between 0.96 and 1.15 times the measured
-#: floor; a factor of 10 keeps every decision an order of magnitude clear of rounding.
-FLOOR_MARGIN = 10.0
-#: The maximum of passes of the paper's protocol (the GPU profile: 50 passes, our choice; not printed).
-MAX_PASSES = 50
+import numpy as np
+from scipy import stats
 
-VERDICTS = ("collapsed", "stalled", "undecided")
+#: Passes read (the horizon). Reason: SPEC section 7's protocol runs 50 passes (the paper prints no horizon).
+HORIZON = 50
+#: The window in octaves of depth (1: the last half of the horizon). Reason: a power law's exponent is a slope per
+#: octave, the same at every horizon, so a fixed depth ratio keeps the test scale-free; the first half is left to
+#: transients.
+WINDOW = 1.0
+#: The slowest decay called convergence, as an exponent of depth. Reason: depth^-0.1 falls by 1000^0.1 = 2.0 over the
+#: authors' default 1000 loops (cyphylab/GPT-Consensus, loop_size): E halves at most once over their longest run.
+THRESHOLD = 0.1
+#: The level of each one-sided test. Reason: the conventional 5%.
+ALPHA = 0.05
+#: Values at most this factor above the effective floor are censored. Reason: SPEC section 5 (nothing is decided
+#: below 10 x the effective floor); the grid doubles it and never halves it.
+FLOOR_MARGIN = 10.0
+
+VERDICTS = ("converging", "settled", "undecided")
+#: A run's verdict over the grid: one of VERDICTS where every cell agrees, else "sensitive".
+GRID_VERDICTS = (*VERDICTS, "sensitive")
 
 
 @dataclass(frozen=True)
 class CollapseRule:
-    """The stated test: ``threshold`` on the pass-end mean E, the plateau test's ``window`` (passes) and
-    ``min_fall`` (fraction per window), and ``max_passes``."""
+    """The test's constants: ``horizon`` (passes read), ``window`` (octaves of depth), ``threshold`` (an exponent),
+    ``alpha`` (each one-sided test) and ``margin`` (times the effective floor)."""
 
+    horizon: int = HORIZON
+    window: float = WINDOW
     threshold: float = THRESHOLD
-    window: int = WINDOW
-    min_fall: float = MIN_FALL
-    max_passes: int = MAX_PASSES
+    alpha: float = ALPHA
+    margin: float = FLOOR_MARGIN
 
     def __post_init__(self) -> None:
-        if not 0 < self.threshold < 1:
-            raise ValueError(f"threshold={self.threshold!r} must lie in (0, 1) (E lies in [0, 2]; "
-                             "collapse means E near 0).")
-        if not isinstance(self.window, int) or self.window < 1:
-            raise ValueError(f"window={self.window!r} must be a positive integer (passes).")
-        if not 0 < self.min_fall < 1:
-            raise ValueError(f"min_fall={self.min_fall!r} must lie in (0, 1).")
-        if not isinstance(self.max_passes, int) or self.max_passes < 1:
-            raise ValueError(f"max_passes={self.max_passes!r} must be a positive integer.")
+        if not isinstance(self.horizon, int) or self.horizon < 1:
+            raise ValueError(f"horizon={self.horizon!r} must be a positive integer (passes).")
+        if not self.window > 0:
+            raise ValueError(f"window={self.window!r} must be a positive number of octaves of depth.")
+        if not 0 < self.threshold < 10:
+            raise ValueError(f"threshold={self.threshold!r} must lie in (0, 10) (an exponent of depth).")
+        if not 0 < self.alpha < 0.5:
+            raise ValueError(f"alpha={self.alpha!r} must lie in (0, 0.5).")
+        if not self.margin >= FLOOR_MARGIN:
+            raise ValueError(f"margin={self.margin!r} must be at least {FLOOR_MARGIN:g} (SPEC section 5: nothing is "
+                             "decided below 10 x the effective floor).")
+        if self.window_passes < 3:
+            raise ValueError(f"horizon={self.horizon} and window={self.window:g} leave {self.window_passes} passes in "
+                             "the window; the trend needs at least 3.")
 
-    def doubled(self) -> "CollapseRule":
-        """The same test with twice the maximum of passes and twice the plateau window."""
-        return replace(self, window=2 * self.window, max_passes=2 * self.max_passes)
+    @property
+    def window_passes(self) -> int:
+        """``W``: the passes of the horizon deeper than ``horizon * 2^-window``."""
+        return self.horizon - math.floor(self.horizon * 2.0 ** -self.window)
+
+    def grid(self) -> dict[str, "CollapseRule"]:
+        """The base and every constant halved and doubled, one at a time (the margin only doubled: halving it would
+        decide below SPEC's 10 x the floor)."""
+        cells = {"base": self}
+        for name in ("horizon", "window", "threshold", "alpha"):
+            value = getattr(self, name)
+            cells[f"{name} x 0.5"] = replace(self, **{name: max(1, value // 2) if name == "horizon" else value / 2})
+            cells[f"{name} x 2"] = replace(self, **{name: 2 * value})
+        cells["margin x 2"] = replace(self, margin=2 * self.margin)
+        return cells
 
     def describe(self) -> str:
-        return (f"collapsed when the pass-end mean E falls below {self.threshold:g}; stalled when the median of the "
-                f"last {self.window} pass ends is not {100 * self.min_fall:g}% below the median of the {self.window} "
-                f"before them; at most {self.max_passes} passes; no decision within a factor {FLOOR_MARGIN:g} of the "
-                "dtype's floor of E")
+        return (f"converging when the exponent p of E ~ depth^p over the last {self.window:g} octave(s) of "
+                f"{self.horizon} passes (every block; the larger of the ordinary and Newey-West errors) is below "
+                f"-{self.threshold:g} at one-sided level {self.alpha:g}, or when E stays within {self.margin:g} x the "
+                f"effective floor for the later half of that window; settled when p is above -{self.threshold:g} at "
+                f"that level with no value within {self.margin:g} x the floor; recomputed with each constant halved "
+                "and doubled (a verdict only where all agree)")
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What the rule says of one run: ``verdict`` (collapsed / stalled / undecided) at pass ``decided_at``
-    (``None`` when undecided), ``reason`` in words, and the findings beside it: the first pass with E below the
-    threshold (``None`` if none), whether the pass ends never rise by more than the floor (``monotone``, with
-    the passes where they rise), the final E and the passes read."""
+    """One cell's decision: ``verdict`` at pass ``decided_at`` (the last pass read; ``None`` when undecided),
+    ``reason`` in words, the window's passes, the exponent ``p`` and its one-sided bounds (``None`` where no trend
+    was fitted), the window's geometric-mean ``level`` and largest value, the censored values in it, and the rule."""
 
     verdict: str
     decided_at: int | None
     reason: str
-    first_below_threshold: int | None
-    monotone: bool
-    rises: tuple[int, ...]
-    E_final: float
     passes_read: int
-    floor: float
+    window: tuple[int, int] | None
+    exponent: float | None
+    exponent_low: float | None
+    exponent_high: float | None
+    level: float | None
+    window_max: float | None
+    censored: int
     rule: CollapseRule
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "rises": list(self.rises), "rule": asdict(self.rule)}
+        return {**asdict(self), "window": list(self.window) if self.window else None, "rule": asdict(self.rule)}
+
+
+def _values(E: Sequence[float], layers: int, floor: float | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, floor)`` as arrays of the same length (checked)."""
+    if not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"layers={layers!r} must be a positive integer.")
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim != 1 or len(E) < 1 + layers or (len(E) - 1) % layers:
+        raise ValueError(f"E must hold the embeddings' E and whole passes of {layers} blocks (1 + passes x {layers} "
+                         f"values); got {E.size}.")
+    if not np.all(np.isfinite(E)):
+        raise ValueError("E must be finite: E from non-finite activations is not a measurement.")
+    f = np.asarray(floor, dtype=np.float64)
+    if f.ndim == 0:
+        f = np.full(E.shape, float(f))
+    elif f.ndim != 1 or len(f) < len(E):
+        raise ValueError(f"floor must be a number or one value per measurement of E ({len(E)}); got shape {f.shape}.")
+    f = f[: len(E)]
+    if not np.all(np.isfinite(f)) or not np.all(f > 0):
+        raise ValueError(f"floor={floor!r} must be positive and finite (the run's effective floor of E).")
+    return E, f
+
+
+def _trend(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """Least-squares slope of ``y`` on ``x`` and its one-sided bounds at level ``alpha``: the larger of the ordinary
+    and the Newey-West (Bartlett, floor(4 (n / 100)^(2/9)) lags) standard errors, t with n - 2 degrees of freedom."""
+    n = len(x)
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    slope = float(xc @ (y - y.mean())) / sxx
+    residuals = y - y.mean() - slope * xc
+    se_ols = math.sqrt(float(residuals @ residuals) / (n - 2) / sxx)
+    lags = int(4 * (n / 100) ** (2 / 9))
+    g = xc * residuals
+    S = float(g @ g) + sum(2 * (1 - lag / (lags + 1)) * float(g[lag:] @ g[:-lag]) for lag in range(1, lags + 1))
+    se_nw = math.sqrt(max(S, 0.0) * n / (n - 2)) / sxx
+    se = max(se_ols, se_nw)
+    q = float(stats.t.ppf(1 - alpha, n - 2))
+    return slope, slope - q * se, slope + q * se
+
+
+def decide(E: Sequence[float], layers: int, floor: float | Sequence[float],
+           rule: CollapseRule = CollapseRule()) -> Decision:
+    """One cell: the test with ``rule`` on the mean E after every block ``E`` (``1 + passes x layers`` values;
+    passes beyond ``rule.horizon`` are not read) given the effective ``floor`` (a number or one per value)."""
+    E, f = _values(E, layers, floor)
+    passes = (len(E) - 1) // layers
+    n = min(passes, rule.horizon)
+    W = rule.window_passes
+    none = dict(window=None, exponent=None, exponent_low=None, exponent_high=None, level=None, window_max=None,
+                censored=0)
+    if n < W:
+        return Decision("undecided", None, f"{n} passes read; the window needs {W}", n, rule=rule, **none)
+    values = E[1: 1 + n * layers].reshape(n, layers)[n - W:]
+    bounds = rule.margin * f[1: 1 + n * layers].reshape(n, layers)[n - W:]
+    censored = values <= bounds
+    window = dict(window=(n - W + 1, n), level=float(np.exp(np.log(np.maximum(values, bounds)).mean())),
+                  window_max=float(values.max()), censored=int(censored.sum()))
+    no_trend = dict(exponent=None, exponent_low=None, exponent_high=None)
+    half = math.ceil(W / 2)
+    if censored[W - half:].all():
+        return Decision("converging", n, f"every value of passes {n - half + 1}-{n} is within {rule.margin:g} x the "
+                        "effective floor: E reached the floor and stayed there", n, rule=rule, **window, **no_trend)
+    if n < rule.horizon:
+        return Decision("undecided", None, f"the run has {n} of the horizon's {rule.horizon} passes", n, rule=rule,
+                        **window, **no_trend)
+    y = np.log(np.maximum(values, bounds)).mean(1)
+    depth = np.add.outer(np.arange(n - W, n), np.arange(1, layers + 1) / layers)
+    p, low, high = _trend(np.log(depth).mean(1), y, rule.alpha)
+    trend = dict(exponent=p, exponent_low=low, exponent_high=high)
+    stated = (f"exponent {p:.3g} (one-sided {100 * (1 - rule.alpha):g}% bounds {low:.3g}, {high:.3g}) over passes "
+              f"{n - W + 1}-{n}")
+    if high < -rule.threshold:
+        return Decision("converging", n, f"{stated}: E falls faster than depth^-{rule.threshold:g}", n, rule=rule,
+                        **window, **trend)
+    if low > -rule.threshold and not censored.any():
+        return Decision("settled", n, f"{stated}: E falls slower than depth^-{rule.threshold:g} (or not at all) at "
+                        f"a level of {window['level']:.3g}", n, rule=rule, **window, **trend)
+    why = (f"{int(censored.sum())} values within {rule.margin:g} x the floor" if low > -rule.threshold
+           else f"the bounds hold -{rule.threshold:g}")
+    return Decision("undecided", None, f"{stated}: {why}", n, rule=rule, **window, **trend)
+
+
+def needs_more_passes(E: Sequence[float], layers: int, floor: float | Sequence[float], rule: CollapseRule) -> bool:
+    """Whether more passes could change ``rule``'s decision: undecided with fewer passes than its horizon."""
+    decision = decide(E, layers, floor, rule)
+    return decision.verdict == "undecided" and decision.passes_read < rule.horizon
 
 
 def pass_ends(E_mean: Sequence[float], layers: int, passes: int) -> list[float]:
@@ -114,64 +218,46 @@ def pass_ends(E_mean: Sequence[float], layers: int, passes: int) -> list[float]:
     return [float(E_mean[k * layers]) for k in range(passes + 1)]
 
 
-def decide(ends: Sequence[float], floor: float, rule: CollapseRule = CollapseRule()) -> Decision:
-    """The rule's decision on pass ends ``ends`` (``e_0 .. e_K``; passes beyond ``rule.max_passes`` are not read),
-    given the dtype's ``floor`` of E (manifest ``floor.E_floor``)."""
-    if len(ends) < 2:
-        raise ValueError(f"ends must hold the embeddings' E and at least one pass end; got {len(ends)} values.")
-    if not floor >= 0:
-        raise ValueError(f"floor={floor!r} must be a non-negative number (the run's manifest floor.E_floor).")
-    if any(not math.isfinite(e) for e in ends):
-        raise ValueError("ends must be finite: E from non-finite activations is not a measurement.")
-    e = list(ends[: rule.max_passes + 1])
-    read = len(e) - 1
-    below = next((k for k in range(1, read + 1) if e[k] < rule.threshold), None)
-    rises = tuple(k for k in range(2, read + 1) if e[k] > e[k - 1] + floor)
-    findings = dict(first_below_threshold=below, monotone=not rises, rises=rises, E_final=e[-1], floor=floor,
-                    rule=rule)
-    if rule.threshold < FLOOR_MARGIN * floor:
-        return Decision("undecided", None, f"the threshold {rule.threshold:g} is within a factor {FLOOR_MARGIN:g} of "
-                        f"the dtype's floor of E ({floor:.2g}): rounding would decide; run in float32 (--dtype "
-                        "float32) or state a larger threshold", passes_read=read, **findings)
-    for k in range(1, read + 1):
-        if e[k] < rule.threshold:
-            return Decision("collapsed", k, f"mean E {e[k]:.3g} < {rule.threshold:g} at pass {k}", passes_read=read,
-                            **findings)
-        if k >= 2 * rule.window:
-            earlier = statistics.median(e[k - 2 * rule.window + 1: k - rule.window + 1])
-            later = statistics.median(e[k - rule.window + 1: k + 1])
-            if later > (1 - rule.min_fall) * earlier:
-                return Decision("stalled", k, f"the median pass-end E of passes {k - rule.window + 1}-{k} "
-                                f"({later:.3g}) is not {100 * rule.min_fall:g}% below that of passes {k - 2 * rule.window + 1}-"
-                                f"{k - rule.window} ({earlier:.3g})", passes_read=read, **findings)
-    return Decision("undecided", None, f"neither below {rule.threshold:g} nor stalled within {read} passes"
-                    + ("" if read >= rule.max_passes else f" (the run has {read} of the rule's {rule.max_passes})"),
-                    passes_read=read, **findings)
-
-
-def needs_more_passes(ends: Sequence[float], floor: float, rule: CollapseRule) -> bool:
-    """Whether a run with pass ends ``ends`` must go on for ``rule`` to decide (undecided, and short of the maximum)."""
-    decision = decide(ends, floor, rule)
-    return decision.verdict == "undecided" and decision.passes_read < rule.max_passes and \
-        rule.threshold >= FLOOR_MARGIN * floor
-
-
 @dataclass(frozen=True)
-class TwoHorizons:
-    """The rule's decision and the doubled rule's (twice the maximum and the window) on the same run; the verdict
-    stands only when both agree, else it is ``undecided`` (a verdict that changes with the horizon is none)."""
+class GridDecision:
+    """The test over :meth:`CollapseRule.grid`: ``verdict`` (the cells' where all agree, else ``sensitive``), every
+    cell's decision, and the findings beside it: whether the pass ends never rise by more than the floor
+    (``monotone``, ``rises``), the first pass at the floor (all its values censored at the base margin), the final E."""
 
-    base: Decision
-    doubled: Decision
+    verdict: str
+    cells: dict[str, Decision]
+    monotone: bool
+    rises: tuple[int, ...]
+    first_at_floor: int | None
+    E_final: float
+    passes_run: int
 
     @property
-    def verdict(self) -> str:
-        return self.base.verdict if self.base.verdict == self.doubled.verdict else "undecided"
+    def base(self) -> Decision:
+        return self.cells["base"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "base": self.base.to_json(), "doubled": self.doubled.to_json()}
+        return {"verdict": self.verdict, "cells": {name: d.to_json() for name, d in self.cells.items()},
+                "monotone": self.monotone, "rises": list(self.rises), "first_at_floor": self.first_at_floor,
+                "E_final": self.E_final, "passes_run": self.passes_run}
 
 
-def decide_twice(ends: Sequence[float], floor: float, rule: CollapseRule = CollapseRule()) -> TwoHorizons:
-    """:func:`decide` with ``rule`` and with ``rule.doubled()`` on the same pass ends."""
-    return TwoHorizons(decide(ends, floor, rule), decide(ends, floor, rule.doubled()))
+def decide_grid(E: Sequence[float], layers: int, floor: float | Sequence[float],
+                rule: CollapseRule = CollapseRule()) -> GridDecision:
+    """:func:`decide` in every cell of ``rule.grid()`` on the same values."""
+    values, f = _values(E, layers, floor)
+    cells = {name: decide(values, layers, f, cell) for name, cell in rule.grid().items()}
+    verdicts = {d.verdict for d in cells.values()}
+    passes = (len(values) - 1) // layers
+    ends = values[::layers]
+    rises = tuple(k for k in range(2, passes + 1) if ends[k] > ends[k - 1] + f[k * layers])
+    at_floor = (values[1:] <= rule.margin * f[1:]).reshape(passes, layers).all(1)
+    first = next((k + 1 for k in range(passes) if at_floor[k]), None)
+    return GridDecision(verdicts.pop() if len(verdicts) == 1 else "sensitive", cells, not rises, rises, first,
+                        float(ends[-1]), passes)
+
+
+def grid_needs_more_passes(E: Sequence[float], layers: int, floor: float | Sequence[float],
+                           rule: CollapseRule = CollapseRule()) -> bool:
+    """Whether more passes could change a cell of ``rule``'s grid (the longest needs twice the horizon)."""
+    return any(needs_more_passes(E, layers, floor, cell) for cell in rule.grid().values())

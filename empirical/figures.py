@@ -3,8 +3,8 @@
 Depth is counted in passes (block index / blocks per pass), so runs of models of different depths
 share an axis and the pass boundaries are the integers (a faint vertical line each). E is drawn on a log
 scale: the mean over the prompts, a band from the smallest to the largest prompt, the dtype's floor of E
-(:mod:`empirical.floor`) as a dashed line in the run's colour, and, where a collapse rule decided, its
-threshold as a dotted grey line. Values below a decade under the floor (rounding, possibly zero or negative)
+(:mod:`empirical.floor`) as a dashed line in the run's colour, and 10 x that floor, below which the collapse test
+reads nothing (:mod:`empirical.decision`), as a dotted one. Values below a decade under the floor (rounding, possibly zero or negative)
 are drawn at that decade, where the axis starts; the band below the lowest floor is shaded grey and labelled.
 """
 
@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from .decision import FLOOR_MARGIN
 
 #: The log axis starts this factor below the lowest floor drawn, and the band is clipped there: values of E below
 #: a floor are rounding (float32 runs at consensus give exactly 0 or a rounding-negative -3e-8, which a log axis
@@ -51,8 +53,11 @@ def short_label(manifest: dict[str, Any]) -> str:
 
 
 def floor_of(manifest: dict[str, Any]) -> float | None:
-    """The run's floor of E (``manifest["floor"]["E_floor"]``), ``None`` for runs made before floors were measured."""
-    return (manifest.get("floor") or {}).get("E_floor")
+    """The run's effective floor of E (``manifest["floor"]["effective_floor"]``: the larger of the measured floor and
+    the float64 twin's largest divergence, SPEC section 5), else its measured floor (``E_floor``); ``None`` for runs
+    made before floors were measured."""
+    floor = manifest.get("floor") or {}
+    return floor.get("effective_floor", floor.get("E_floor"))
 
 
 def draw_run(axis, manifest: dict[str, Any], results: dict[str, Any], label: str) -> None:
@@ -68,11 +73,12 @@ def draw_run(axis, manifest: dict[str, Any], results: dict[str, Any], label: str
     if floor is not None:
         axis.axhline(floor, color=line.get_color(), linestyle="--", linewidth=0.9,
                      label=f"floor of E in {manifest['dtype']}: {floor:.1e}")
+        axis.axhline(FLOOR_MARGIN * floor, color=line.get_color(), linestyle=":", linewidth=0.9,
+                     label=f"{FLOOR_MARGIN:g} x the floor: not read below")
 
 
-def _decorate(axis, passes: int, thresholds: set[float], floors: list[float | None]) -> None:
-    """Log scale from a decade below the lowest floor, a faint line at every pass boundary, the collapse thresholds,
-    labels."""
+def _decorate(axis, passes: int, floors: list[float | None]) -> None:
+    """Log scale from a decade below the lowest floor, a faint line at every pass boundary, labels."""
     axis.set_yscale("log")
     known = [floor for floor in floors if floor is not None]
     bottom = min(known) / BELOW_FLOOR if known else NO_FLOOR_CLIP
@@ -82,15 +88,9 @@ def _decorate(axis, passes: int, thresholds: set[float], floors: list[float | No
                      label="below the floor: rounding (drawn at the axis' bottom)")
     for k in range(1, passes + 1):
         axis.axvline(k, color="0.85", linewidth=0.6, zorder=0)
-    for threshold in sorted(thresholds):
-        axis.axhline(threshold, color="0.4", linestyle=":", linewidth=0.9, label=f"collapse threshold {threshold:g}")
     axis.set_xlabel("depth (passes; a faint line at every pass boundary)")
     axis.set_ylabel("mean E over the prompts (band: all prompts)")
     axis.grid(alpha=0.3, axis="y")
-
-
-def _thresholds(results_list: Sequence[dict[str, Any]]) -> set[float]:
-    return {r["decision"]["rule"]["threshold"] for r in results_list if r.get("decision")}
 
 
 def _save(figure, path: Path, title: str) -> Path:
@@ -105,7 +105,7 @@ def _save(figure, path: Path, title: str) -> Path:
 
 
 def plot_run(manifest: dict[str, Any], results: dict[str, Any], path: Path) -> Path:
-    """The figure of one run: mean E over depth with its band, pass boundaries, floor and threshold."""
+    """The figure of one run: mean E over depth with its band, pass boundaries, floor and 10 x floor."""
     return plot_overlay([(manifest, results)], path, describe(manifest))
 
 
@@ -114,8 +114,7 @@ def plot_overlay(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> P
     figure, axis = _pyplot().subplots(figsize=(8, 4.2))
     for manifest, results in runs:
         draw_run(axis, manifest, results, short_label(manifest))
-    _decorate(axis, max(r["passes"] for _, r in runs), _thresholds([r for _, r in runs]),
-              [floor_of(m) for m, _ in runs])
+    _decorate(axis, max(r["passes"] for _, r in runs), [floor_of(m) for m, _ in runs])
     axis.legend(fontsize=7)
     return _save(figure, path, title)
 
@@ -129,8 +128,7 @@ def plot_families(runs: Sequence[tuple[dict, dict]], path: Path, title: str) -> 
         for manifest, results in mine:
             s = manifest["settings"]
             draw_run(axis, manifest, results, f"{s['weights']}, {'FFN' if s['ffn'] else 'no FFN'}")
-        _decorate(axis, max(r["passes"] for _, r in mine), _thresholds([r for _, r in mine]),
-                  [floor_of(m) for m, _ in mine])
+        _decorate(axis, max(r["passes"] for _, r in mine), [floor_of(m) for m, _ in mine])
         axis.set_title(f"{model} ({mine[0][0]['model']['layers']} blocks per pass)", fontsize=9)
         axis.legend(fontsize=7)
     return _save(figure, path, title)

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from .run import RunSettings, environment, resolve_device, run_experiment
 
-#: Passes per run: the collapse rule's maximum of the paper's protocol (empirical.decision.MAX_PASSES).
+#: Passes per run: the collapse test's horizon, SPEC section 7's protocol (empirical.decision.HORIZON).
 GPU_PASSES = 50
 #: Passes per run with --tiny (a smoke test).
 TINY_PASSES = 3

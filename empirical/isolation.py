@@ -10,6 +10,9 @@ stage of the report's memory ledger (:mod:`reports.memory`).
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -23,12 +26,28 @@ def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[
     return function(*args, **kwargs), own_peak_bytes()
 
 
+def give_back_memory() -> int:
+    """Collect garbage and hand the allocator's free memory back to the system (glibc's ``malloc_trim``, where there
+    is one); return this process's resident memory in bytes afterwards."""
+    import psutil
+
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # another C library: nothing to trim by
+            pass
+    return psutil.Process().memory_info().rss
+
+
 def in_child(stage: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` run in a fresh child process (``function`` and its arguments must pickle: a
     module-level function, plain data); its exceptions are raised here. The child's peak RSS is recorded as
-    ``stage`` (kind ``child``) in the memory ledger, if one is named."""
+    ``stage`` (kind ``child``) in the memory ledger, if one is named, with this process's RSS beside it (after
+    :func:`give_back_memory`: this process only waits meanwhile)."""
+    beside = give_back_memory()
     started = time.monotonic()
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         result, peak = pool.submit(_measured, function, args, kwargs).result()
-    record_stage(stage, peak, CHILD, time.monotonic() - started)
+    record_stage(stage, peak, CHILD, time.monotonic() - started, beside_bytes=beside)
     return result

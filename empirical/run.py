@@ -29,7 +29,7 @@ from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder,
                              unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
-from .decision import CollapseRule, decide, needs_more_passes, pass_ends
+from .decision import CollapseRule, decide_grid, needs_more_passes, pass_ends
 from .figures import plot_run
 from .floor import measure_floor
 from .loop import NonFiniteActivations, check_variant, embed, run_pass
@@ -167,9 +167,9 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     ``after_pass(k)`` runs after pass ``k`` (1-based) has been checkpointed. ``weights_dirs`` names
     folders of trained weights (``{"gpt2-xl": DIR}``; see :mod:`empirical.sources`). ``until``: collapse
     rules (:mod:`empirical.decision`); the run stops at the first pass where each has decided or reached its
-    maximum (``settings.passes`` stays the run's maximum). Without rules the run does ``settings.passes``
-    passes. ``results.json`` carries the decision of ``rule`` (default: the first of ``until``, else the default rule
-    with ``settings.passes`` as its maximum).
+    horizon (``settings.passes`` stays the run's maximum; ``until`` is usually every cell of a rule's grid).
+    Without rules the run does ``settings.passes`` passes. ``results.json`` carries the grid decision of ``rule``
+    (default: the first of ``until``, else the stated test, :class:`empirical.decision.CollapseRule`).
     """
     started = time.perf_counter()
     loaded = _load(settings, out, weights_dirs)
@@ -185,17 +185,20 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     twinned = time.perf_counter()
     floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn,
                                                              metric=settings.metric)
-    rule = rule or (until[0] if until else CollapseRule(max_passes=settings.passes))
+    rule = rule or (until[0] if until else CollapseRule())
     manifest = _manifest(settings, loaded, state, floor, until, {
         "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built,
         "twin_build_s": twinned - prepared})
     floor.update(effective_floor_fields(floor["E_floor"], state.E, twin))
     write_json(out / "manifest.json", manifest)
     writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule, twin)
-    stop = (lambda ends: len(ends) > 1 and not any(needs_more_passes(ends, floor["E_floor"], r) for r in until)) \
+    layers = adapter.num_layers
+    stop = (lambda E: len(E) > 1 and not any(
+        needs_more_passes(E, layers, effective_floor_fields(floor["E_floor"], state.E, twin)["effective_floor"], r)
+        for r in until)) \
         if until else None
     try:
-        loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop, twin)
+        loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
     except NonFiniteActivations as error:
         manifest["status"] = f"stopped: {error}"
         write_json(out / "manifest.json", manifest)
@@ -568,17 +571,17 @@ class _Writer:
 
 
 def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer: _Writer, progress: bool,
-                after_pass: Callable[[int], None] | None, stop: Callable[[list[float]], bool] | None,
-                twin: "_Twin | None" = None) -> float:
+                after_pass: Callable[[int], None] | None, stop: Callable[[list[float]], bool] | None) -> float:
     """The passes from ``state.done`` to ``settings.passes``, each saved by ``writer`` before ``after_pass`` runs;
-    none after ``stop(pass ends)`` says the rules have decided. A ``twin`` makes each pass after the run's (with
-    the same draw). Returns the seconds the passes took, the twin's included."""
-    inputs = state.inputs
+    none after ``stop(mean E after every block so far)`` says the rules have decided. The writer's float64 twin, if
+    any, makes each pass after the run's (with the same draw). Returns the seconds the passes took, the twin's
+    included."""
+    inputs, twin = state.inputs, writer.twin
     bar = _progress_bar(settings, adapter.num_layers, state.done, progress)
     total = 0.0
     try:
         for k in range(state.done, settings.passes):
-            if stop is not None and stop(_ends(state, adapter.num_layers)):
+            if stop is not None and stop(_means(state, adapter.num_layers)):
                 break
             started = time.perf_counter()
             if settings.weights == "redrawn" and k > 0:
@@ -607,9 +610,9 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
     return total
 
 
-def _ends(state: _Progress, layers: int) -> list[float]:
-    """The pass-end mean E of ``state`` so far (:func:`empirical.decision.pass_ends`)."""
-    return pass_ends(state.E.double().mean(0).tolist(), layers, state.done)
+def _means(state: _Progress, layers: int) -> list[float]:
+    """The mean E over the prompts of ``state`` so far: the embeddings', then after every block of every pass."""
+    return state.E[:, : state.done * layers + 1].double().mean(0).tolist()
 
 
 def _input_device(model, device: torch.device) -> torch.device:
@@ -624,8 +627,8 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
     ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
     the pass ends, the dtype's floor of E, the effective floor (:func:`effective_floor_fields`), the float64
-    twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`) and ``rule``'s decision on the pass
-    ends."""
+    twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`) and ``rule``'s grid decision on every block
+    (:func:`decide_grid`), which reads nothing below the effective floor."""
     twin_record = twin.record(E, passes * layers + 1) if twin is not None else None
     effective = effective_floor_fields(floor, E[:, : passes * layers + 1], twin)["effective_floor"]
     E = E[:, : passes * layers + 1].double()
@@ -638,7 +641,7 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
             "block": [0] + [b for _ in range(passes) for b in range(1, layers + 1)],
             "pass_end_index": [k * layers for k in range(passes + 1)], "E_pass_end": ends,
             "E_floor": floor, "effective_floor": effective, "twin": twin_record,
-            "decision": decide(ends, floor, rule).to_json() if passes else None}
+            "decision": decide_grid(mean, layers, effective, rule).to_json() if passes else None}
 
 
 def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from .decision import MAX_PASSES, CollapseRule, needs_more_passes, pass_ends
+from .decision import HORIZON, CollapseRule, needs_more_passes
 from .embedded import GEMMA3
 from .figures import floor_of
 from .isolation import in_child
@@ -49,20 +49,20 @@ class Variant:
 
     def settings(self, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                  seed: int = RunSettings.seed, *, decide: bool = False) -> RunSettings:
-        """The run's settings; with ``decide``, twice the passes (the doubled rule's maximum). A run in float64
-        has no twin (it would be its own)."""
+        """The run's settings; with ``decide``, twice the passes (the doubled horizon of the test's grid). A run in
+        float64 has no twin (it would be its own)."""
         return RunSettings(model=self.model, weights=self.weights, ffn=self.ffn, prompts=self.prompts,
                            length=self.length, passes=2 * self.passes if decide else self.passes, seed=seed,
                            device=device, dtype=dtype, twin=None if dtype == "float64" else self.twin)
 
     @property
     def rule(self) -> CollapseRule:
-        """The collapse rule of :mod:`empirical.decision` with this variant's passes as its maximum."""
-        return CollapseRule(max_passes=self.passes)
+        """The collapse test of :mod:`empirical.decision` with this variant's passes as its horizon."""
+        return CollapseRule(horizon=self.passes)
 
     def until(self, decide: bool) -> tuple[CollapseRule, ...]:
-        """The rules a run of this variant stops on: with ``decide``, the rule and its doubled twin; else none."""
-        return (self.rule, self.rule.doubled()) if decide else ()
+        """The rules a run of this variant stops on: with ``decide``, every cell of the test's grid; else none."""
+        return tuple(self.rule.grid().values()) if decide else ()
 
     @property
     def label(self) -> str:
@@ -86,16 +86,16 @@ TWIN = "float64"
 
 #: CPU budget (chosen for 2 shared cores; the numbers below are what the report states). Every trained
 #: model (SmolLM2, Gemma 3, and GPT-2 XL / GPT-Neo 2.7B where their weights are) runs CPU_SMOLLM2; ``passes`` is
-#: the collapse rule's maximum (the report runs until the rule and its doubled twin decide, at most twice it).
-#: 48 passes: trained Gemma 3 270M with FFN, the slowest, falls below the threshold at pass 38 (measured).
-CPU_SMOLLM2 = dict(prompts=8, length=200, passes=48)
+#: the collapse test's horizon (the report runs until every cell of its grid decides, at most twice it): SPEC's 50
+#: (empirical.decision.HORIZON), as for the paper's protocol; the former 48 was fitted to a run.
+CPU_SMOLLM2 = dict(prompts=8, length=200, passes=HORIZON)
 #: The GPU profile's maximum (50 passes), measured with 4 prompts x 64 tokens: random GPT-2 XL without FFN falls
 #: below 1e-3 at pass 25; with FFN it falls from 0.42 to 0.17 in 8 passes, by 0.88 a pass, about 48 passes to 1e-3
 #: at that pace; redrawn GPT-Neo 2.7B without FFN reached it at pass 5.
-CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=MAX_PASSES)
-#: GPU budget: the paper's prompts; the passes are our choice (the paper does not print them): the collapse
-#: rule's maximum (empirical.decision.MAX_PASSES).
-GPU_PAPER = dict(prompts=100, length=200, passes=MAX_PASSES)
+CPU_PAPER_ARCHITECTURES = dict(prompts=4, length=64, passes=HORIZON)
+#: GPU budget: the paper's prompts; the passes are SPEC section 7's (the paper does not print them): the collapse
+#: test's horizon (empirical.decision.HORIZON).
+GPU_PAPER = dict(prompts=100, length=200, passes=HORIZON)
 
 PROFILES: dict[str, tuple[Variant, ...]] = {
     "cpu": (
@@ -171,8 +171,9 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
                        progress: bool = False, isolate: bool = False) -> tuple[list[tuple[dict, dict]], dict[str, str]]:
     """Figures 7-8 as printed wherever the weights are: the trained variants of GPT-2 XL and GPT-Neo 2.7B
     (``ffn``: which of without / with FFN) of ``profile`` (default :func:`report_profile`), run or reused
-    under :func:`profile_root` until the collapse rule and its doubled twin decide (``run_variant(decide=True)``).
-    ``budget`` overrides prompts / length / passes (tests use tiny models); ``isolate``: as :func:`run_variant`.
+    under :func:`profile_root` until every cell of the collapse test's grid decides (``run_variant(decide=True)``).
+    ``budget`` overrides prompts / length / passes (tests use tiny models); ``isolate``: each in a child process of its
+    own (:func:`run_variant_apart`).
     Returns ``(runs, missing)``: ``(manifest, results)`` pairs, and the absent models -> the command."""
     profile = report_profile() if profile is None else profile
     runs, missing = [], {}
@@ -181,8 +182,9 @@ def trained_paper_runs(root: Path, ffn: tuple[bool, ...], *, profile: str | None
         ready, absent = split_by_weights(chosen, weights_dirs)
         if absent:
             missing[model] = get_command(model)
-        runs += [run_variant(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs, decide=True,
-                             isolate=isolate) for v in ready]
+        run = run_variant_apart if isolate else run_variant
+        runs += [run(v, profile_root(root, profile), progress=progress, weights_dirs=weights_dirs, decide=True)
+                 for v in ready]
     return runs, missing
 
 
@@ -195,8 +197,10 @@ def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, p
                 isolate: bool = False) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
     """Every run of the report, run or reused under ``root`` until the collapse rules decide: the ``cpu`` profile's
     variants that need no paper-model weights, and :func:`trained_paper_runs` (both FFN variants) wherever the weights are.
-    ``isolate``: as :func:`run_variant`. Returns ``([(label, manifest, results)], missing)``."""
-    runs = [(v.label, *run_variant(v, root, progress=progress, decide=True, isolate=isolate))
+    ``isolate``: each in a child process of its own (:func:`run_variant_apart`).
+    Returns ``([(label, manifest, results)], missing)``."""
+    run = run_variant_apart if isolate else run_variant
+    runs = [(v.label, *run(v, root, progress=progress, decide=True))
             for v in PROFILES["smoke" if report_scale() == "smoke" else "cpu"] if not needs_weights(v)]
     trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress,
                                           isolate=isolate)
@@ -230,29 +234,30 @@ def finished(folder: Path, settings: RunSettings, until: tuple[CollapseRule, ...
     if results["passes"] >= settings.passes:
         return True
     floor = floor_of(manifest)
-    ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
-    return bool(until) and floor is not None and not any(needs_more_passes(ends, floor, rule) for rule in until)
+    return bool(until) and floor is not None and not any(
+        needs_more_passes(results["E_mean"], results["layers"], floor, rule) for rule in until)
 
 
 def run_variant(variant: Variant, root: Path, *, device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                 seed: int = RunSettings.seed, progress: bool = True, weights_dirs: Mapping[str, Path] | None = None,
-                decide: bool = False, isolate: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+                decide: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run (or resume, or reuse) one variant under ``root / variant.key``; return ``(manifest, results)``.
-    ``decide``: run until the variant's collapse rule and its doubled twin have decided (at most twice
+    ``decide``: run until every cell of the variant's collapse-test grid has decided (at most twice
     ``variant.passes``), else exactly ``variant.passes``. A finished run is reused only if its trained weights came
-    from where they come from now. ``isolate``: run it in a child process of its own (:mod:`empirical.isolation`), so
-    that nothing of the model outlives the run in this process; its peak memory is recorded as stage
-    ``run <key>``."""
+    from where they come from now."""
     folder = Path(root) / variant.key
     settings = variant.settings(device, dtype, seed, decide=decide)
     until = variant.until(decide)
     if not finished(folder, settings, until) or not _same_source(folder, variant, weights_dirs):
-        if isolate:
-            in_child(f"run {variant.key}", run_experiment, settings, folder, progress=progress,
-                     weights_dirs=weights_dirs, until=until)
-        else:
-            run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs, until=until)
+        run_experiment(settings, folder, progress=progress, weights_dirs=weights_dirs, until=until)
     return load_results(folder)
+
+
+def run_variant_apart(variant: Variant, root: Path, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`run_variant` (``options``: its keyword arguments) in a child process of its own
+    (:func:`empirical.isolation.in_child`): nothing of the model outlives the run in this process, and the child's
+    peak memory is recorded as the stage ``run <key>`` (a reused run costs the child's start, a few seconds)."""
+    return in_child(f"run {variant.key}", run_variant, variant, root, **options)
 
 
 def _same_source(folder: Path, variant: Variant, weights_dirs: Mapping[str, Path] | None) -> bool:

@@ -8,9 +8,10 @@ named by :data:`MEMORY_LEDGER_ENV`. The build shows the ledger in the report's m
 its bound.
 
 What runs at once: the benchmarks run alone, one after another; then the test process runs, and while it runs at
-most one child stage (a model run or an audit) at a time. So the report's peak is at most
-``max(benchmarks, test process + largest child)`` (:func:`report_peak`). A stage that lives inside another one's
-process tree (``ru_maxrss`` of a process counts its waited-for children) never adds to it.
+most one child stage (a model run or an audit) at a time, waiting for it. A child's entry carries the resident memory
+of the process that waited for it (``beside_rss_bytes``, measured as the child started: a waiting process does not
+grow). So the report's peak is at most the largest of: a benchmark, the test process's own peak, and a child's peak
+plus what waited beside it (:func:`report_peak`).
 """
 
 from __future__ import annotations
@@ -43,17 +44,19 @@ def own_peak_bytes() -> int:
 
 
 def record_stage(stage: str, peak_bytes: int, kind: str, seconds: float | None = None,
-                 ledger: Path | str | None = None) -> dict[str, Any] | None:
+                 ledger: Path | str | None = None, beside_bytes: int | None = None) -> dict[str, Any] | None:
     """Append ``stage`` (a name a reader understands), its peak RSS and its ``kind`` (one of :data:`KINDS`) to the
-    ledger (``ledger``, else :data:`MEMORY_LEDGER_ENV`); nothing when neither names one. One short line written
-    with ``O_APPEND``: stages of concurrent processes do not interleave. Returns the entry written."""
+    ledger (``ledger``, else :data:`MEMORY_LEDGER_ENV`); nothing when neither names one. ``beside_bytes``: for a
+    child, the RSS of the process waiting for it. One short line written with ``O_APPEND``: stages of concurrent
+    processes do not interleave. Returns the entry written."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} must be one of {KINDS}.")
     path = ledger or os.environ.get(MEMORY_LEDGER_ENV)
     if not path:
         return None
     entry = {"stage": stage, "kind": kind, "peak_rss_bytes": int(peak_bytes),
-             "seconds": None if seconds is None else round(seconds, 1)}
+             "seconds": None if seconds is None else round(seconds, 1),
+             "beside_rss_bytes": None if beside_bytes is None else int(beside_bytes)}
     with open(path, "a", encoding="utf-8") as ledger_file:
         ledger_file.write(json.dumps(entry) + "\n")
     return entry
@@ -81,7 +84,10 @@ def read_ledger(path: Path | str) -> list[dict[str, Any]]:
 
 def run_measured(command: Sequence[str], stage: str, kind: str = ALONE, **popen) -> int:
     """Run ``command`` to its end (``subprocess.Popen`` arguments in ``popen``), record its peak RSS (that of the
-    largest process of its tree the kernel accounts to it) as ``stage``, and return its exit status."""
+    largest process of its tree the kernel accounts to it) as ``stage``, and return its exit status. The figure is
+    at least this process's own RSS when it starts the command (Linux hands a forked child the high-water mark of
+    its parent until it executes the command): the build measures its stages from the small ``python -m reports``
+    process, never from a large one."""
     started = time.monotonic()
     process = subprocess.Popen(command, **popen)
     try:
@@ -97,11 +103,12 @@ def run_measured(command: Sequence[str], stage: str, kind: str = ALONE, **popen)
 
 
 def report_peak(stages: list[dict[str, Any]]) -> int:
-    """An upper bound of the report's peak RSS in bytes: ``max(alone stages, test process + largest child)``."""
-    def largest(kind: str) -> int:
-        return max((s["peak_rss_bytes"] for s in stages if s["kind"] == kind), default=0)
-
-    return max(largest(ALONE), largest(TEST_PROCESS) + largest(CHILD))
+    """An upper bound of the report's peak RSS in bytes: the largest of the benchmarks, the test process's own peak,
+    and each child's peak plus the RSS beside it (the test process's peak where a child does not say)."""
+    process = max((s["peak_rss_bytes"] for s in stages if s["kind"] == TEST_PROCESS), default=0)
+    return max([s["peak_rss_bytes"] for s in stages if s["kind"] != CHILD] + [0]
+               + [s["peak_rss_bytes"] + (process if s.get("beside_rss_bytes") is None else s["beside_rss_bytes"])
+                  for s in stages if s["kind"] == CHILD])
 
 
 def summary(stages: list[dict[str, Any]], bound_bytes: int | None = None) -> dict[str, Any]:

@@ -14,15 +14,18 @@ import pytest
 from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, summary
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
-from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant, trained_paper_runs,
+from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant_apart, trained_paper_runs,
                              trained_variants)
 from reports.checks import check
 from reports.records import ReportSection, Table
-from reports.scale import scaled
+from reports.scale import report_scale, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = scaled(ROOT / "build" / "runs")
 FIGURES = scaled(ROOT / "build" / "figures") / "empirical"
+#: At the smoke scale of a report build (reports/scale.py: tiny stand-ins, CI) the runs decide nothing about the
+#: paper: the checks run and record, and what the paper's claims come to is asserted at the full scale only.
+SMOKE = report_scale() == "smoke"
 
 
 def _variants(*keys):
@@ -33,7 +36,7 @@ def _variants(*keys):
 def _runs(*keys):
     """The cpu profile's variants, each run (or resumed, or reused) until its collapse rule and the doubled one decide,
     in a child process of its own (the report's memory: reports/memory.py)."""
-    return [run_variant(variant, RUNS, progress=False, decide=True, isolate=True) for variant in _variants(*keys)]
+    return [run_variant_apart(variant, RUNS, progress=False, decide=True) for variant in _variants(*keys)]
 
 
 def _rule(*keys):
@@ -104,17 +107,17 @@ def test_fig8_full(record):
 @check(check_in_kind)
 def test_fig7_8_in_kind(record):
     """Two trained families side by side, SmolLM2-135M and Gemma 3 270M, with and without FFN, each run until the
-    collapse rule (48 passes at most) and the doubled one (96 passes, window 16) decide. The verdict is what the
-    runs show (measured: all four collapse, Gemma 3 with FFN slowly, at pass 38, not monotonically); SmolLM2,
-    whose collapse is the measured baseline of the loop, must collapse, or the loop itself is suspect and the
-    test fails."""
+    collapse test's grid decides (horizon 50 passes, 100 for the doubled horizon). The verdict is what the runs
+    show; SmolLM2, whose collapse is the measured baseline of the loop, must not settle, or the loop itself is
+    suspect and the test fails."""
     keys = ("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn")
     runs, rule = _runs(*keys), _rule(*keys)
     result = record(check_in_kind(runs, FIGURES / "fig7_8_in_kind.png", rule=rule))
     verdicts = {(m["settings"]["model"], m["settings"]["ffn"]): summary(m, r, rule)["verdict"] for m, r in runs}
-    assert verdicts[("smollm2-135m", False)] == verdicts[("smollm2-135m", True)] == "collapsed", result.detail
-    expected = ("refuted" if "stalled" in verdicts.values() else
-                "verified" if set(verdicts.values()) == {"collapsed"} else "not-run")
+    assert SMOKE or "settled" not in {verdicts[("smollm2-135m", False)], verdicts[("smollm2-135m", True)]}, \
+        result.detail
+    expected = ("refuted" if "settled" in verdicts.values() else
+                "verified" if set(verdicts.values()) == {"converging"} else "not-run")
     assert result.verdict == expected, result.detail
 
 
@@ -125,7 +128,7 @@ def test_fig9_random_fixed(record):
     result = record(check_random_weights("emp.random-fixed", _runs(*keys), FIGURES / "fig9.png", "Fig. 9",
                                          "GPT-2 XL and GPT-Neo 2.7B, random weights drawn once, with and without FFN",
                                          rule=_rule(*keys)))
-    assert result.verdict != "refuted", result.detail
+    assert SMOKE or result.verdict != "refuted", result.detail
 
 
 @pytest.mark.full
@@ -136,7 +139,7 @@ def test_fig10_random_redrawn(record):
     result = record(check_random_weights("emp.random-redrawn", runs, FIGURES / "fig10.png", "Fig. 10",
                                          "GPT-2 XL and GPT-Neo 2.7B, random weights re-drawn before every pass",
                                          rule=_rule(*keys)))
-    assert result.verdict != "refuted", result.detail
+    assert SMOKE or result.verdict != "refuted", result.detail
     for manifest, results in runs:
         assert len(manifest["draws"]) == results["passes"]  # one verified draw per pass
 
@@ -162,15 +165,15 @@ def test_empirical_runs_section(report_section):
         "The report runs the `cpu` profile on this machine (float32 on the CPU, weights seed 0, prompts seed 42): "
         "two trained families in kind for figures 7-8, SmolLM2-135M-Instruct (the embedded GGUF) and Gemma 3 270M, "
         "with and without FFN, 8 prompts x 200 tokens; random and redrawn weights on the paper's real "
-        "architectures (built-in configurations) with %d prompts x %d tokens. Every run goes on until the collapse "
-        "rule (empirical/decision.py) and the same rule with twice its maximum of passes and plateau window have "
-        "decided, at most twice the maximum: %d passes for the trained models, %d for the random ones. Trained "
+        "architectures (built-in configurations) with %d prompts x %d tokens. Every run goes on until every cell of "
+        "the collapse test's grid (empirical/decision.py: each constant halved and doubled) has decided, at most "
+        "twice the horizon: %d passes for the trained models, %d for the random ones. Trained "
         "GPT-2 XL / GPT-Neo 2.7B run wherever their weights are (a folder named by "
         "CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build --weights-dir`, else "
         "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes at most (%s profile): here %s. "
         "Loop time of all %d runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu --until-decided "
         "--out DIR` runs the paper's full protocol (100 prompts x 200 tokens, both paper models, trained, random and "
-        "redrawn, with and without FFN, 50 passes at most, 100 for the doubled rule; dtype auto = float32; several "
+        "redrawn, with and without FFN, horizon 50 passes, 100 for the doubled horizon; dtype auto = float32; several "
         "GPUs are used through accelerate's device_map)."
         % (random["prompts"], random["length"], 2 * trained_cpu["passes"], 2 * random["passes"],
            budget["prompts"], budget["length"], budget["passes"], report_profile(),

@@ -48,7 +48,7 @@ def test_results_label_every_value_with_its_pass_and_block(runs):
     assert results["pass"][1:layers + 1] == [1] * layers and results["block"][1:layers + 1] == list(range(1, layers + 1))
     assert results["pass_end_index"] == [k * layers for k in range(passes + 1)]
     assert results["E_pass_end"] == [results["E_mean"][i] for i in results["pass_end_index"]]
-    assert results["schema_version"] == 1 and results["decision"]["passes_read"] == passes
+    assert results["schema_version"] == 1 and results["decision"]["passes_run"] == passes
     assert results["E_floor"] > 0
 
 

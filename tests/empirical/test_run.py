@@ -113,10 +113,10 @@ BAD_INPUT = [
                  id="zero-passes"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "trained", "--length", "16"], "without trained weights",
                  id="tiny-trained"),
-    pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--threshold", "0"], "threshold=0.0 must lie in (0, 1)",
+    pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--threshold", "0"], "threshold=0.0 must lie in (0, 10)",
                  id="zero-threshold"),
     pytest.param(["--model", "tiny-gpt2", "--weights", "random", "--window", "0", "--until-decided"],
-                 "window=0 must be a positive integer", id="zero-window"),
+                 "window=0.0 must be a positive number of octaves", id="zero-window"),
 ]
 
 

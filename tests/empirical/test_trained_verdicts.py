@@ -254,15 +254,18 @@ def test_control_an_in_kind_model_that_stops_collapsing_is_refuted(collapsing, t
     """A trained model saved to a folder (as --model DIR) whose blocks are the identity, beside a collapsing one."""
     tiny_model("gpt-neo", "still").save_pretrained(tmp_path / "still")
     settings = RunSettings(model=str(tmp_path / "still"), weights="trained", ffn=False, device="cpu",
-                           **{**BUDGET, "passes": 2 * RULE.max_passes})
-    run_experiment(settings, tmp_path / "run", progress=False, until=(RULE, RULE.doubled()))
+                           **{**BUDGET, "passes": 2 * RULE.horizon})
+    run_experiment(settings, tmp_path / "run", progress=False, until=tuple(RULE.grid().values()), rule=RULE)
     still = load_results(tmp_path / "run")
     assert still[0]["weights_source"]["origin"] == "folder"
     result = check_in_kind([collapsing["runs"][0], still], tmp_path / "in_kind.png", rule=RULE)
     assert result.verdict == "refuted"
-    assert "A run stalled" in result.detail and str(tmp_path / "still") in result.detail
+    assert "A run settled" in result.detail and str(tmp_path / "still") in result.detail
     run = result.numbers["runs"][1]
-    assert (run["decision"]["decided_at"], run["decision_doubled"]["decided_at"]) == (8, 16)
+    # E does not move: settled in every cell, each at its own horizon; the run went on to the doubled one
+    cells = run["decision"]["cells"]
+    assert {cell["verdict"] for cell in cells.values()} == {"settled"} and run["passes_run"] == 2 * RULE.horizon
+    assert (cells["base"]["decided_at"], cells["horizon x 2"]["decided_at"]) == (RULE.horizon, 2 * RULE.horizon)
 
 
 def test_in_kind_needs_trained_runs(collapsing):
@@ -308,6 +311,6 @@ def test_the_cpu_profile_runs_two_trained_families_in_kind_with_the_smollm2_budg
     trained = {v.key: v for v in variants("cpu") if v.weights == "trained"}
     for key in ("smollm2-trained-no-ffn", "smollm2-trained-ffn", "gemma3-trained-no-ffn", "gemma3-trained-ffn",
                 "gpt2-xl-trained-ffn", "gpt-neo-2.7b-trained-no-ffn"):
-        assert (trained[key].prompts, trained[key].length, trained[key].passes) == (8, 200, 48), key
-        assert trained[key].rule.max_passes == 48 and trained[key].until(True)[1].max_passes == 96
+        assert (trained[key].prompts, trained[key].length, trained[key].passes) == (8, 200, 50), key
+        assert trained[key].rule.horizon == 50 and max(rule.horizon for rule in trained[key].until(True)) == 100
     assert trained["gemma3-trained-ffn"].model == "gemma3-270m" and trained["gemma3-trained-ffn"].ffn

@@ -23,12 +23,12 @@ from transformers import AutoModelForCausalLM, GPT2Config, GPTNeoConfig
 from empirical.decision import CollapseRule
 
 WIDTH = 32
-#: Small enough for the fast test suite: 4 prompts (the rate CIs are over prompts), 16 tokens; 8 passes, the
-#: maximum of the tests' collapse rule (RULE, plateau windows of 4 passes, half the default, so that a stall is
-#: called within the budget): the collapsing models fall below its threshold at pass 6, and the identity blocks
-#: need 2 windows of 4 passes to be called stalled (and 2 of 8, 16 passes, with the doubled rule).
-BUDGET = dict(prompts=4, length=16, passes=8)
-RULE = CollapseRule(window=4, max_passes=BUDGET["passes"])
+#: Small enough for the fast test suite: 4 prompts (the rate CIs are over prompts), 16 tokens; 16 passes, the
+#: horizon of the tests' collapse test (RULE): the shortest horizon whose grid leaves every cell a window of at
+#: least 4 passes (the halved horizon, 8 passes, has a window of 4). The identity blocks run to the doubled horizon
+#: (32 passes, milliseconds each); the collapsing models stop once every window's later half is at the floor.
+BUDGET = dict(prompts=4, length=16, passes=16)
+RULE = CollapseRule(horizon=BUDGET["passes"])
 #: A fixed commit hash for the fake snapshots (the hub names snapshot folders by commit).
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 

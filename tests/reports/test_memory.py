@@ -47,8 +47,12 @@ def test_ledger_records_and_reads_stages(tmp_path, monkeypatch):
     assert [s["stage"] for s in stages] == ["benchmark sim-bench", "run a", "pytest (the test process)"]
     assert report_peak(stages) == 3 * GIB  # the benchmark alone beats the test process with its child (1 + 2)
     record_stage("run b", 2.5 * GIB, CHILD)
-    assert report_peak(read_ledger(ledger)) == 3.5 * GIB  # now the test process with its largest child
-    assert summary(read_ledger(ledger), 4 * GIB)["largest_stage_rss_bytes"] == 3 * GIB
+    assert report_peak(read_ledger(ledger)) == 3.5 * GIB  # now the test process's peak with its largest child
+    record_stage("run c", 2.5 * GIB, CHILD, beside_bytes=0.25 * GIB)  # what waited beside it, measured: less
+    assert report_peak(read_ledger(ledger)) == 3.5 * GIB
+    record_stage("run d", 3.5 * GIB, CHILD, beside_bytes=0.25 * GIB)
+    assert report_peak(read_ledger(ledger)) == 3.75 * GIB
+    assert summary(read_ledger(ledger), 4 * GIB)["largest_stage_rss_bytes"] == 3.5 * GIB
 
 
 def test_nothing_is_recorded_without_a_ledger(monkeypatch):
@@ -74,13 +78,18 @@ def test_the_bound_names_the_stages_that_break_it():
 
 
 def test_a_measured_command_reports_its_own_peak(tmp_path):
+    """Measured from a small process, as `python -m reports build` starts its stages (a forked child starts with
+    the high-water mark of the process that forked it, so the measuring process must be small). Control: a command
+    that allocates nothing."""
     ledger = tmp_path / "memory.jsonl"
-    command = [sys.executable, "-c", f"b = bytearray({PLANTED}); b[::4096] = b'x' * len(b[::4096])"]
-    assert run_measured(command, "allocates", env={MEMORY_LEDGER_ENV: str(ledger)}) == 0
-    small = [sys.executable, "-c", "pass"]
-    assert run_measured(small, "allocates nothing", env={MEMORY_LEDGER_ENV: str(ledger)}) == 0
+    allocate = f"b = bytearray({PLANTED}); b[::4096] = b'x' * len(b[::4096])"
+    measure = ("import sys; from reports.memory import run_measured; "
+               "sys.exit(run_measured([sys.executable, '-c', sys.argv[1]], sys.argv[2]))")
+    for name, command in (("allocates", allocate), ("allocates nothing", "pass")):
+        subprocess.run([sys.executable, "-c", measure, command, name], cwd=ROOT, check=True,
+                       env={MEMORY_LEDGER_ENV: str(ledger), "PATH": "/usr/bin:/bin"})
     big, nothing = read_ledger(ledger)
-    assert big["peak_rss_bytes"] >= PLANTED > nothing["peak_rss_bytes"]  # control: the empty command's peak
+    assert big["peak_rss_bytes"] >= PLANTED > PLANTED // 2 > nothing["peak_rss_bytes"]
 
 
 def test_a_run_in_a_child_leaves_nothing_in_this_process(tmp_path, monkeypatch):
@@ -91,7 +100,8 @@ def test_a_run_in_a_child_leaves_nothing_in_this_process(tmp_path, monkeypatch):
     before = own_peak_bytes()
     assert in_child("planted leak", keep_bytes, PLANTED) == 1
     assert own_peak_bytes() < before + PLANTED // 3
-    assert read_ledger(ledger)[0]["peak_rss_bytes"] >= PLANTED
+    stage = read_ledger(ledger)[0]
+    assert stage["peak_rss_bytes"] >= PLANTED and 0 < stage["beside_rss_bytes"] < before + PLANTED // 3
     with pytest.raises(ValueError, match="raised in the child"):
         in_child("fails", fail_in_child)
     # control: kept here, the same allocation is this process's
