@@ -191,6 +191,18 @@ CLAIMS: tuple[Claim, ...] = (
         checks=("sim.figures.theorems:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
     ),
     Claim(
+        "causal.karagodin-thm1", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
+        "Cited (Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv 2411.04990v2, "
+        "their Theorem 1, as transcribed in a public Lean formalisation): 'V = I, arbitrary Q, K, beta >= 0: for "
+        "almost any start every token converges to x_1(0)' (d >= 2; false at d = 1). Their CSA dynamics: causal "
+        "attention on the unit sphere, alpha_kj proportional to exp(beta <Q x_k, K x_j>) over j <= k, rows summing "
+        "to 1, dx_k/dt = P_{x_k}(sum_j alpha_kj V x_j). It is Theorem 5.1's setting (causal.identity, h = 1, "
+        "P = beta Q^T K constant, U = I) up to a time scale: the paper's rows sum to 1/sqrt(d), CSA's to 1, so "
+        "CSA's field is sqrt(d) times eq. 6's; the first token is fixed, so consensus is (x_1(0), ..., x_1(0)).",
+        ("symbolic",), "cited",
+        checks=("theory.karagodin:check_thm1_reduction",),
+    ),
+    Claim(
         "causal.identity-iss", "Theorem 5.1 (proof, eq. 14-15)", "Theorem 4.2 (proof sketch)",
         "With errors e_j = y_j - y_1 of the earlier tokens, the scalar b = y_1^T y_i obeys a perturbed version of (12) "
         "(eq. 15) for which the function (13) is an ISS-Lyapunov function with input e (reconstructed: the formulas "
@@ -374,6 +386,32 @@ CLAIMS: tuple[Claim, ...] = (
           "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
           "consensus.", ("search",), "suite",
           checks=SEARCH_CHECKS),
+    # --- The two conjectures the paper cites (ICML Remark 4.6 / long Remark 5.3: 'two conjectures are proposed, but
+    # not proved, in (Karagodin et al., 2024)'), verbatim from arXiv 2411.04990v2 sec. 4 --------------------------
+    Claim("conj.karagodin-thm1.5", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
+          "Cited conjecture (Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv "
+          "2411.04990v2, sec. 4, as transcribed in a public Lean formalisation; the paper: 'two conjectures are "
+          "proposed, but not proved'): 'Let V be diagonalizable with d distinct positive real eigenvalues, the "
+          "largest lambda_max with unit eigenvector xi. Then for arbitrary Q, K and almost any initialization the CSA "
+          "dynamics satisfy: for every k, lim_{t->inf} x_k(t) in {xi, -xi}.' CSA: causal attention on the sphere, "
+          "alpha_kj proportional to exp(beta <Q x_k, K x_j>) over j <= k, rows summing to 1 (eq. 6 with h = 1, "
+          "P = beta Q^T K, U = V, up to the time scale sqrt(d)). Witnesses must meet the hypothesis exactly: the "
+          "spectrum certified by Arb eigenvalue balls.", ("search", "symbolic"), "cited",
+          checks=("theory.karagodin:check_thm15_two_tokens", *SEARCH_CHECKS)),
+    Claim("conj.karagodin-thm2-normalized-component", "Remark 5.3 (citing [26])",
+          "Remark 4.6 (citing Karagodin et al.)",
+          "Cited conjecture (arXiv 2411.04990v2, sec. 4, as transcribed): 'Let lambda > 0, let L be an eigenspace of "
+          "V for lambda with dim L >= 2, let V preserve L^perp, and let <Vz, z> < lambda |z|^2 for every nonzero z in "
+          "L^perp. Then almost every initialization yields convergence of every token to the normalized L-component "
+          "of x_1(0).' READING 1 (the source's words, the transcriber's choice): the limit is "
+          "P_L x_1(0) / |P_L x_1(0)|. CSA dynamics as conj.karagodin-thm1.5; hypotheses decided in exact rational "
+          "arithmetic.", ("search",), "cited",
+          checks=SEARCH_CHECKS),
+    Claim("conj.karagodin-thm2-perp-projection", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
+          "Quoted as conj.karagodin-thm2-normalized-component. READING 2 (the source's symbols, "
+          "y_1 := P_{L^perp}(x_1(0))): every token converges to P_{L^perp} x_1(0) / |P_{L^perp} x_1(0)|.",
+          ("search", "proof"), "cited",
+          checks=("theory.karagodin:check_thm2_perp_first_token", *SEARCH_CHECKS)),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}

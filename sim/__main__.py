@@ -60,7 +60,15 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
-    search.add_argument("--instances", type=_positive, required=True, help="random instances to search (>= 1)")
+    search.add_argument("--method", choices=("seek", "random"), default="seek",
+                        help="seek (default): deflated Newton for equilibria, scored by the tangent spectrum, optimised "
+                             "and certified (sim.conjectures.seek), in this process; random: integrated random "
+                             "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
+    search.add_argument("--instances", type=_positive, default=None,
+                        help="random: instances to search (>= 1, required); seek: at most this many instances")
+    search.add_argument("--budget", type=_positive_seconds, default=60.0,
+                        help="seek: CPU seconds (default 60; the instance under way is finished)")
+    search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
@@ -218,6 +226,13 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")
+    if args.method == "seek":
+        if args.workers or args.scheduler or args.chunk_size or args.no_adversarial:
+            parser.error("--workers, --scheduler, --chunk-size and --no-adversarial belong to --method random; the "
+                         "seeking search runs in this process")
+        return _seek(args)
+    if args.instances is None:
+        parser.error("--method random needs --instances N")
     try:
         summary = run_search(args.claim, args.instances, args.out, workers=args.workers, scheduler=args.scheduler,
                              chunk_size=args.chunk_size or CHUNK_SIZE, adversarial=not args.no_adversarial,
@@ -226,8 +241,36 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     witnesses = args.out / "witnesses" / args.claim
-    print(json.dumps({**{k: summary[k] for k in ("claim", "verdict", "instances", "hits")},
+    witnesses_found = len(summary["witnesses"])
+    result = (f"refuted by {witnesses_found} witnesses" if witnesses_found else
+              f"no certified counterexample in {summary['instances']} instances (random sampling and differential "
+              f"evolution, {summary['instances_integrated']} integrated; family: {summary['family']})")
+    reasons: dict[str, int] = {}
+    for hit in summary["rejected_hits"]:
+        from sim.conjectures.seeking import reason_class
+
+        key = reason_class(hit["reason"] if isinstance(hit, dict) else str(hit))
+        reasons[key] = reasons.get(key, 0) + 1
+    print(f"{args.claim}: {result}", file=sys.stderr)
+    for reason, count in reasons.items():
+        print(f"  rejected {count} x: {reason}", file=sys.stderr)
+    print(json.dumps({**{k: summary[k] for k in ("claim", "instances", "hits")}, "result": result,
                       "summary": str(args.out / "summary.json"),
+                      "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, indent=1))
+    return 0
+
+
+def _seek(args) -> int:
+    from sim.conjectures.seeking import run_seek
+
+    summary = run_seek(args.claim, args.out, args.budget, args.seed, args.instances)
+    print(f"{args.claim}: {summary['result']}", file=sys.stderr)
+    for reason, count in summary["rejected"].items():
+        print(f"  rejected {count} x: {reason}", file=sys.stderr)
+    witnesses = args.out / "witnesses" / args.claim
+    print(json.dumps({"claim": args.claim, "method": "seek", "result": summary["result"],
+                      "instances": summary["instances"], "hits": summary["hits"], "seed": args.seed,
+                      "budget_seconds": args.budget, "summary": str(args.out / "summary.json"),
                       "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, indent=1))
     return 0
 

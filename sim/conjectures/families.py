@@ -399,3 +399,8 @@ def get_family(claim: str) -> Family:
     except KeyError:
         raise KeyError(f"claim {claim!r} has no search; conjecture claims with a search: "
                        f"{', '.join(FAMILIES)}") from None
+
+
+# The conjectures the paper cites (Karagodin et al.): their families, with their own parameter layouts and exact
+# hypotheses, add themselves to FAMILIES (imported last: that module builds on the pieces above).
+import sim.conjectures.karagodin  # noqa: E402,F401

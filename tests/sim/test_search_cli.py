@@ -33,17 +33,17 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
 
 
 def test_cli_writes_the_summary(tmp_path, capsys):
-    assert main(["search", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--out",
+    assert main(["search", "--method", "random", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--out",
                  str(tmp_path), "--no-adversarial", "--quiet"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["verdict"] == "supported" and printed["summary"] == str(tmp_path / "summary.json")
+    assert printed["result"].startswith("no certified counterexample in 2 instances") and printed["summary"] == str(tmp_path / "summary.json")
     assert printed["witnesses"] == []  # the paths of the witness files, none for a supported conjecture
     assert json.loads((tmp_path / "summary.json").read_text())["instances"] == 2
 
 
 def test_cli_rejects_an_unknown_claim(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["search", "conj.nope", "--instances", "2", "--out", str(tmp_path / "x")])
+        main(["search", "--method", "random", "conj.nope", "--instances", "2", "--out", str(tmp_path / "x")])
     assert exit_.value.code == 2
     assert "'conj.nope' is not a conjecture with a search; known: conj.multihead-causal" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
@@ -52,13 +52,13 @@ def test_cli_rejects_an_unknown_claim(tmp_path, capsys):
 @pytest.mark.parametrize("value", ["0", "-3", "many"])
 def test_cli_rejects_a_non_positive_instance_count(tmp_path, capsys, value):
     with pytest.raises(SystemExit):
-        main(["search", "conj.value-full", "--instances", value, "--out", str(tmp_path / "x")])
+        main(["search", "--method", "random", "conj.value-full", "--instances", value, "--out", str(tmp_path / "x")])
     assert "--instances" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_cli_reports_a_scheduler_that_does_not_answer(tmp_path, capsys):
     started = time.monotonic()
-    code = main(["search", "conj.value-full", "--instances", "2", "--out", str(tmp_path / "x"),
+    code = main(["search", "--method", "random", "conj.value-full", "--instances", "2", "--out", str(tmp_path / "x"),
                  "--scheduler", "tcp://127.0.0.1:9"])
     elapsed = time.monotonic() - started
     assert code == 2
