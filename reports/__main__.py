@@ -99,12 +99,42 @@ def stage_estimates(ledger: Path) -> str:
             "audits kept under build/ are reused and cost nothing)")
 
 
+#: The module whose jobs (the report's model runs and audits) the build runs alone before the tests.
+REPORT_JOBS = "empirical.report_jobs"
+
+
+def run_report_jobs(env: dict[str, str], previous: Path) -> None:
+    """Run each of the report's model jobs (``python -m empirical.report_jobs``) as a stage of its own, alone, with
+    progress and the time left as the last build in this folder measured it. A failed job is reported and left to
+    the tests, which make what is missing themselves (in a child process) and fail where it fails."""
+    listed = subprocess.run([sys.executable, "-m", REPORT_JOBS, "--list"], cwd=ROOT, env=env, capture_output=True,
+                            text=True)
+    if listed.returncode != 0:
+        print(f"error: the report's jobs could not be listed:\n{listed.stderr[-2000:]}", file=sys.stderr)
+        return
+    names = listed.stdout.split("\n")
+    names = [name for name in names if name]
+    try:
+        last = {s["stage"]: s["seconds"] for s in read_ledger(previous)}
+    except ValueError:
+        last = {}
+    for index, name in enumerate(names, start=1):
+        left = [last.get(f"job {n}") for n in names[index - 1:]]
+        eta = (f"about {sum(left) / 60:.0f} min left by the last build" if all(t is not None for t in left)
+               else "time left unknown (no earlier build measured these jobs)")
+        print(f"[job {index}/{len(names)}] {name}: {eta}", flush=True)
+        status = run_measured([sys.executable, "-m", REPORT_JOBS, "--run", name], f"job {name}", cwd=ROOT, env=env)
+        if status != 0:
+            print(f"job {name} failed (exit status {status}); its tests will say why", file=sys.stderr)
+
+
 def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None = None,
-          scale: str = "full", max_rss: int | None = None) -> int:
+          scale: str = "full", max_rss: int | None = None, run_jobs: bool = True) -> int:
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
     section, 4 or 5: pytest arguments refused before anything ran; 3: the report's peak memory exceeded ``max_rss``
     bytes, default half of the machine). ``weights_env`` names folders of trained paper-model weights to the tests
-    (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``."""
+    (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``; ``run_jobs``: the model jobs before
+    the tests (:func:`run_report_jobs`)."""
     revision = git_revision(ROOT)
     try:
         output = check_output_folder(out, command="reports build", settings={
@@ -133,6 +163,8 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
             return status
         for name, module in BENCHMARKS:
             run_benchmark(name, module, out, sections, revision, env)
+    if run_jobs:
+        run_report_jobs(env, out / "memory.previous.jsonl")
     command = pytest_command(out, pytest_args)
     print("+", " ".join(command), flush=True)
     status = subprocess.run(command, cwd=ROOT, env=env).returncode
@@ -165,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     build_parser.add_argument("--max-rss", type=float, metavar="GIB",
                               help="fail (exit 3) when the report's peak resident memory exceeds this many GiB "
                                    "(default: half of this machine's memory)")
+    build_parser.add_argument("--no-jobs", action="store_true",
+                              help="skip the model jobs before the tests (the tests make what they miss, each model "
+                                   "in a child process beside the test process)")
     build_parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     compare_parser = commands.add_parser(
         "compare", help="exit 0 when two verdicts.json hold the same claims, verdicts and records (numbers within "
@@ -186,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_rss is not None and not args.max_rss > 0:
         parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
     return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env,
-                 scale=args.scale, max_rss=None if args.max_rss is None else int(args.max_rss * GIB))
+                 scale=args.scale, max_rss=None if args.max_rss is None else int(args.max_rss * GIB),
+                 run_jobs=not args.no_jobs)
 
 
 if __name__ == "__main__":

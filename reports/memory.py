@@ -7,11 +7,11 @@ process's own ``getrusage`` for the test process itself) and appended, one JSON 
 named by :data:`MEMORY_LEDGER_ENV`. The build shows the ledger in the report's manifest and refuses a peak above
 its bound.
 
-What runs at once: the benchmarks run alone, one after another; then the test process runs, and while it runs at
-most one child stage (a model run or an audit) at a time, waiting for it. A child's entry carries the resident memory
-of the process that waited for it (``beside_rss_bytes``, measured as the child started: a waiting process does not
-grow). So the report's peak is at most the largest of: a benchmark, the test process's own peak, and a child's peak
-plus what waited beside it (:func:`report_peak`).
+What runs at once: the benchmarks and the report's model jobs run alone, one after another, beside only the small
+``python -m reports`` process that waits for them; then the test process runs, and while it runs at most one child
+stage (a model run or an audit it finds missing) at a time, waiting for it. Each entry carries the resident memory of
+the process that waited for it (``beside_rss_bytes``, measured as the stage started: a waiting process does not
+grow). So the report's peak is at most the largest stage's peak plus what waited beside it (:func:`report_peak`).
 """
 
 from __future__ import annotations
@@ -43,11 +43,20 @@ def own_peak_bytes() -> int:
     return _rss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+def own_rss_bytes() -> int:
+    """This process's resident memory now, in bytes (Linux ``/proc``; elsewhere its peak so far, an upper bound)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return own_peak_bytes()
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 def record_stage(stage: str, peak_bytes: int, kind: str, seconds: float | None = None,
                  ledger: Path | str | None = None, beside_bytes: int | None = None) -> dict[str, Any] | None:
     """Append ``stage`` (a name a reader understands), its peak RSS and its ``kind`` (one of :data:`KINDS`) to the
-    ledger (``ledger``, else :data:`MEMORY_LEDGER_ENV`); nothing when neither names one. ``beside_bytes``: for a
-    child, the RSS of the process waiting for it. One short line written with ``O_APPEND``: stages of concurrent
+    ledger (``ledger``, else :data:`MEMORY_LEDGER_ENV`); nothing when neither names one. ``beside_bytes``: the RSS
+    of the process waiting for it. One short line written with ``O_APPEND``: stages of concurrent
     processes do not interleave. Returns the entry written."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} must be one of {KINDS}.")
@@ -88,6 +97,7 @@ def run_measured(command: Sequence[str], stage: str, kind: str = ALONE, **popen)
     at least this process's own RSS when it starts the command (Linux hands a forked child the high-water mark of
     its parent until it executes the command): the build measures its stages from the small ``python -m reports``
     process, never from a large one."""
+    beside = own_rss_bytes()
     started = time.monotonic()
     process = subprocess.Popen(command, **popen)
     try:
@@ -98,17 +108,20 @@ def run_measured(command: Sequence[str], stage: str, kind: str = ALONE, **popen)
         raise
     process.returncode = os.waitstatus_to_exitcode(status)
     record_stage(stage, _rss_bytes(usage.ru_maxrss), kind, time.monotonic() - started,
-                 ledger=(popen.get("env") or os.environ).get(MEMORY_LEDGER_ENV))
+                 ledger=(popen.get("env") or os.environ).get(MEMORY_LEDGER_ENV), beside_bytes=beside)
     return process.returncode
 
 
 def report_peak(stages: list[dict[str, Any]]) -> int:
-    """An upper bound of the report's peak RSS in bytes: the largest of the benchmarks, the test process's own peak,
-    and each child's peak plus the RSS beside it (the test process's peak where a child does not say)."""
+    """An upper bound of the report's peak RSS in bytes: the largest stage's peak plus the RSS of the process that
+    waited beside it (for a child that does not say, the test process's own peak)."""
     process = max((s["peak_rss_bytes"] for s in stages if s["kind"] == TEST_PROCESS), default=0)
-    return max([s["peak_rss_bytes"] for s in stages if s["kind"] != CHILD] + [0]
-               + [s["peak_rss_bytes"] + (process if s.get("beside_rss_bytes") is None else s["beside_rss_bytes"])
-                  for s in stages if s["kind"] == CHILD])
+
+    def total(stage: dict[str, Any]) -> int:
+        beside = stage.get("beside_rss_bytes")
+        return stage["peak_rss_bytes"] + (process if beside is None and stage["kind"] == CHILD else beside or 0)
+
+    return max([total(s) for s in stages] + [0])
 
 
 def summary(stages: list[dict[str, Any]], bound_bytes: int | None = None) -> dict[str, Any]:

@@ -8,33 +8,24 @@ stated in the report section.
 """
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from reports.checks import check
-from empirical.audit import AuditSettings, cached_audit
+from empirical.audit import cached_audit
 from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)
 from empirical.sources import PAPER_MODELS
-from empirical.suite import SMOKE_STAND_INS, report_runs
+from empirical import report_jobs
+from empirical.suite import report_runs
 from reports.scale import report_scale, scaled
 
-#: The empirical suite's runs (figures 7-10 on this machine), shared with tests/empirical: reused when present.
-RUNS = scaled(Path(__file__).resolve().parents[2] / "build" / "runs")
-#: Audits are kept here and reused while their settings and the audit code are unchanged.
-AUDITS = scaled(Path(__file__).resolve().parents[2] / "build" / "audits")
-
-#: At the smoke scale (reports/scale.py) every audit on tiny sizes: the report's path, not its numbers.
-SMOKE = report_scale() == "smoke"
-SMOLLM2_SETTINGS = AuditSettings(prompts=2, length=16, passes=1, seed=0) if SMOKE else \
-    AuditSettings(prompts=8, length=64, passes=3, seed=0)
-#: Gemma 3 270M, the second trained family, and trained GPT-2 XL / GPT-Neo 2.7B where their weights are: the
-#: SmolLM2 budget (8 prompts, so the rate comparisons' t-intervals over prompts are not too wide).
-GEMMA3_SETTINGS = TRAINED_PAPER_SETTINGS = SMOLLM2_SETTINGS
-PAPER_SETTINGS = AuditSettings(prompts=2, length=8, passes=1, seed=0) if SMOKE else \
-    AuditSettings(prompts=4, length=32, passes=2, seed=0)
+#: The empirical suite's runs (figures 7-10 on this machine) and the audits, where the report's jobs left them
+#: (empirical/report_jobs.py: run before the tests by `make report`); reused when present, made here otherwise.
+RUNS, AUDITS = scaled(report_jobs.RUNS), scaled(report_jobs.AUDITS)
+#: Trained GPT-2 XL / GPT-Neo 2.7B where their weights are: the budget of the trained in-kind families.
+TRAINED_PAPER_SETTINGS = report_jobs.TRAINED_AUDIT[report_scale()]
 
 
 #: GPT-Neo 2.7B in float32 needs ~11.4 GiB; on a machine shared with other jobs wait this long for it.
@@ -63,14 +54,9 @@ def suite_rates():
 @pytest.fixture(scope="module")
 def audits():
     """In-kind trained families; the paper's models trained (with random beside) where their weights are."""
-    trained, missing = trained_paper_audits(TRAINED_PAPER_SETTINGS, AUDITS, audit=_audit_when_memory_allows)
-    return [
-        _audit_when_memory_allows("smollm2-135m", "trained", SMOLLM2_SETTINGS),
-        _audit_when_memory_allows("gemma3-270m", "trained", GEMMA3_SETTINGS),
-        *trained,
-        *(_audit_when_memory_allows(SMOKE_STAND_INS[model] if SMOKE else model, "random", PAPER_SETTINGS)
-          for model in missing),
-    ]
+    trained, _ = trained_paper_audits(TRAINED_PAPER_SETTINGS, AUDITS, audit=_audit_when_memory_allows)
+    return [*(_audit_when_memory_allows(*audit) for audit in report_jobs.report_audits()[:2]), *trained,
+            *(_audit_when_memory_allows(*audit) for audit in report_jobs.report_audits()[2:])]
 
 
 def _ran_trained_paper(audits):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, summary
+from empirical import report_jobs
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
 from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant_apart, trained_paper_runs,
@@ -21,7 +22,7 @@ from reports.records import ReportSection, Table
 from reports.scale import report_scale, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = scaled(ROOT / "build" / "runs")
+RUNS = scaled(report_jobs.RUNS)  # where the report's jobs (run before its tests) leave the runs
 FIGURES = scaled(ROOT / "build" / "figures") / "empirical"
 #: At the smoke scale of a report build (reports/scale.py: tiny stand-ins, CI) the runs decide nothing about the
 #: paper: the checks run and record, and what the paper's claims come to is asserted at the full scale only.

@@ -131,7 +131,7 @@ def test_report_build_fails_on_a_planted_leak(tmp_path):
 
     def build(out: str, bound_gib: float) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "reports", "build", "--out", str(tmp_path / out), "--no-bench",
-                               "--scale", "smoke", "--max-rss", str(bound_gib), "--", str(tests), "-q",
+                               "--no-jobs", "--scale", "smoke", "--max-rss", str(bound_gib), "--", str(tests), "-q",
                                "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
 
     leaking = build("leaking", 0.25)
