@@ -38,6 +38,29 @@ def main(argv: list[str] | None = None) -> int:
         return _figure(args) if args.command == "figure" else _bench(args)
 
 
+def _add_search(commands) -> None:
+    """The ``search`` command's arguments."""
+    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
+    search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
+    search.add_argument("--method", choices=("seek", "random"), default="seek",
+                        help="seek (default): deflated Newton for equilibria, scored by the tangent spectrum, optimised "
+                             "and certified (sim.conjectures.seek), in this process; random: integrated random "
+                             "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
+    search.add_argument("--instances", type=_positive, default=None,
+                        help="random: instances to search (>= 1, required); seek: at most this many instances")
+    search.add_argument("--budget", type=_positive_seconds, default=60.0,
+                        help="seek: CPU seconds (default 60; the instance under way is finished)")
+    search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
+    search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
+    where = search.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    search.add_argument("--chunk-size", type=_positive, default=None,
+                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
+    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
+    search.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m sim", description="Simulate the paper's figures 1-6, benchmark the solvers, and "
                     "search the conjectures for certified counterexamples.")
@@ -58,25 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                             "fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy and "
                             "peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
-    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
-    search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
-    search.add_argument("--method", choices=("seek", "random"), default="seek",
-                        help="seek (default): deflated Newton for equilibria, scored by the tangent spectrum, optimised "
-                             "and certified (sim.conjectures.seek), in this process; random: integrated random "
-                             "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
-    search.add_argument("--instances", type=_positive, default=None,
-                        help="random: instances to search (>= 1, required); seek: at most this many instances")
-    search.add_argument("--budget", type=_positive_seconds, default=60.0,
-                        help="seek: CPU seconds (default 60; the instance under way is finished)")
-    search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
-    search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
-    where = search.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
-    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    search.add_argument("--chunk-size", type=_positive, default=None,
-                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
-    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
-    search.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_search(commands)
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
     replay.add_argument("witness", type=Path,
