@@ -113,7 +113,7 @@ PROFILES: dict[str, tuple[Variant, ...]] = {
 #: on tiny sizes, the paper architectures stood in for by tiny models of their families, so that every full check runs
 #: in minutes. It shows that the report's path works within its memory, not what the claims come to.
 SMOKE_STAND_INS = {GPT2_XL: "tiny-gpt2", GPT_NEO: "tiny-gpt-neo"}
-SMOKE_SIZES = dict(prompts=2, length=16)
+SMOKE_SIZES = dict(prompts=2, length=16, passes=12)  # horizon 12 passes: the grid reads 6 to 24
 PROFILES["smoke"] = tuple(
     replace(v, model=SMOKE_STAND_INS.get(v.model, v.model), **SMOKE_SIZES) for v in PROFILES["cpu"]
     if not (v.weights == "trained" and v.model in PAPER_MODELS))
