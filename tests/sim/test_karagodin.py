@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reports.scale import report_scale
 from sim.__main__ import main
 from sim.conjectures.families import FAMILIES, Shape
 from sim.conjectures.karagodin import (THM15, THM2_L, THM2_PERP, block_matrix, certified_spectrum,
@@ -122,8 +123,14 @@ def test_every_refuted_claim_has_a_documented_command():
                       "conj.value-full-antipodal", "conj.gradient-value", "conj.nonsymmetric-full", THM15}
 
 
+def _commands_at_this_scale() -> list[list[str]]:
+    """Every documented command; at the smoke scale of a report build (reports/scale.py) the first only (CI)."""
+    commands = documented_commands()
+    return commands[:1] if report_scale() == "smoke" else commands
+
+
 @pytest.mark.full  # each command takes up to its CPU budget (<= 60 s) plus replays: minutes in all, on 2 cores
-@pytest.mark.parametrize("command", documented_commands(), ids=lambda c: c[1])
+@pytest.mark.parametrize("command", _commands_at_this_scale(), ids=lambda c: c[1])
 def test_documented_command_reproduces_a_certified_witness(command, tmp_path, capsys):
     args = list(command)
     args[args.index("--out") + 1] = str(tmp_path)
