@@ -4,7 +4,7 @@
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
-``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
+``--section``, the report section), then compares the compiled integrations with diffrax, torchdiffeq and torchode
 (``sim.bench.peers``); ``compile`` compiles the Numba code into its on-disk cache ahead of its first use
 (``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a
 ``solve_ivp`` loop, and with ``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits
@@ -54,9 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="small sizes, for trying the command (not the benchmark's figures)")
     bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
                        help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
-                            "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
-                            "fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy and "
-                            "peers")
+                            "diffrax, torchdiffeq and torchode (the extra .[peers]; a missing one is skipped with a "
+                            "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
+                            "and peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")

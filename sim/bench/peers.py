@@ -1,4 +1,5 @@
-"""Our compiled integrations against diffrax (``jax.jit``) and torchdiffeq at equal accuracy, side by side in one run.
+"""Our compiled integrations against diffrax (``jax.jit``), torchdiffeq and torchode at equal accuracy, side by side in
+one run.
 
 Problems: (a) the figure-2 system (10 tokens on S^2, h = 2, P(t) modulated), 200 instances to t1 = 2 (the initial
 states of ``sim.bench.solvers``, seed 100); and the searches' own systems: chunk 0 of three conjecture families (their
@@ -166,7 +167,7 @@ def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
         prepared = PREPARE[name](systems)
         runners[name] = prepared.run
         libraries[name] = {"compile_seconds": prepared.compile_seconds, "threads": prepared.threads,
-                           "method": f"{name} Dopri5, the batch as one state, no retraction"}
+                           "method": prepared.method}
     for name, run in runners.items():
         libraries[name]["ladder"] = {f"{tol:.3g}": entry for tol, entry in _ladder(run, reference).items()}
     levels = []
@@ -211,7 +212,8 @@ def run_peer_benchmark(*, quick: bool = False, progress: Callable[[str], None] |
             progress(table({"benchmark": "so far", "targets": list(TARGETS), "repeats": 2 if quick else REPEATS,
                             "load_average_before": load_before, "load_average_after": os.getloadavg(),
                             "cpus": os.cpu_count(), "problems": results[-1:]}))
-    return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq at equal accuracy", "quick": quick,
+    return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq vs torchode at equal accuracy",
+            "quick": quick,
             "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "seeds": {"a.initial": SEED_A,
             **{claim: chunk_seed(claim, 0) for claim in SEARCH_CLAIMS}}, "cpus": os.cpu_count(),
             "load_average_before": load_before, "load_average_after": os.getloadavg(), "problems": results,
@@ -241,7 +243,8 @@ def table(results: dict[str, Any]) -> str:
                 cells.append(("not reached" + (f" ({failures[0]})" if failures else "")) if run is None else
                              f"{run['seconds']:.3f} s, CPU {run['cpu_seconds']:.3f} s (tol {run['tol']:.2g}, "
                              f"{run['worst_error']:.1e}{ratio})")
-            extra = (f"{library['compile_seconds']:.2f} s jit compile" if "compile_seconds" in library
-                     else f"{library['first_call_seconds']:.2f} s first call")
+            extra = (f"{library['first_call_seconds']:.2f} s first call" if "first_call_seconds" in library
+                     else f"{library['compile_seconds']:.2f} s jit compile" if library["compile_seconds"]
+                     else "none (eager)")
             lines.append(f"{name:<12} | " + " | ".join(cells) + f" | {extra}")
     return "\n".join(lines)

@@ -3,7 +3,8 @@
     dy_i/dt = P_{y_i} ( sum_eta sum_j alpha_ij^eta U_eta y_j ),  P_y = I - y y^T,
     alpha_ij^eta = softmax_j(y_i^T P_eta(t) y_j) / sqrt(d)     (j <= i when causal)
 
-batched over instances with their own heads: ``P, U : [b, h, d, d]``, ``y : [b, l, d]``. ``P`` may be modulated,
+batched over instances with their own heads: ``P, U : [b, h, d, d]``, ``y : [b, l, d]``, ``t`` a scalar or one time
+per instance ``[b]``. ``P`` may be modulated,
 P_eta(t) = diag(D_eta(t)) P'_eta with D_eta(t)_c = amplitude cos(omega t + phase) (sin where ``sine``), the arrays
 of ``sim.figures.scenarios.CosineDiagonal`` stacked over the heads, each ``[h, d]``.
 """
@@ -40,8 +41,10 @@ def array_field(xp: Any, softmax: Callable, P, U, causal: bool, modulation: tupl
             P_t = P
         else:
             amplitude, omega, phase, sine = modulation
+            if getattr(t, "ndim", 0) == 1:  # one time per instance [b] (torchode's instances, on their own steps)
+                t = t[:, None, None]
             argument = omega * t + phase
-            D = amplitude * xp.where(sine, xp.sin(argument), xp.cos(argument))  # [h, d]
+            D = amplitude * xp.where(sine, xp.sin(argument), xp.cos(argument))  # [h, d], or [b, h, d]
             P_t = D[..., None] * P
         scores = xp.einsum("bic,bhce,bje->bhij", y, P_t, y)  # y_i^T P_eta y_j
         if causal:
