@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                             "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
                             "and peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
+    bench.add_argument("--threads", type=_positive, default=1,
+                       help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
+                            "intra-op threads; the PyTorch peers: torch.set_num_threads); default 1")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
     search.add_argument("--instances", type=_positive, required=True, help="random instances to search (>= 1)")
@@ -125,7 +128,8 @@ def _bench(args) -> int:
     if args.part in ("all", "peers"):
         from sim.bench.peers import run_peer_benchmark, table
 
-        peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
+        peers = run_peer_benchmark(quick=args.quick, threads=args.threads,
+                                   progress=lambda text: print(text, flush=True))
         if args.peers_out:
             args.peers_out.parent.mkdir(parents=True, exist_ok=True)
             args.peers_out.write_text(json.dumps(peers, indent=1, default=float))

@@ -62,15 +62,17 @@ class PreparedPeer:
     method: str = ""
 
 
-def prepare_diffrax(systems: Systems) -> PreparedPeer:
+def prepare_diffrax(systems: Systems, threads: int = 1) -> PreparedPeer:
     """diffrax ``Dopri5`` with a ``PIDController(rtol=tol, atol=tol)`` (its defaults: RMS norm over the whole
     state, an I controller), ``dt0=None`` (its own starting step), jitted once with the tolerance an argument;
-    the compile timed apart (``jax.jit(...).lower(...).compile()``). On one thread, as ours (XLA's flags are set
-    before JAX is first imported; if it was imported before, its own settings stay and ``threads`` says so)."""
+    the compile timed apart (``jax.jit(...).lower(...).compile()``). On ``threads`` threads, one by default as ours
+    (XLA's flags are set before JAX is first imported, so the first call of a process decides; if JAX was imported
+    before, its own settings stay and ``threads`` says so)."""
     fresh = "jax" not in sys.modules
     if fresh:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1").strip()
+        eigen = "false" if threads == 1 else "true"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={eigen} "
+                                   f"intra_op_parallelism_threads={threads}").strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -96,7 +98,7 @@ def prepare_diffrax(systems: Systems) -> PreparedPeer:
     def run(tol: float) -> np.ndarray:
         return np.asarray(jax.block_until_ready(compiled(y0, jnp.float64(tol))))
 
-    threads = "1 (XLA_FLAGS)" if fresh else f"XLA's own (JAX was imported before; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})"
+    threads = f"{threads} (XLA_FLAGS)" if fresh else f"XLA's own (JAX was imported before; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})"
     return PreparedPeer("diffrax", run, compile_seconds, threads,
                         "diffrax Dopri5 + PIDController (jax.jit), the batch as one state, no retraction")
 
@@ -112,24 +114,25 @@ def _torch_field(systems: Systems, device: str):
     return field, as_tensor(systems.y0)
 
 
-def _torch_threads(device: str) -> str:
-    return "1 (torch.set_num_threads)" if device == "cpu" else f"{device} (torch)"
+def _torch_threads(device: str, threads: int) -> str:
+    return f"{threads} (torch.set_num_threads)" if device == "cpu" else f"{device} (torch)"
 
 
-def _on_one_thread(solve: Callable[[], np.ndarray]) -> np.ndarray:
-    """``solve()`` with PyTorch on one CPU thread, as ours (with more, its tiny products wait on each other)."""
+def _on_threads(solve: Callable[[], np.ndarray], threads: int) -> np.ndarray:
+    """``solve()`` with PyTorch on ``threads`` CPU threads (1 by default, as ours: with more, its tiny products
+    wait on each other)."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     try:
         with torch.no_grad():
             return solve()
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
 
 
-def prepare_torchdiffeq(systems: Systems, device: str = "cpu") -> PreparedPeer:
+def prepare_torchdiffeq(systems: Systems, device: str = "cpu", threads: int = 1) -> PreparedPeer:
     """torchdiffeq ``odeint(method="dopri5", rtol=tol, atol=tol)`` on float64 tensors (its RMS norm over the whole
     state, its own starting step)."""
     import torch
@@ -139,14 +142,14 @@ def prepare_torchdiffeq(systems: Systems, device: str = "cpu") -> PreparedPeer:
     times = torch.tensor([0.0, systems.t1], dtype=torch.float64, device=device)
 
     def run(tol: float) -> np.ndarray:
-        return _on_one_thread(lambda: odeint(field, y0, times, rtol=tol, atol=tol, method="dopri5",
-                                             options={"max_num_steps": PEER_MAX_STEPS})[-1].cpu().numpy())
+        return _on_threads(lambda: odeint(field, y0, times, rtol=tol, atol=tol, method="dopri5",
+                                          options={"max_num_steps": PEER_MAX_STEPS})[-1].cpu().numpy(), threads)
 
-    return PreparedPeer("torchdiffeq", run, 0.0, _torch_threads(device),
+    return PreparedPeer("torchdiffeq", run, 0.0, _torch_threads(device, threads),
                         f"torchdiffeq dopri5 on {device}, the batch as one state, no retraction")
 
 
-def prepare_torchode(systems: Systems, device: str = "cpu") -> PreparedPeer:
+def prepare_torchode(systems: Systems, device: str = "cpu", threads: int = 1) -> PreparedPeer:
     """torchode ``Dopri5`` with an ``IntegralController(atol=tol, rtol=tol)`` (its default norm: RMS over each
     instance; the same I controller, safety 0.9 and factors 0.2-10 as diffrax's defaults), its own starting step
     per instance, ``AutoDiffAdjoint`` under ``torch.no_grad``, eager (not ``torch.compile``d: see
@@ -174,7 +177,8 @@ def prepare_torchode(systems: Systems, device: str = "cpu") -> PreparedPeer:
                                                         "instances" for code, count in zip(codes, counts)))
         return solution.ys[:, -1].reshape(batch, *shape).cpu().numpy()
 
-    return PreparedPeer("torchode", lambda tol: _on_one_thread(lambda: solve(tol)), 0.0, _torch_threads(device),
+    return PreparedPeer("torchode", lambda tol: _on_threads(lambda: solve(tol), threads), 0.0,
+                        _torch_threads(device, threads),
                         f"torchode Dopri5 + IntegralController on {device}, eager, each instance its own time and "
                         "step size, no retraction")
 

@@ -11,9 +11,10 @@ target (worst error over all instances <= 1e-7, and <= 7e-9) each library runs a
 rtol = atol = tol of a ladder that meets it (tol = 10^-5, 10^-5.5, ... then the two rungs of 10^(1/6) between the
 last miss and the first hit). Its time there is the median of ``REPEATS`` runs, the libraries taking turns, so
 that the ratios come from the same minutes of this shared machine (its load average is recorded); every library
-runs on one thread, and the process CPU time of each run is recorded beside its wall time (on a loaded machine
-the CPU time is the steadier of the two). The comparison uses run time (wall; CPU beside it); diffrax's ``jax.jit``
-compile (once per problem, the tolerance an argument) and our first call (Numba loading its cache) are reported apart.
+runs on one thread (on ``threads`` with ``--threads``), and the process CPU time of each run is recorded beside its
+wall time (on a loaded machine the CPU time is the steadier of the two). The comparison uses run time (wall; CPU
+beside it); diffrax's ``jax.jit`` compile (once per problem, the tolerance an argument) and our first call (Numba
+loading its cache) are reported apart.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def problems(quick: bool) -> list[Systems]:
     return result
 
 
-def _ours(systems: Systems) -> Callable[[float], np.ndarray]:
+def _ours(systems: Systems, threads: int = 1) -> Callable[[float], np.ndarray]:
     from sim.field.modulation import CosineDiagonal
 
     modulation = None
@@ -74,7 +75,8 @@ def _ours(systems: Systems) -> Callable[[float], np.ndarray]:
     def run(tol: float) -> np.ndarray:
         return solve_instances(InstanceField(systems.P, systems.U, systems.causal), systems.y0, systems.t1,
                                controller=AdaptiveStepSize(rtol=tol,
-                                                           atol=tol), modulation=modulation, max_steps=500_000).y1
+                                                           atol=tol), modulation=modulation, max_steps=500_000,
+                               workers=threads).y1
     return run
 
 
@@ -149,22 +151,23 @@ def _loosest(tried: dict[float, dict[str, float]], target: float) -> float | Non
     return max(hits) if hits else None
 
 
-def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
+def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1) -> dict[str, Any]:
     """One problem: the reference, each available library's ladder, then the timings at equal accuracy."""
     reference, check = _reference(systems)
     runners: dict[str, Callable[[float], np.ndarray]] = {}
     libraries: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
-    ours = _ours(systems)
+    ours = _ours(systems, threads)
     ours(1e-6)
-    libraries["ours"] = {"first_call_seconds": time.perf_counter() - started, "threads": "1 (Numba, no threads)",
+    libraries["ours"] = {"first_call_seconds": time.perf_counter() - started,
+                         "threads": "1 (Numba, no threads)" if threads == 1 else f"{threads} (workers)",
                          "method": "sim.solvers.compiled: Dopri5 per instance, own step size, retracted to the sphere"}
     runners["ours"] = ours
     for name, reason in available().items():
         if reason is not None:
             libraries[name] = {"skipped": f"{name} {reason}"}
             continue
-        prepared = PREPARE[name](systems)
+        prepared = PREPARE[name](systems, threads=threads)
         runners[name] = prepared.run
         libraries[name] = {"compile_seconds": prepared.compile_seconds, "threads": prepared.threads,
                            "method": prepared.method}
@@ -200,21 +203,22 @@ def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
             "libraries": libraries, "levels": levels}
 
 
-def run_peer_benchmark(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every problem of ``problems(quick)`` through ``compare``; JSON-ready, with the machine's load average.
-    ``progress``, if given, gets each problem's table as soon as it is measured."""
+def run_peer_benchmark(*, quick: bool = False, threads: int = 1,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every problem of ``problems(quick)`` through ``compare``, every library on ``threads`` threads; JSON-ready,
+    with the machine's load average. ``progress``, if given, gets each problem's table as soon as it is measured."""
     started = time.time()
     load_before = os.getloadavg()
     results = []
     for systems in problems(quick):
-        results.append(compare(systems, repeats=2 if quick else REPEATS))
+        results.append(compare(systems, repeats=2 if quick else REPEATS, threads=threads))
         if progress is not None:
             progress(table({"benchmark": "so far", "targets": list(TARGETS), "repeats": 2 if quick else REPEATS,
                             "load_average_before": load_before, "load_average_after": os.getloadavg(),
-                            "cpus": os.cpu_count(), "problems": results[-1:]}))
+                            "cpus": os.cpu_count(), "threads": threads, "problems": results[-1:]}))
     return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq vs torchode at equal accuracy",
-            "quick": quick,
-            "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "seeds": {"a.initial": SEED_A,
+            "quick": quick, "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "threads": threads,
+            "seeds": {"a.initial": SEED_A,
             **{claim: chunk_seed(claim, 0) for claim in SEARCH_CLAIMS}}, "cpus": os.cpu_count(),
             "load_average_before": load_before, "load_average_after": os.getloadavg(), "problems": results,
             "seconds": time.time() - started}
@@ -224,7 +228,7 @@ def table(results: dict[str, Any]) -> str:
     """The comparison as text: one row per problem and library, the two accuracy levels side by side."""
     lines = [f"{results['benchmark']} (run time, median of {results['repeats']}; compile times apart). "
              f"Load average {results['load_average_before'][0]:.1f} before, {results['load_average_after'][0]:.1f} "
-             f"after, {results['cpus']} CPUs."]
+             f"after, {results['cpus']} CPUs, {results.get('threads', 1)} thread(s) per library."]
     header = f"{'library':<12} | " + " | ".join(f"worst error <= {t:.0e}: wall, CPU (tol, error; peer/ours)" for t in
                                                    results["targets"]) + " | compile / first call"
     for problem in results["problems"]:

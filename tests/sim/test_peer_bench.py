@@ -108,3 +108,16 @@ def test_a_peer_that_fails_is_recorded_and_its_ladder_stops():
     assert len(failed) == 1 and "maximum number of solver steps" in failed[0]["failed"]
     assert np.isinf(failed[0]["worst_error"]) and min(calls) < 1e-7 and len(calls) == len(tried)
     assert peer_bench._loosest(tried, TARGETS[0]) is None  # 1e-7 needs tol 1e-8: never reached
+
+
+def test_threads_reach_every_library_and_the_table(monkeypatch):
+    """``--threads N``: ours on N workers, the PyTorch peers on N threads (diffrax's XLA flags are per process)."""
+    monkeypatch.setattr(peer_bench, "available", lambda: {name: (None if name == "torchdiffeq" and
+                                                                 available()[name] is None else "absent")
+                                                          for name in PEERS})
+    problem = compare(_tiny(), repeats=1, threads=2)
+    assert problem["libraries"]["ours"]["threads"] == "2 (workers)"
+    if "skipped" not in problem["libraries"]["torchdiffeq"]:
+        assert problem["libraries"]["torchdiffeq"]["threads"] == "2 (torch.set_num_threads)"
+    assert problem["levels"][0]["runs"]["ours"]["worst_error"] <= TARGETS[0]
+    assert "2 thread(s) per library" in table({**_results(problem), "threads": 2})
