@@ -121,3 +121,17 @@ def test_threads_reach_every_library_and_the_table(monkeypatch):
         assert problem["libraries"]["torchdiffeq"]["threads"] == "2 (torch.set_num_threads)"
     assert problem["levels"][0]["runs"]["ours"]["worst_error"] <= TARGETS[0]
     assert "2 thread(s) per library" in table({**_results(problem), "threads": 2})
+
+
+def test_a_ladder_that_buys_no_accuracy_stops_and_says_so():
+    """A library whose worst error does not fall with its tolerance (a peer leaving the sphere) is not run down the
+    whole ladder: after ``STALL`` coarse rungs without a decade of improvement it stops, marked as stalled."""
+    reference = np.zeros((2, 3, 3))
+    tried = peer_bench._ladder(lambda tol: reference + 1.8, reference)
+    assert len(tried) == peer_bench.STALL + 1
+    stalled = [entry["stalled"] for entry in tried.values() if "stalled" in entry]
+    assert len(stalled) == 1 and "not converging to the reference" in stalled[0]
+    problem = {"problem": "p", "libraries": {"ours": {"first_call_seconds": 0.0}, "peer": {"compile_seconds": 0.0,
+               "ladder": {f"{tol:.3g}": entry for tol, entry in tried.items()}}},
+               "levels": [{"target": target, "runs": {}} for target in TARGETS]}
+    assert "not reached (worst error 1.8-1.8" in table(_results(problem))
