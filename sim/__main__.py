@@ -4,7 +4,7 @@
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
-``--section``, the report section), then compares the compiled integrations with diffrax and torchdiffeq
+``--section``, the report section), then compares the compiled integrations with diffrax, torchdiffeq and torchode
 (``sim.bench.peers``); ``compile`` compiles the Numba code into its on-disk cache ahead of its first use
 (``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a
 ``solve_ivp`` loop, and with ``--seek [--claim C] [--budget SECONDS] [--seed S] [--out FILE]`` the certified hits
@@ -77,10 +77,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="small sizes, for trying the command (not the benchmark's figures)")
     bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
                        help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
-                            "diffrax and torchdiffeq (the extra .[peers]; a missing one is skipped with a note); "
-                            "fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy and "
-                            "peers")
+                            "diffrax, torchdiffeq and torchode (the extra .[peers]; a missing one is skipped with a "
+                            "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
+                            "and peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
+    bench.add_argument("--threads", type=_positive, default=1,
+                       help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
+                            "intra-op threads; the PyTorch peers: torch.set_num_threads); default 1")
     _add_search(commands)
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
@@ -138,7 +141,8 @@ def _bench(args) -> int:
     if args.part in ("all", "peers"):
         from sim.bench.peers import run_peer_benchmark, table
 
-        peers = run_peer_benchmark(quick=args.quick, progress=lambda text: print(text, flush=True))
+        peers = run_peer_benchmark(quick=args.quick, threads=args.threads,
+                                   progress=lambda text: print(text, flush=True))
         if args.peers_out:
             args.peers_out.parent.mkdir(parents=True, exist_ok=True)
             args.peers_out.write_text(json.dumps(peers, indent=1, default=float))

@@ -1,1 +1,1 @@
-"""Benchmarks: the solver benchmark, the peers (diffrax, torchdiffeq), the searches' benchmarks."""
+"""Benchmarks: the solver benchmark, the peers (diffrax, torchdiffeq, torchode), the searches' benchmarks."""

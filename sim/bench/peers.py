@@ -1,4 +1,5 @@
-"""Our compiled integrations against diffrax (``jax.jit``) and torchdiffeq at equal accuracy, side by side in one run.
+"""Our compiled integrations against diffrax (``jax.jit``), torchdiffeq and torchode at equal accuracy, side by side in
+one run.
 
 Problems: (a) the figure-2 system (10 tokens on S^2, h = 2, P(t) modulated), 200 instances to t1 = 2 (the initial
 states of ``sim.bench.solvers``, seed 100); and the searches' own systems: chunk 0 of three conjecture families (their
@@ -10,9 +11,10 @@ target (worst error over all instances <= 1e-7, and <= 7e-9) each library runs a
 rtol = atol = tol of a ladder that meets it (tol = 10^-5, 10^-5.5, ... then the two rungs of 10^(1/6) between the
 last miss and the first hit). Its time there is the median of ``REPEATS`` runs, the libraries taking turns, so
 that the ratios come from the same minutes of this shared machine (its load average is recorded); every library
-runs on one thread, and the process CPU time of each run is recorded beside its wall time (on a loaded machine
-the CPU time is the steadier of the two). The comparison uses run time (wall; CPU beside it); diffrax's ``jax.jit``
-compile (once per problem, the tolerance an argument) and our first call (Numba loading its cache) are reported apart.
+runs on one thread (on ``threads`` with ``--threads``), and the process CPU time of each run is recorded beside its
+wall time (on a loaded machine the CPU time is the steadier of the two). The comparison uses run time (wall; CPU
+beside it); diffrax's ``jax.jit`` compile (once per problem, the tolerance an argument) and our first call (Numba
+loading its cache) are reported apart.
 """
 
 from __future__ import annotations
@@ -34,8 +36,12 @@ from sim.solvers import AdaptiveStepSize, Dopri5, SolveOptions, solve
 
 #: Accuracy targets: worst error over all instances at t1 against the 1e-12 reference.
 TARGETS = (1e-7, 7e-9)
-#: Coarse ladder: tol = 10^-(5 + k/2); then the rungs 10^(-1/6), 10^(-2/6) below the last miss.
-COARSE = tuple(10.0 ** -(5 + k / 2) for k in range(13))
+#: Coarse ladder: tol = 10^-(5 + k/2) down to 1e-12 (torchode, its error controlled per instance, needs ~1e-12 for
+#: 7e-9 on conj.value-full); then the rungs 10^(-1/6), 10^(-2/6) below the last miss.
+COARSE = tuple(10.0 ** -(5 + k / 2) for k in range(15))
+#: A ladder stops when STALL coarse rungs (STALL / 2 decades of tolerance) bought less than one decade of error: the
+#: library is not converging to the reference (the peers that leave the sphere, at worst error ~1.8 on every rung).
+STALL = 4
 REPEATS = 3
 SEARCH_CLAIMS = ("conj.value-full", "conj.multihead-causal", "conj.nonsymmetric-full")
 SEED_A = 100
@@ -62,7 +68,7 @@ def problems(quick: bool) -> list[Systems]:
     return result
 
 
-def _ours(systems: Systems) -> Callable[[float], np.ndarray]:
+def _ours(systems: Systems, threads: int = 1) -> Callable[[float], np.ndarray]:
     from sim.field.modulation import CosineDiagonal
 
     modulation = None
@@ -73,7 +79,8 @@ def _ours(systems: Systems) -> Callable[[float], np.ndarray]:
     def run(tol: float) -> np.ndarray:
         return solve_instances(InstanceField(systems.P, systems.U, systems.causal), systems.y0, systems.t1,
                                controller=AdaptiveStepSize(rtol=tol,
-                                                           atol=tol), modulation=modulation, max_steps=500_000).y1
+                                                           atol=tol), modulation=modulation, max_steps=500_000,
+                               workers=threads).y1
     return run
 
 
@@ -123,10 +130,10 @@ def _ladder(run: Callable[[float], np.ndarray], reference: np.ndarray) -> dict[f
     for target in sorted(TARGETS, reverse=True):
         if any(entry["worst_error"] <= target for entry in tried.values()):
             continue
-        if any("failed" in entry for entry in tried.values()):
-            break  # tighter tolerances need more steps still
+        if any("failed" in entry or "stalled" in entry for entry in tried.values()):
+            break  # tighter tolerances need more steps still, or buy no accuracy
         previous = None
-        for tol in COARSE:
+        for index, tol in enumerate(COARSE):
             if tol in tried and tried[tol]["worst_error"] > target:
                 previous = tol
                 continue
@@ -135,6 +142,11 @@ def _ladder(run: Callable[[float], np.ndarray], reference: np.ndarray) -> dict[f
             if "failed" in tried[tol]:
                 return tried
             previous = tol
+            if index >= STALL and tried[tol]["worst_error"] > 0.1 * tried[COARSE[index - STALL]]["worst_error"]:
+                errors = [tried[rung]["worst_error"] for rung in COARSE[:index + 1]]
+                tried[tol]["stalled"] = (f"worst error {min(errors):.2g}-{max(errors):.2g} from tol {COARSE[0]:.0e} "
+                                         f"to {tol:.1e}: not converging to the reference")
+                return tried
         if previous is not None:
             for step in (1, 2):
                 tol = previous * 10.0 ** (-step / 6)
@@ -148,25 +160,26 @@ def _loosest(tried: dict[float, dict[str, float]], target: float) -> float | Non
     return max(hits) if hits else None
 
 
-def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
+def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1) -> dict[str, Any]:
     """One problem: the reference, each available library's ladder, then the timings at equal accuracy."""
     reference, check = _reference(systems)
     runners: dict[str, Callable[[float], np.ndarray]] = {}
     libraries: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
-    ours = _ours(systems)
+    ours = _ours(systems, threads)
     ours(1e-6)
-    libraries["ours"] = {"first_call_seconds": time.perf_counter() - started, "threads": "1 (Numba, no threads)",
+    libraries["ours"] = {"first_call_seconds": time.perf_counter() - started,
+                         "threads": "1 (Numba, no threads)" if threads == 1 else f"{threads} (workers)",
                          "method": "sim.solvers.compiled: Dopri5 per instance, own step size, retracted to the sphere"}
     runners["ours"] = ours
     for name, reason in available().items():
         if reason is not None:
             libraries[name] = {"skipped": f"{name} {reason}"}
             continue
-        prepared = PREPARE[name](systems)
+        prepared = PREPARE[name](systems, threads=threads)
         runners[name] = prepared.run
         libraries[name] = {"compile_seconds": prepared.compile_seconds, "threads": prepared.threads,
-                           "method": f"{name} Dopri5, the batch as one state, no retraction"}
+                           "method": prepared.method}
     for name, run in runners.items():
         libraries[name]["ladder"] = {f"{tol:.3g}": entry for tol, entry in _ladder(run, reference).items()}
     levels = []
@@ -199,20 +212,22 @@ def compare(systems: Systems, *, repeats: int = REPEATS) -> dict[str, Any]:
             "libraries": libraries, "levels": levels}
 
 
-def run_peer_benchmark(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every problem of ``problems(quick)`` through ``compare``; JSON-ready, with the machine's load average.
-    ``progress``, if given, gets each problem's table as soon as it is measured."""
+def run_peer_benchmark(*, quick: bool = False, threads: int = 1,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every problem of ``problems(quick)`` through ``compare``, every library on ``threads`` threads; JSON-ready,
+    with the machine's load average. ``progress``, if given, gets each problem's table as soon as it is measured."""
     started = time.time()
     load_before = os.getloadavg()
     results = []
     for systems in problems(quick):
-        results.append(compare(systems, repeats=2 if quick else REPEATS))
+        results.append(compare(systems, repeats=2 if quick else REPEATS, threads=threads))
         if progress is not None:
             progress(table({"benchmark": "so far", "targets": list(TARGETS), "repeats": 2 if quick else REPEATS,
                             "load_average_before": load_before, "load_average_after": os.getloadavg(),
-                            "cpus": os.cpu_count(), "problems": results[-1:]}))
-    return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq at equal accuracy", "quick": quick,
-            "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "seeds": {"a.initial": SEED_A,
+                            "cpus": os.cpu_count(), "threads": threads, "problems": results[-1:]}))
+    return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq vs torchode at equal accuracy",
+            "quick": quick, "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "threads": threads,
+            "seeds": {"a.initial": SEED_A,
             **{claim: chunk_seed(claim, 0) for claim in SEARCH_CLAIMS}}, "cpus": os.cpu_count(),
             "load_average_before": load_before, "load_average_after": os.getloadavg(), "problems": results,
             "seconds": time.time() - started}
@@ -222,7 +237,7 @@ def table(results: dict[str, Any]) -> str:
     """The comparison as text: one row per problem and library, the two accuracy levels side by side."""
     lines = [f"{results['benchmark']} (run time, median of {results['repeats']}; compile times apart). "
              f"Load average {results['load_average_before'][0]:.1f} before, {results['load_average_after'][0]:.1f} "
-             f"after, {results['cpus']} CPUs."]
+             f"after, {results['cpus']} CPUs, {results.get('threads', 1)} thread(s) per library."]
     header = f"{'library':<12} | " + " | ".join(f"worst error <= {t:.0e}: wall, CPU (tol, error; peer/ours)" for t in
                                                    results["targets"]) + " | compile / first call"
     for problem in results["problems"]:
@@ -231,8 +246,8 @@ def table(results: dict[str, Any]) -> str:
             if "skipped" in library:
                 lines.append(f"{name:<12} | SKIPPED: {library['skipped']}")
                 continue
-            failures = [f"tol {tol}: {entry['failed']}" for tol, entry in library.get("ladder", {}).items()
-                        if "failed" in entry]
+            failures = [f"tol {tol}: {entry['failed']}" if "failed" in entry else entry["stalled"]
+                        for tol, entry in library.get("ladder", {}).items() if "failed" in entry or "stalled" in entry]
             cells = []
             for level in problem["levels"]:
                 run = level["runs"].get(name)
@@ -241,7 +256,8 @@ def table(results: dict[str, Any]) -> str:
                 cells.append(("not reached" + (f" ({failures[0]})" if failures else "")) if run is None else
                              f"{run['seconds']:.3f} s, CPU {run['cpu_seconds']:.3f} s (tol {run['tol']:.2g}, "
                              f"{run['worst_error']:.1e}{ratio})")
-            extra = (f"{library['compile_seconds']:.2f} s jit compile" if "compile_seconds" in library
-                     else f"{library['first_call_seconds']:.2f} s first call")
+            extra = (f"{library['first_call_seconds']:.2f} s first call" if "first_call_seconds" in library
+                     else f"{library['compile_seconds']:.2f} s jit compile" if library["compile_seconds"]
+                     else "none (eager)")
             lines.append(f"{name:<12} | " + " | ".join(cells) + f" | {extra}")
     return "\n".join(lines)

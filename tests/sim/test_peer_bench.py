@@ -4,9 +4,12 @@ note."""
 import numpy as np
 import pytest
 
+import sim.bench.peer_fields as peer_fields
 import sim.bench.peers as peer_bench
 from sim.bench.peers import TARGETS, compare, problems, table
-from sim.bench.peer_fields import Systems, available
+from sim.bench.peer_fields import PREPARE, Systems, available
+
+PEERS = tuple(PREPARE)
 
 
 def _tiny() -> Systems:
@@ -22,11 +25,11 @@ def _results(problem):
 
 def test_a_missing_peer_is_skipped_with_a_visible_note(monkeypatch):
     reason = "not installed: pip install -e '.[peers]'"
-    monkeypatch.setattr(peer_bench, "available", lambda: {"diffrax": reason, "torchdiffeq": reason})
+    monkeypatch.setattr(peer_bench, "available", lambda: {name: reason for name in PEERS})
     problem = compare(_tiny(), repeats=1)
     assert problem["libraries"]["diffrax"] == {"skipped": f"diffrax {reason}"}
     text = table(_results(problem))
-    assert f"SKIPPED: diffrax {reason}" in text and f"SKIPPED: torchdiffeq {reason}" in text
+    assert all(f"SKIPPED: {name} {reason}" in text for name in PEERS)
     # ours still runs at both accuracy levels, each run as accurate as its target
     for level in problem["levels"]:
         run = level["runs"]["ours"]
@@ -34,12 +37,55 @@ def test_a_missing_peer_is_skipped_with_a_visible_note(monkeypatch):
         assert level["ratios"] == {}
 
 
-@pytest.mark.skipif(any(available().values()), reason="the extra .[peers] (diffrax, jax, torchdiffeq) is not installed")
+def _installed(name: str):
+    """Skips visibly, naming the peer, when it is not installed; a peer that is installed must run."""
+    if available()[name] is not None:
+        pytest.skip(f"{name} {available()[name]}")
+
+
+def _tiny_of_every_kind() -> list[Systems]:
+    """3 instances of every problem of the benchmark (modulated heads; full and causal, one and several heads,
+    S^2 and S^1), to t1 = 1."""
+    return [Systems(f"tiny {s.name}", s.P[:3], s.U[:3], s.causal, s.y0[:3], 1.0, s.modulation)
+            for s in problems(quick=False)]
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_each_installed_peer_integrates_every_problem_kind_to_the_end(name):
+    """Our harness (the field in the peer's library, its solver's call) on every kind of bench problem: no
+    exception, and the end states agree with ours. Nothing is caught here, so a failure of the harness (as
+    diffrax's "Computation compiled for 14 inputs but called with 2" on the causal problem with JAX 0.10) fails."""
+    _installed(name)
+    for systems in _tiny_of_every_kind():
+        ours = peer_bench._ours(systems)(1e-11)
+        ends = PREPARE[name](systems).run(1e-8)
+        assert ends.shape == systems.y0.shape and np.all(np.isfinite(ends)), systems.name
+        assert np.max(np.abs(ends - ours)) < 1e-5, (name, systems.name)
+
+
+_BUDGET_MESSAGES = {"diffrax": "maximum number of solver steps", "torchdiffeq": "max_num_steps exceeded",
+                    "torchode": "torchode: REACHED_MAX_STEPS on 3 of 3 instances"}
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_a_peer_failure_is_recorded_in_the_peers_own_words(name, monkeypatch):
+    """A run that stops early (its step budget, set to 3 steps here) is the peer's result, not ours: the ladder
+    records it with the peer's own message and goes on with the benchmark."""
+    _installed(name)
+    monkeypatch.setattr(peer_fields, "PEER_MAX_STEPS", 3)
+    systems = _tiny_of_every_kind()[2]  # causal
+    tried = peer_bench._ladder(PREPARE[name](systems).run, np.zeros_like(systems.y0))
+    failed = [entry["failed"] for entry in tried.values() if "failed" in entry]
+    assert len(failed) == 1 and _BUDGET_MESSAGES[name] in failed[0], failed
+
+
+@pytest.mark.skipif(any(available().values()), reason="the extra .[peers] (diffrax, jax, torchdiffeq, torchode) is "
+                                                      "not installed")
 def test_peers_run_at_equal_accuracy_and_report_compile_time_apart():
     problem = compare(_tiny(), repeats=1)
     assert problem["libraries"]["diffrax"]["compile_seconds"] > 0
     for level in problem["levels"]:
-        assert set(level["runs"]) == {"ours", "diffrax", "torchdiffeq"}
+        assert set(level["runs"]) == {"ours", *PEERS}
         for name, run in level["runs"].items():
             assert run["worst_error"] <= level["target"], name  # equal accuracy: each meets the target
         ours = level["runs"]["ours"]["seconds"]
@@ -62,3 +108,30 @@ def test_a_peer_that_fails_is_recorded_and_its_ladder_stops():
     assert len(failed) == 1 and "maximum number of solver steps" in failed[0]["failed"]
     assert np.isinf(failed[0]["worst_error"]) and min(calls) < 1e-7 and len(calls) == len(tried)
     assert peer_bench._loosest(tried, TARGETS[0]) is None  # 1e-7 needs tol 1e-8: never reached
+
+
+def test_threads_reach_every_library_and_the_table(monkeypatch):
+    """``--threads N``: ours on N workers, the PyTorch peers on N threads (diffrax's XLA flags are per process)."""
+    monkeypatch.setattr(peer_bench, "available", lambda: {name: (None if name == "torchdiffeq" and
+                                                                 available()[name] is None else "absent")
+                                                          for name in PEERS})
+    problem = compare(_tiny(), repeats=1, threads=2)
+    assert problem["libraries"]["ours"]["threads"] == "2 (workers)"
+    if "skipped" not in problem["libraries"]["torchdiffeq"]:
+        assert problem["libraries"]["torchdiffeq"]["threads"] == "2 (torch.set_num_threads)"
+    assert problem["levels"][0]["runs"]["ours"]["worst_error"] <= TARGETS[0]
+    assert "2 thread(s) per library" in table({**_results(problem), "threads": 2})
+
+
+def test_a_ladder_that_buys_no_accuracy_stops_and_says_so():
+    """A library whose worst error does not fall with its tolerance (a peer leaving the sphere) is not run down the
+    whole ladder: after ``STALL`` coarse rungs without a decade of improvement it stops, marked as stalled."""
+    reference = np.zeros((2, 3, 3))
+    tried = peer_bench._ladder(lambda tol: reference + 1.8, reference)
+    assert len(tried) == peer_bench.STALL + 1
+    stalled = [entry["stalled"] for entry in tried.values() if "stalled" in entry]
+    assert len(stalled) == 1 and "not converging to the reference" in stalled[0]
+    problem = {"problem": "p", "libraries": {"ours": {"first_call_seconds": 0.0}, "peer": {"compile_seconds": 0.0,
+               "ladder": {f"{tol:.3g}": entry for tol, entry in tried.items()}}},
+               "levels": [{"target": target, "runs": {}} for target in TARGETS]}
+    assert "not reached (worst error 1.8-1.8" in table(_results(problem))
