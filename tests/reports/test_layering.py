@@ -16,7 +16,7 @@ LAYERS = {
     "reports": 0, "reports.registry": 0, "reports.records": 0, "reports.checks": 0, "reports.evidence": 0,
     "reports.manifest": 0, "reports.files": 0, "reports.outputs": 0, "reports.helpformat": 0, "reports.weights_dirs": 0,
     "reports.formulas": 1, "reports.render": 2,
-    "reports.build": 3, "reports.compare": 3,
+    "reports.build": 3, "reports.compare": 3, "reports.screenshot": 3,
     "reports.pytest_plugin": 4,
     "reports.__main__": 5,
 }
