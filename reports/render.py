@@ -55,6 +55,17 @@ def mathjax_bundle() -> tuple[str, str, str] | None:
     return version, script, licence
 
 
+#: The sidebar's order of verdict groups: what needs attention first, then what is open, then what holds.
+SIDEBAR_ORDER = ("failed", "refuted", "discrepancy", "not-run", NO_CHECK, "supported", "verified")
+
+
+def verdict_groups(entries: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The sidebar: ``(verdict, its claims in registry order)`` for each verdict some claim has, in
+    :data:`SIDEBAR_ORDER`."""
+    groups = [(verdict, [e for e in entries if e["verdict"] == verdict]) for verdict in SIDEBAR_ORDER]
+    return [(verdict, claims) for verdict, claims in groups if claims]
+
+
 def overview(entries: list[dict]) -> dict[str, list]:
     """What to look at first: the printed paper's discrepancies (claim entry, its discrepancy records), the paper's
     claims failed or refuted, apart from them the conjectures' outcomes, the claims not run grouped by the commands
@@ -101,7 +112,7 @@ def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: 
     formulas as TeX source (the page then says so)."""
     return environment().get_template("report.html").render(
         entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
-        first=overview(entries), origin_labels=ORIGIN_LABELS, claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
+        first=overview(entries), groups=verdict_groups(entries), origin_labels=ORIGIN_LABELS, claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
         css=Markup((Path(__file__).parent / "templates" / "report.css").read_text()),
         mathjax_version=mathjax[0] if mathjax else None, mathjax_script=Markup(mathjax[1]) if mathjax else None,
         mathjax_licence=mathjax[2] if mathjax else None,

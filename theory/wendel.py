@@ -6,12 +6,13 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 from math import comb, sqrt
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
 
 from reports.checks import check, claim_result
-from reports.records import CheckResult, Table
+from reports.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
 from .results import Identity, identities_result
@@ -107,7 +108,7 @@ def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_sam
         if not (low <= float(p_printed) <= high) or p_printed != p_wendel:
             printed_fails.append((l, n))
         rows.append((l, n, float(p_printed), float(p_wendel), float(p_cover), hits / count, f"[{low:.4f}, {high:.4f}]", count))
-    table = Table("common-hemisphere probability", ("l", "n", "printed (sum to n-1)", "Wendel, d = n+1",
+    table = Table(TABLE_TITLE, ("l", "n", "printed (sum to n-1)", "Wendel, d = n+1",
                                                     "Cover recursion", "Monte Carlo", "Wilson 99.9% CI", "samples"),
                   tuple(rows))
     numbers = {"pairs": len(pairs), "printed differs at": [list(p) for p in printed_fails]}
@@ -128,3 +129,51 @@ def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_sam
                "setting, 10 tokens on S^2: printed 10/512 = 0.0195, true 46/512 = 0.0898, Monte Carlo agrees with the "
                "latter). Wendel with d = n+1 equals Cover's recursion exactly and lies in every Monte Carlo interval.",
         printed=PRINTED, corrected=CORRECTED, **common)
+
+
+#: The Monte Carlo table's title (:func:`monte_carlo`), which :func:`probability_series` reads.
+TABLE_TITLE = "common-hemisphere probability"
+
+
+def probability_series(result: CheckResult) -> dict[str, list]:
+    """The columns :func:`plot_probabilities` draws, read from the Monte Carlo record's table: ``labels`` ("l, n"),
+    ``printed``, ``true`` (Wendel, d = n+1), ``estimate`` (Monte Carlo) and its Wilson interval ``low``, ``high``
+    (recomputed from the estimate and the sample count, as :func:`monte_carlo` computed it)."""
+    tables = [t for t in result.tables if t.title == TABLE_TITLE]
+    if not tables:
+        raise ValueError(f"the record of {result.claim} ({result.method}) must hold the table {TABLE_TITLE!r} of "
+                         "wendel.monte_carlo; it has " + repr([t.title for t in result.tables]) + ".")
+    series = {key: [] for key in ("labels", "printed", "true", "estimate", "low", "high")}
+    for l, n, printed, true, _cover, estimate, _interval, samples in tables[0].rows:
+        low, high = wilson_interval(round(estimate * samples), samples)
+        for key, value in zip(series, (f"l={l}, n={n}", printed, true, estimate, low, high)):
+            series[key].append(value)
+    return series
+
+
+def plot_probabilities(result: CheckResult, path: Path | str) -> Figure:
+    """Write the printed, the true (Wendel, d = n+1) and the Monte Carlo probabilities with their 99.9% Wilson
+    intervals, one column per (l, n), to the PNG ``path``; the report's Figure of it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = probability_series(result)
+    x = np.arange(len(series["labels"]))
+    estimate = np.array(series["estimate"])
+    figure, axes = plt.subplots(figsize=(6.4, 3.6))
+    axes.errorbar(x, estimate, yerr=[estimate - series["low"], np.array(series["high"]) - estimate], fmt="o",
+                  color="tab:blue", capsize=4, label="Monte Carlo, Wilson 99.9% interval")
+    axes.plot(x - 0.15, series["true"], "D", color="tab:green", label="Wendel, d = n+1 (true)")
+    axes.plot(x + 0.15, series["printed"], "x", color="tab:red", markersize=9, mew=2, label="as printed (sum to n-1)")
+    axes.set_yscale("log")
+    axes.set_ylim(5e-3, 1.6)
+    axes.set_xticks(x, series["labels"], fontsize=8)
+    axes.set_ylabel("P(common open hemisphere)")
+    axes.legend(fontsize=8, loc="lower right")
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return Figure(str(path), "Probability that l uniform tokens on S^n lie in a common open hemisphere, log scale: "
+                             "the printed formula, Wendel's with d = n+1, and Monte Carlo estimates with their 99.9% "
+                             f"Wilson intervals (seed {result.seeds.get('monte_carlo')}).")

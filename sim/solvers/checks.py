@@ -7,11 +7,12 @@ measures how one step of the discrete model (eq. 1) departs from the flow of eq.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from reports.checks import check, claim_result
-from reports.records import CheckResult, Table
+from reports.records import CheckResult, Figure, Table
 
 from sim.solvers import AdaptiveStepSize, Dopri5, Solver, integrate_fixed, solve
 
@@ -40,6 +41,40 @@ def convergence_order(steps, errors) -> OrderFit:
         raise ValueError("steps and errors must be positive and finite (an error of 0 has no logarithm).")
     slope = float(np.polyfit(np.log(steps), np.log(errors), 1)[0])
     return OrderFit(steps, errors, slope)
+
+
+def order_guide(fit: OrderFit, order: int) -> np.ndarray:
+    """The errors a method of exactly ``order`` would have at ``fit.steps``, through the fit's smallest-step error:
+    the dashed guide beside each solver's measured errors in :func:`plot_orders`; shape=[k]."""
+    smallest = int(np.argmin(fit.steps))
+    return fit.errors[smallest] * (fit.steps / fit.steps[smallest]) ** order
+
+
+def plot_orders(fits: list[tuple[str, int, OrderFit]], path: Path | str) -> Figure:
+    """Write the global error against the step, log-log, of each ``(solver name, nominal order, fit)`` with the
+    guide of its nominal order (:func:`order_guide`) to the PNG ``path``; the report's Figure of it."""
+    if not fits:
+        raise ValueError("fits must hold at least one (solver name, nominal order, OrderFit); it is empty.")
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.0, 4.0))
+    for index, (name, order, fit) in enumerate(fits):
+        colour = f"C{index}"
+        axes.loglog(fit.steps, fit.errors, "o-", color=colour, label=f"{name}: slope {fit.slope:.2f}")
+        axes.loglog(fit.steps, order_guide(fit, order), "--", color=colour, linewidth=0.8, alpha=0.7)
+    axes.set_xlabel("step h")
+    axes.set_ylabel("global error at t1 (max abs)")
+    axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap on a short decade
+    axes.legend(fontsize=8, title="measured (dashed: nominal order)", title_fontsize=8, loc="upper left",
+                bbox_to_anchor=(1.01, 1.0))
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return Figure(str(path), "Global error against step size, log-log: each solver's measured errors (dots) and a "
+                             "line of its nominal order through its smallest step (dashed); the slope is the order.")
 
 
 def reference_solution(field, t0: float, t1: float, y0) -> np.ndarray:

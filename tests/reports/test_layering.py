@@ -17,7 +17,7 @@ LAYERS = {
     "reports.manifest": 0, "reports.files": 0, "reports.outputs": 0, "reports.helpformat": 0, "reports.weights_dirs": 0,
     "reports.memory": 0, "reports.scale": 0,
     "reports.formulas": 1, "reports.render": 2,
-    "reports.build": 3, "reports.compare": 3,
+    "reports.build": 3, "reports.compare": 3, "reports.screenshot": 3,
     "reports.pytest_plugin": 4,
     "reports.__main__": 5,
 }

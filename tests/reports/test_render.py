@@ -8,7 +8,7 @@ import pytest
 
 from reports import render
 from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, STATEMENT_FRAGMENTS, typeset_fragments
-from reports.records import CheckResult
+from reports.records import NO_CHECK, VERDICTS, CheckResult
 from reports.registry import CLAIMS_BY_ID, ORIGIN_LABELS
 from theory.wendel import CORRECTED as WENDEL_CORRECTED
 from theory.wendel import PRINTED as WENDEL_PRINTED
@@ -156,10 +156,23 @@ def test_each_claim_section_names_the_checks_its_registry_entry_names():
     gets no such line."""
     wendel = _entry("full.wendel", "verified", [CheckResult("full.wendel", "exact", "verified")])
     page = render.render_html(entries=[wendel], sections=[], manifest={}, counts={}, mathjax=None)
-    section = page[page.index('<section class="claim" id="full.wendel">'):]
+    section = page[page.index('<section class="claim" id="claim-full.wendel"'):]
     section = section[:section.index("</section>")]
     names = CLAIMS_BY_ID["full.wendel"].checks
     assert names and all(f"<code>{name}</code>" in section for name in names)
     unnamed = dict(wendel, claim=dataclasses.replace(CLAIMS_BY_ID["full.wendel"], checks=()))
     page = render.render_html(entries=[unnamed], sections=[], manifest={}, counts={}, mathjax=None)
     assert 'class="checks"' not in page
+
+
+def test_sidebar_order_places_every_verdict_once():
+    # a verdict missing from SIDEBAR_ORDER would drop its claims from the sidebar without a word
+    assert sorted(render.SIDEBAR_ORDER) == sorted({*VERDICTS, NO_CHECK}) and len(set(render.SIDEBAR_ORDER)) == 7
+
+
+def test_verdict_groups_put_failures_first_and_keep_the_registry_order_inside_a_group():
+    entries = [_entry("full.wendel", "verified"), _entry("sim.fig2", "failed"), _entry("sim.fig3", "verified")]
+    groups = [(verdict, [e["claim"].id for e in claims]) for verdict, claims in render.verdict_groups(entries)]
+    assert groups == [("failed", ["sim.fig2"]), ("verified", ["full.wendel", "sim.fig3"])]
+    page = render.render_html(entries=entries, sections=[], manifest={}, counts={}, mathjax=None)
+    assert page.count('<div class="verdict-group"') == 2 and 'href="#claim-sim.fig3"' in page

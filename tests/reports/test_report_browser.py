@@ -247,3 +247,120 @@ def test_prose_is_set_in_a_proportional_font_and_code_in_monospace(opened):
     prose = page.eval_on_selector("section.extra p.prose", "p => getComputedStyle(p).fontFamily")
     command = page.eval_on_selector("#first-not-run code.command", "c => getComputedStyle(c).fontFamily")
     assert "mono" not in prose.lower() and "mono" in command.lower()
+
+
+# --- navigation: the sidebar of claims by verdict, the verdict filter, deep links ------------------------------
+
+FILTER_HOOK = 'boxes.forEach(function (b) { b.addEventListener("change", apply); });'
+
+
+def _sidebar(page) -> dict[str, tuple[int, list[str]]]:
+    """The sidebar as the reader sees it: verdict -> (the count it shows, the claims it links to)."""
+    groups = page.eval_on_selector_all(
+        "#sidebar .verdict-group",
+        "gs => gs.map(g => [g.querySelector('input').value, g.querySelector('.count').innerText,"
+        " Array.from(g.querySelectorAll('li a')).map(a => a.getAttribute('href'))])")
+    return {verdict: (int(count), [href.removeprefix("#claim-") for href in hrefs]) for verdict, count, hrefs in groups}
+
+
+def _shown_claims(page) -> set[str]:
+    """The claims whose evidence section is displayed (a hidden one has no layout box)."""
+    return set(page.eval_on_selector_all("section.claim", "ss => ss.filter(s => s.getClientRects().length > 0)"
+                                                          ".map(s => s.id.replace(/^claim-/, ''))"))
+
+
+def _shown_rows(page) -> set[str]:
+    return set(page.eval_on_selector_all("#claims tbody tr, #conjectures tbody tr",
+                                         "rs => rs.filter(r => r.getClientRects().length > 0).map(r => r.dataset.claim)"))
+
+
+def _targeted(page) -> tuple[str | None, float]:
+    """The id of the element the URL's fragment targets (``:target``) and that element's top in the viewport."""
+    return page.evaluate("() => { const t = document.querySelector(':target');"
+                         " return [t ? t.id : null, t ? t.getBoundingClientRect().top : -1]; }")
+
+
+def test_sidebar_groups_every_claim_under_its_verdict_with_its_count(opened, built):
+    page, _ = opened
+    data = json.loads((built / "verdicts.json").read_text())
+    expected = {}
+    for claim in data["claims"]:
+        expected.setdefault(claim["verdict"], []).append(claim["claim"])
+    sidebar = _sidebar(page)
+    assert sidebar == {verdict: (len(ids), ids) for verdict, ids in expected.items()}
+    assert {verdict: count for verdict, (count, _) in sidebar.items()} == data["counts"]
+    assert list(sidebar)[:3] == ["refuted", "discrepancy", "not-run"]  # what needs attention comes first
+    # beside the first look, not over it, on a laptop's first screen
+    box = page.eval_on_selector("#sidebar", "s => s.getBoundingClientRect().toJSON()")
+    first = page.eval_on_selector("#first-look", "f => f.getBoundingClientRect().left")
+    assert box["left"] == 0 and box["width"] > 150 and box["right"] <= first and _on_first_screen(page, "#sidebar")
+    # negative control: a claim moved to another verdict's list is seen (put back after, the page is shared)
+    move = ("([from, to]) => document.querySelector(`#sidebar .verdict-group[data-verdict='${to}'] ul`).appendChild("
+            "document.querySelector(`#sidebar .verdict-group[data-verdict='${from}'] li`))")
+    page.evaluate(move, ["verified", "refuted"])
+    try:
+        assert _sidebar(page) != {verdict: (len(ids), ids) for verdict, ids in expected.items()}
+    finally:
+        page.evaluate("() => document.querySelector(\"#sidebar .verdict-group[data-verdict='verified'] ul\")"
+                      ".prepend(document.querySelector(\"#sidebar .verdict-group[data-verdict='refuted'] li:last-child\"))")
+    assert _sidebar(page) == {verdict: (len(ids), ids) for verdict, ids in expected.items()}
+
+
+def test_verdict_filter_hides_the_claims_of_a_verdict_and_shows_them_again(opened, built):
+    page, _ = opened
+    verified = {c["claim"] for c in json.loads((built / "verdicts.json").read_text())["claims"] if c["verdict"] == "verified"}
+    everything = _shown_claims(page)
+    assert verified and verified < everything and _shown_rows(page) == everything
+    box = page.locator("#sidebar input.verdict-filter[value='verified']")
+    box.uncheck()
+    try:
+        assert _shown_claims(page) == everything - verified
+        assert _shown_rows(page) == everything - verified  # the tables' rows too
+        assert page.evaluate("document.body.dataset.hiddenVerdicts") == "verified"
+    finally:
+        box.check()
+    assert _shown_claims(page) == everything and _shown_rows(page) == everything
+
+
+def test_verdict_filter_without_its_script_hides_nothing(report, browser):
+    # Negative control for the filter test: with the boxes wired to nothing, unticking one hides no claim.
+    html = report.read_text()
+    assert FILTER_HOOK in html
+    report.write_text(html.replace(FILTER_HOOK, ""))
+    page = _open(browser, report)
+    everything = _shown_claims(page)
+    page.locator("#sidebar input.verdict-filter[value='verified']").uncheck()
+    assert _shown_claims(page) == everything
+    page.close()
+
+
+def test_deep_link_targets_its_claim_and_scrolls_it_into_view(browser, built):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto((built / "index.html").as_uri() + "#claim-sim.fig3")
+    page.wait_for_function("document.body.dataset.mathTypeset !== undefined", timeout=60_000)
+    target, top = _targeted(page)
+    assert target == "claim-sim.fig3" and 0 <= top < 100 and page.evaluate("window.scrollY") > 0
+    # each claim heading links to itself
+    page.click("#claim-full\\.wendel h3 a.self-link")
+    assert page.evaluate("location.hash") == "#claim-full.wendel"
+    target, top = _targeted(page)
+    assert target == "claim-full.wendel" and 0 <= top < 100
+    # a link followed to a claim the filter hides shows its verdict again and lands on it
+    page.locator("#sidebar input.verdict-filter[value='verified']").uncheck()
+    assert "sim.fig2" not in _shown_claims(page)
+    page.evaluate("location.hash = '#claim-sim.fig2'")
+    page.wait_for_function("document.getElementById('claim-sim.fig2').getClientRects().length > 0")
+    assert page.locator("#sidebar input.verdict-filter[value='verified']").is_checked()
+    target, top = _targeted(page)
+    assert target == "claim-sim.fig2" and 0 <= top < 100
+    page.close()
+
+
+def test_deep_link_to_a_report_without_claim_anchors_lands_nowhere(report, browser):
+    # Negative control for the deep-link test: without the claim-<id> anchors the fragment targets nothing.
+    report.write_text(report.read_text().replace('id="claim-', 'id="x-claim-'))
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(report.as_uri() + "#claim-sim.fig3")
+    page.wait_for_function("document.body.dataset.mathTypeset !== undefined", timeout=60_000)
+    assert _targeted(page)[0] is None and page.evaluate("window.scrollY") == 0
+    page.close()

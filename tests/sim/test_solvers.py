@@ -8,7 +8,8 @@ from reports.checks import check
 from reports.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
                  SaveAt, SolveOptions, integrate_fixed, solve)
-from sim.solvers.checks import ORDER_SLACK, check_continuum, reference_solution, solver_order
+from sim.solvers.checks import (ORDER_SLACK, check_continuum, convergence_order, order_guide, plot_orders,
+                                reference_solution, solver_order)
 from sim.figures.scenarios import full_attention_example
 from tests.sim.conftest import W3
 
@@ -28,11 +29,12 @@ def problem():
     return field, y0, reference_solution(field, 0.0, 1.0, y0)
 
 
-def test_solvers_converge_with_their_order(problem, report_section):
+def test_solvers_converge_with_their_order(problem, report_section, tmp_path_factory):
     field, y0, reference = problem
-    rows = []
+    rows, fits = [], []
     for solver, counts in ORDER_CASES:
         fit = solver_order(field, solver, 0.0, 1.0, y0, counts, reference)
+        fits.append((repr(solver), solver.order, fit))
         rows.append((repr(solver), solver.order, f"{fit.slope:.3f}",
                      ", ".join(f"{e:.2e}" for e in fit.errors), ", ".join(f"{h:.4g}" for h in fit.steps)))
         assert abs(fit.slope - solver.order) <= ORDER_SLACK, (solver, fit.slope, fit.errors)
@@ -42,7 +44,26 @@ def test_solvers_converge_with_their_order(problem, report_section):
              "a Dopri5 reference (rtol = atol = 1e-13), fixed steps, retraction by pi_W after every step; the slope "
              f"is the least-squares fit of log error on log step (must be the nominal order +- {ORDER_SLACK}).",
         tables=(Table("Orders", ("solver", "nominal order", "fitted slope", "errors", "steps"), tuple(rows)),),
-        order=60))
+        figures=(plot_orders(fits, tmp_path_factory.mktemp("orders") / "orders.png"),), order=60))
+
+
+def test_order_guide_has_the_nominal_slope_through_the_smallest_step():
+    fit = convergence_order([0.1, 0.05, 0.025], [4e-3, 1e-3, 2.5e-4])  # exactly second order
+    guide = order_guide(fit, 2)
+    np.testing.assert_allclose(guide, fit.errors, rtol=1e-12)
+    # negative control: the guide of another order leaves the measured errors (the figure shows the mismatch)
+    third = order_guide(fit, 3)
+    assert third[-1] == fit.errors[-1] and third[0] / fit.errors[0] == pytest.approx(4.0)
+
+
+def test_orders_plot_is_a_png_and_refuses_no_fits(tmp_path):
+    import matplotlib.image
+
+    fit = convergence_order([0.1, 0.05], [1e-2, 5e-3])
+    figure = plot_orders([("Euler()", 1, fit)], tmp_path / "orders.png")
+    assert matplotlib.image.imread(figure.path).shape[0] > 200 and "log-log" in figure.caption
+    with pytest.raises(ValueError, match="fits must hold at least one"):
+        plot_orders([], tmp_path / "none.png")
 
 
 def test_adaptive_dopri5_is_scipy_rk45_on_one_instance(problem):

@@ -1,5 +1,6 @@
 """full.wendel: Remark 4.3 / 3.4 against Wendel (1962), Cover's recursion and Monte Carlo."""
 
+import dataclasses
 from fractions import Fraction
 
 import pytest
@@ -22,8 +23,9 @@ def test_wendel_closed_form_equals_cover_recursion(points, dimension):
 
 
 @check(wendel.monte_carlo)
-def test_printed_formula_is_a_discrepancy_and_monte_carlo_confirms_the_corrected_one(record):
-    result = record(wendel.monte_carlo())
+def test_printed_formula_is_a_discrepancy_and_monte_carlo_confirms_the_corrected_one(record, tmp_path):
+    result = wendel.monte_carlo()
+    record(dataclasses.replace(result, figures=(wendel.plot_probabilities(result, tmp_path / "wendel.png"),)))
     assert result.verdict == "discrepancy"
     for l, n, printed, corrected, cover, estimate, interval, samples in result.tables[0].rows:
         low, high = (float(x) for x in interval.strip("[]").split(","))
@@ -41,8 +43,37 @@ def test_monte_carlo_check_accepts_the_true_formula_and_flags_a_shifted_one():
 
 @pytest.mark.full
 @check(wendel.monte_carlo)
-def test_monte_carlo_with_many_samples_and_gpt2_size(record):
+def test_monte_carlo_with_many_samples_and_gpt2_size(record, tmp_path):
     smoke = report_scale() == "smoke"  # a report build's smoke scale (reports/scale.py): the path, on few samples
-    result = record(wendel.monte_carlo(seed=20250113, samples=500 if smoke else 5000, large_samples=30 if smoke else 300,
-                                       pairs=(*wendel.PAIRS, (200, 1599))))
+    result = wendel.monte_carlo(seed=20250113, samples=500 if smoke else 5000, large_samples=30 if smoke else 300,
+                                pairs=(*wendel.PAIRS, (200, 1599)))
+    record(dataclasses.replace(result, figures=(wendel.plot_probabilities(result, tmp_path / "wendel-full.png"),)))
     assert result.verdict == "discrepancy"
+
+
+def test_plotted_series_put_the_true_values_inside_the_intervals_and_the_printed_ones_outside_at_10_2():
+    series = wendel.probability_series(wendel.monte_carlo(samples=300, large_samples=30))
+    assert len(series["labels"]) == len(wendel.PAIRS)
+    assert all(low <= true <= high for low, true, high in zip(series["low"], series["true"], series["high"]))
+    at = series["labels"].index("l=10, n=2")
+    assert not series["low"][at] <= series["printed"][at] <= series["high"][at]
+    # the interval is the one the table prints (recomputed from estimate and samples, not parsed)
+    row = wendel.monte_carlo(samples=300, large_samples=30).tables[0].rows[at]
+    assert row[6] == f"[{series['low'][at]:.4f}, {series['high'][at]:.4f}]"
+
+
+def test_plot_of_a_record_without_the_monte_carlo_table_is_refused(tmp_path):
+    # negative control for the series: the exact check's record has no probability table to plot
+    with pytest.raises(ValueError, match="must hold the table 'common-hemisphere probability'"):
+        wendel.plot_probabilities(wendel.check_closed_forms(), tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
+
+
+def test_plot_writes_a_png_of_the_monte_carlo_record(tmp_path):
+    import matplotlib.image
+
+    result = wendel.monte_carlo(samples=300, large_samples=30)
+    figure = wendel.plot_probabilities(result, tmp_path / "wendel.png")
+    height, width, _ = matplotlib.image.imread(figure.path).shape
+    assert figure.path == str(tmp_path / "wendel.png") and width > height > 200
+    assert "Wilson" in figure.caption and "seed 20250112" in figure.caption
