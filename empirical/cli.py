@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reports.helpformat import Parser
 from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
-                             say_rebuilt)
+                             output_lock, say_rebuilt)
 
 from .audit.measure import AuditSettings
 from .decision import MIN_FALL, THRESHOLD, WINDOW, CollapseRule
@@ -114,6 +114,15 @@ def _suite_distributed(args, chosen, folders, status: int) -> int:
 
 
 def _suite(args) -> int:
+    """``empirical suite``, its --out locked for its whole life (a second suite into it is refused at once)."""
+    try:
+        with output_lock(args.out, command="empirical suite"):
+            return _suite_locked(args)
+    except OutputError as error:
+        return _error(error)
+
+
+def _suite_locked(args) -> int:
     from .sources import parse_weights_dirs
     from .suite import run_variant, split_by_weights, variants
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from .build import EXTRA_SECTIONS_DIR_ENV, SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
 from .helpformat import Parser
 from .manifest import git_revision
-from .outputs import OutputError, check_output_folder, claim_output_folder
+from .outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
 from .weights_dirs import parse_weights_dirs, weights_dirs_environment
 
@@ -78,6 +78,16 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
     section, 4 or 5: pytest arguments refused before anything ran). ``weights_env`` names folders of trained
     paper-model weights to the tests (``--weights-dir``; reports/weights_dirs.py)."""
+    try:
+        with output_lock(out, command="reports build"):
+            return _build(out, run_benchmarks=run_benchmarks, pytest_args=pytest_args, weights_env=weights_env)
+    except OutputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None) -> int:
+    """:func:`build`, its folder locked (a second build into it is refused at once)."""
     revision = git_revision(ROOT)
     try:
         output = check_output_folder(out, command="reports build", settings={"pytest_args": pytest_args})
