@@ -14,6 +14,7 @@ where every rule has decided (or reached its maximum).
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 import time
@@ -24,9 +25,9 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import torch
 
-from reports.files import atomic_write, write_json
-from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, say_rebuilt,
-                             unreadable)
+from reports.files import atomic_write, sha256, write_json
+from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, output_lock,
+                             say_rebuilt, unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide, needs_more_passes, pass_ends
@@ -145,8 +146,18 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     rules (:mod:`empirical.decision`); the run stops at the first pass where each has decided or reached its
     maximum (``settings.passes`` stays the run's maximum). Without rules the run does ``settings.passes``
     passes. ``results.json`` carries the decision of ``rule`` (default: the first of ``until``, else the default rule
-    with ``settings.passes`` as its maximum).
+    with ``settings.passes`` as its maximum). The run holds ``out``'s one-writer lock
+    (:func:`reports.outputs.output_lock`) from start to end: a second writer is refused at once.
     """
+    with output_lock(out, command="empirical run"):
+        return _run_experiment(settings, out, progress=progress, after_pass=after_pass, weights_dirs=weights_dirs,
+                               until=until, rule=rule)
+
+
+def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_pass: Callable[[int], None] | None,
+                    weights_dirs: Mapping[str, Path] | None, until: Sequence[CollapseRule],
+                    rule: CollapseRule | None) -> dict[str, Any]:
+    """:func:`run_experiment`, its folder locked."""
     started = time.perf_counter()
     loaded = _load(settings, out, weights_dirs)
     out, previous, device, model, adapter = loaded.out, loaded.previous, loaded.device, loaded.model, loaded.adapter
@@ -168,6 +179,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     try:
         loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
     except NonFiniteActivations as error:
+        writer.wait()  # the checkpoint in flight, and the manifest that describes it, land first
         manifest["status"] = f"stopped: {error}"
         write_json(out / "manifest.json", manifest)
         raise
@@ -198,6 +210,7 @@ def _manifest(settings: RunSettings, loaded: "_Loaded", state: "_Progress", floo
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
                   "floor_probe": floor.get("probe_seed")},
         "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
+        "passes_done": state.done, "checkpoint": (previous or {}).get("checkpoint") if state.done else None,
         "floor": floor, "until": [asdict(r) for r in until],
         "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -241,6 +254,11 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
         raise ValueError(f"{output.path} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
                          f"{dtype_name} (auto is float32 on every device): pass --dtype {previous['dtype']} to resume "
                          "it, or use another --out folder.")
+    done = (previous or {}).get("passes_done")
+    if isinstance(done, int) and done > settings.passes:
+        raise ValueError(f"--passes {settings.passes} is fewer than the {done} passes the run in {output.path} has "
+                         f"done: a finished run is never cut back; pass --passes {done} (or more, to extend it), or "
+                         "use another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
@@ -302,9 +320,23 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
     inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
         return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
-    done, E, hidden = checkpoint.load(tuple(x.shape), adapter.num_layers)
-    return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, previous.get("draws", draws), ids, excluded,
+    done, E, hidden, saved_draws = checkpoint.load(tuple(x.shape), adapter.num_layers, _recorded_hashes(previous))
+    if done > settings.passes:
+        raise checkpoint.refuse(f"it holds {done} passes, more than --passes {settings.passes}; pass --passes {done} "
+                                "(or more) to resume or extend this run")
+    return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, saved_draws, ids, excluded,
                      x, inputs, resumed_from=done)
+
+
+def _recorded_hashes(manifest: dict[str, Any] | None) -> set[str]:
+    """The sha256 a run's checkpoint may have: the one the manifest records for it, and the one of a checkpoint that
+    was about to replace it (``checkpoint_next``: a run stopped between the checkpoint's rename and the manifest's)."""
+    recorded = set()
+    for key in ("checkpoint", "checkpoint_next"):
+        entry = (manifest or {}).get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+            recorded.add(entry["sha256"])
+    return recorded
 
 
 #: results.json is rewritten after a pass only if the last rewrite is at least this old (and always when the run
@@ -317,8 +349,9 @@ RESULTS_EVERY_S = 60.0
 @dataclass
 class _Writer:
     """The run folder's files after every pass: the checkpoint (written by a background thread while the next pass
-    runs, at most one in flight: a run stopped mid-pass loses at most the pass before), the manifest, and
-    results.json (every :data:`RESULTS_EVERY_S` seconds and when the run ends or stops)."""
+    runs, at most one in flight: a run stopped mid-pass loses at most the pass before), then, on that thread once the
+    checkpoint has landed, the manifest that describes it (its passes, draws and sha256: never a manifest ahead of its
+    checkpoint), and results.json (every :data:`RESULTS_EVERY_S` seconds and when the run ends or stops)."""
 
     out: Path
     checkpoint: Checkpoint
@@ -336,11 +369,12 @@ class _Writer:
         started = time.perf_counter()
         self.wait()
         hidden, copied = self._host_copy(state.x)
-        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied)
+        before = {key: copy.deepcopy(self.manifest.get(key)) for key in ("checkpoint", "passes_done", "draws")}
         self.manifest["seconds"] += seconds
-        self.manifest["draws"] = state.draws
+        self.manifest["draws"] = list(state.draws)
         self.manifest["passes_done"] = state.done
-        write_json(self.out / "manifest.json", self.manifest, durable=False)  # every pass: see Checkpoint.save
+        described = copy.deepcopy(self.manifest)  # what the manifest says once this pass's checkpoint has landed
+        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied, described, before)
         if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
             self.write_results(state, layers)
         self.seconds += time.perf_counter() - started
@@ -360,11 +394,24 @@ class _Writer:
             copied.record()
         return self.staging, copied
 
-    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any) -> None:
-        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), then save."""
+    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any, described: dict,
+              before: dict) -> None:
+        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), save it, then write the
+        manifest ``described`` with the checkpoint's sha256. Just before the checkpoint replaces the last one the
+        manifest on disk (still describing the last one: ``before``) gains ``checkpoint_next``, the new one's hash, so
+        that a run stopped between the two renames resumes."""
         if copied is not None:
             copied.synchronize()
-        self.checkpoint.save(passes, hidden, E)
+        manifest_path = self.out / "manifest.json"
+
+        def announce(digest: str) -> None:
+            write_json(manifest_path, {**described, **before, "checkpoint_next": {
+                "file": self.checkpoint.path.name, "sha256": digest, "passes": passes}}, durable=False)
+
+        digest = self.checkpoint.save(passes, hidden, E, described["draws"], before_replace=announce)
+        record = {"file": self.checkpoint.path.name, "sha256": digest, "passes": passes}
+        self.manifest["checkpoint"] = described["checkpoint"] = record
+        write_json(manifest_path, described, durable=False)  # every pass: see Checkpoint.save
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""
@@ -496,9 +543,10 @@ def read_json(path: Path, key: str) -> dict[str, Any]:
 
 
 class Checkpoint:
-    """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass and E so far
-    (``{"passes", "hidden", "E", "settings_identity"}``), written atomically after every pass. A checkpoint that
-    cannot be read or belongs to another run is refused with a way out, never resumed."""
+    """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass, E so far and the draws'
+    verifications (``{"passes", "hidden", "E", "draws_json", "settings_identity"}``), written atomically after
+    every pass; the manifest records its sha256. A checkpoint whose hash is not the manifest's, that does not record
+    its run's settings, cannot be read or belongs to another run is refused with a way out, never resumed."""
 
     def __init__(self, folder: Path, settings: RunSettings) -> None:
         self.path = Path(folder) / "checkpoint.pt"
@@ -507,40 +555,61 @@ class Checkpoint:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor) -> None:
-        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
-        ``(prompts, passes * layers + 1)``."""
-        state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
+    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, draws: list | None = None,
+             before_replace: Callable[[str], None] | None = None) -> str:
+        """Keep ``passes`` finished passes: ``hidden`` (the state after the last), E ``(prompts, passes * layers + 1)``
+        and the ``draws``' verifications; return the file's sha256 (``before_replace``: see
+        :func:`reports.files.atomic_write`)."""
+        state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "draws_json": json.dumps(draws or []),
+                 "settings_identity": self.settings.identity()}
         # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
         # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
         # refused on resume with a way out (load).
-        atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False)
+        return atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False,
+                            before_replace=before_replace)
 
-    def load(self, hidden_shape: tuple[int, ...], layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
-        """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)``, checked against the run's
-        settings; a ``ValueError`` naming the checkpoint and what to do if it cannot resume this run."""
+    def load(self, hidden_shape: tuple[int, ...], layers: int,
+             recorded: set[str]) -> tuple[int, torch.Tensor, torch.Tensor, list]:
+        """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape, draws)``, checked against the
+        sha256 the manifest ``recorded`` and the run's settings; a ``ValueError`` naming the checkpoint and what to do
+        if it cannot resume this run."""
+        if not recorded:
+            raise self.refuse("manifest.json records no sha256 of it (a run of an older version, or a damaged "
+                              "manifest), so it cannot be trusted")
+        if (digest := sha256(self.path)) not in recorded:
+            raise self.refuse(f"its sha256 {digest[:16]}... is not the one manifest.json records "
+                              f"({', '.join(sorted(h[:16] + '...' for h in recorded))}): it was changed or damaged "
+                              "after it was written")
         try:
             state = torch.load(self.path, map_location="cpu", weights_only=True)
         except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-            raise self._refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
+            raise self.refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
         if not isinstance(state, dict) or not {"passes", "hidden", "E"} <= state.keys():
-            raise self._refuse("it must hold 'passes', 'hidden' and 'E'")
-        if state.get("settings_identity", self.settings.identity()) != self.settings.identity():
-            raise self._refuse(f"it was written by a run with other settings ({state['settings_identity']})")
+            raise self.refuse("it must hold 'passes', 'hidden' and 'E'")
+        if "settings_identity" not in state:
+            raise self.refuse("it does not record the settings of the run that wrote it ('settings_identity')")
+        if state["settings_identity"] != self.settings.identity():
+            raise self.refuse(f"it was written by a run with other settings ({state['settings_identity']})")
         done, E, hidden = state["passes"], state["E"], state["hidden"]
         if not isinstance(done, int) or done < 1:
-            raise self._refuse(f"passes={done!r} must be a positive integer")
+            raise self.refuse(f"passes={done!r} must be a positive integer")
         if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != hidden_shape:
-            raise self._refuse(f"its hidden state must have shape {hidden_shape}, got "
+            raise self.refuse(f"its hidden state must have shape {hidden_shape}, got "
                                f"{tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__}")
         expected = (self.settings.prompts, done * layers + 1)
         if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
-            raise self._refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
+            raise self.refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
                                f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
         if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
-            raise self._refuse("it holds non-finite values")
-        return done, E, hidden
+            raise self.refuse("it holds non-finite values")
+        try:
+            draws = json.loads(state.get("draws_json", "[]"))
+        except (TypeError, ValueError):
+            draws = None
+        if not isinstance(draws, list):
+            raise self.refuse("its 'draws_json' must be a JSON list")
+        return done, E, hidden, draws
 
-    def _refuse(self, why: str) -> ValueError:
+    def refuse(self, why: str) -> ValueError:
         return ValueError(f"{self.path} cannot resume this run: {why}. Delete it to restart the run from pass 0, or "
                           "use another --out folder.")
