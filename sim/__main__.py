@@ -60,12 +60,20 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
-    search.add_argument("--instances", type=_positive, required=True, help="random instances to search (>= 1)")
+    search.add_argument("--instances", type=_bounded(MAX_INSTANCES), required=True,
+                        help=f"random instances to search (1..{MAX_INSTANCES:.0e}: about a CPU-day per 10^5 "
+                             "instances with certification)")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
-    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    search.add_argument("--chunk-size", type=_positive, default=None,
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:8786 or, with the TLS "
+                                           "files, tls://host:8786. A scheduler without TLS runs the code of anyone "
+                                           "who reaches it (docs/searches.md)")
+    search.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
+                                              "scheduler's certificate is checked against")
+    search.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
+    search.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
+    search.add_argument("--chunk-size", type=_bounded(MAX_INSTANCES), default=None,
                         help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
     search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -177,6 +185,22 @@ def _compile() -> int:
     return 0
 
 
+#: The most instances a search takes (sim.conjectures.distributed.MAX_INSTANCES; a sane bound, not a budget).
+MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not imported: `--help` stays fast)
+
+
+def _bounded(most: int):
+    """An argparse type: an integer in 1..``most``."""
+
+    def parse(text: str) -> int:
+        value = _positive(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{value} must be at most {most:.0e}")
+        return value
+
+    return parse
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -214,15 +238,19 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
     from reports.outputs import OutputError
 
     from sim.conjectures.families import FAMILIES
-    from sim.conjectures.distributed import CHUNK_SIZE, run_search
+    from sim.conjectures.distributed import CHUNK_SIZE, run_search, tls_security
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")
     try:
+        security = tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
+        if security is not None and not args.scheduler:
+            raise ValueError("--tls-ca-file, --tls-cert and --tls-key go with --scheduler tls://HOST:PORT (a local "
+                             "--workers cluster listens on 127.0.0.1 only).")
         summary = run_search(args.claim, args.instances, args.out, workers=args.workers, scheduler=args.scheduler,
                              chunk_size=args.chunk_size or CHUNK_SIZE, adversarial=not args.no_adversarial,
-                             progress=not args.quiet)
-    except (ConnectionError, OutputError) as error:
+                             progress=not args.quiet, security=security)
+    except (ConnectionError, ValueError) as error:  # OutputError is a ValueError
         print(f"error: {error}", file=sys.stderr)
         return 2
     witnesses = args.out / "witnesses" / args.claim
