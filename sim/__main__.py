@@ -61,8 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
     search.add_argument("--instances", type=_bounded(MAX_INSTANCES), required=True,
-                        help=f"random instances to search (1..{MAX_INSTANCES:.0e}: about a CPU-day per 10^5 "
-                             "instances with certification)")
+                        help=f"random instances to search (1..{MAX_INSTANCES:.0e}; 10^7 is about a month of CPU "
+                             "time)")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")

@@ -45,7 +45,8 @@ CHUNK_SIZE = 64
 SEARCH_VERSION = 3
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
-#: The most instances one search takes: a sane bound (about a CPU-day per 10^5 instances with certification).
+#: The most instances one search takes: a sane bound: at make report's rate (256
+#: instances of a claim in about 30 s on 2 cores) 10^7 is about a month of CPU time.
 MAX_INSTANCES = 10**7
 #: The record of every written chunk's sha256, beside the chunks.
 CHUNK_INDEX = "index.json"
@@ -95,6 +96,9 @@ def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONN
             raise ConnectionError(f"--scheduler {scheduler}: no Dask scheduler answered within {timeout:g} s "
                                   f"({type(error).__name__}: {_first_line(error)}); start one (dask scheduler), fix the "
                                   "address, or give the TLS files its certificate needs") from None
+        except TypeError as error:  # distributed's word for a TLS configuration without this client's certificate
+            raise ConnectionError(f"--scheduler {scheduler}: the TLS configuration is incomplete ({_first_line(error)});"
+                                  " give --tls-ca-file, --tls-cert and --tls-key") from None
         stack.callback(client.close)
         return stack, client
     # Loopback only, no dashboard: other users of this machine reach neither (they could run code in the workers).
@@ -203,8 +207,8 @@ def _check_search(claim: str | Family, instances: int, chunk_size: int, workers:
     if int(instances) != instances or instances < 1:
         raise ValueError(f"instances={instances!r} must be a positive integer.")
     if instances > MAX_INSTANCES:
-        raise ValueError(f"instances={instances!r} must be at most {MAX_INSTANCES:.0e} (about a CPU-day per 10^5 "
-                         "instances; split a larger search into folders).")
+        raise ValueError(f"instances={instances!r} must be at most {MAX_INSTANCES:.0e} (about a month of CPU time at "
+                         "256 instances per minute of CPU; split a larger search into folders).")
     if int(chunk_size) != chunk_size or chunk_size < 1:
         raise ValueError(f"chunk_size={chunk_size!r} must be a positive integer.")
     if workers is not None and scheduler is not None:
