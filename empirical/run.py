@@ -36,10 +36,12 @@ from .floor import measure_floor
 from .loop import NonFiniteActivations, embed, run_pass
 from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
                      verify_draw)
-from .prompts import PAPER_SEED, authors_prompts
+from .prompts import MAX_PROMPTS, PAPER_SEED, authors_prompts, check_count, check_seed
 from .sources import locate
 
 DEVICES = ("auto", "cpu", "cuda")
+#: A sane bound on passes (the paper's longest protocol runs 50): more is a typo, not a run.
+MAX_PASSES = 10_000
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
 
 
@@ -64,8 +66,12 @@ class RunSettings:
             raise ValueError(f"--weights {self.weights!r} must be one of {WEIGHTS}.")
         for name in ("prompts", "length", "passes"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"--{name} {value!r} must be a positive integer.")
+        check_count("--prompts", self.prompts, MAX_PROMPTS)
+        check_count("--passes", self.passes, MAX_PASSES)
+        check_seed("--seed", self.seed)
+        check_seed("--prompt-seed", self.prompt_seed)
         if self.device not in DEVICES:
             raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
         if self.dtype != "auto" and self.dtype not in DTYPES:
@@ -565,8 +571,16 @@ class Checkpoint:
         # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
         # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
         # refused on resume with a way out (load).
-        return atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False,
-                            before_replace=before_replace)
+        try:
+            return atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False,
+                                before_replace=before_replace)
+        except RuntimeError as error:  # torch's writer wraps a failed write (a full disk): raise the write's error
+            cause = error.__cause__ or error.__context__
+            while cause is not None and not isinstance(cause, OSError):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            raise cause from None
 
     def load(self, hidden_shape: tuple[int, ...], layers: int,
              recorded: set[str]) -> tuple[int, torch.Tensor, torch.Tensor, list]:

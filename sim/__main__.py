@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -65,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                              "time)")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
+    where.add_argument("--workers", type=_bounded(MAX_WORKERS),
+                       help=f"run on a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
+                            f"{MAX_WORKERS}: 4 per core of this machine)")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:8786 or, with the TLS "
                                            "files, tls://host:8786. A scheduler without TLS runs the code of anyone "
                                            "who reaches it (docs/searches.md)")
@@ -186,6 +189,7 @@ def _compile() -> int:
 
 
 #: The most instances a search takes (sim.conjectures.distributed.MAX_INSTANCES; a sane bound, not a budget).
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
 MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not imported: `--help` stays fast)
 
 
@@ -195,7 +199,8 @@ def _bounded(most: int):
     def parse(text: str) -> int:
         value = _positive(text)
         if value > most:
-            raise argparse.ArgumentTypeError(f"{value} must be at most {most:.0e}")
+            raise argparse.ArgumentTypeError(f"{value} must be at most {most:.0e}" if most >= 10**6 else
+                                             f"{value} must be at most {most}")
         return value
 
     return parse
