@@ -13,8 +13,8 @@ stopped between the two writes). At the end ``out/summary.json`` and
 counterexample is removed on a chunk's word (only one of a chunk beyond a smaller rerun's last).
 
 Security: a Dask scheduler without TLS runs the code of anyone who reaches it, in its workers and, through the
-pickled results, in this process. ``security=`` (a ``distributed.security.Security``; the command line's
-``--tls-ca-file``, ``--tls-cert``, ``--tls-key``) connects over mutual TLS. A local cluster (``workers=``) listens
+pickled results, in this process. Within :func:`tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
+``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local cluster (``workers=``) listens
 on 127.0.0.1 only, with its dashboard off.
 """
 
@@ -64,34 +64,38 @@ def chunk_sizes(instances: int, chunk_size: int) -> list[int]:
     return [min(chunk_size, instances - start) for start in range(0, instances, chunk_size)]
 
 
-def tls_security(ca_file: str | None, cert: str | None, key: str | None):
-    """A ``distributed.security.Security`` for mutual TLS from the three files (all or none given; None for none);
-    a ``ValueError`` naming the option when one is missing or unreadable."""
+def tls_config(ca_file: str | None, cert: str | None, key: str | None):
+    """A context manager in which a Dask client speaks mutual TLS with the three files (the Dask configuration
+    ``distributed.comm.tls.*``, which ``distributed.security.Security()`` reads, encryption required); a no-op when
+    none is given. A ``ValueError`` naming the option when one is missing or unreadable."""
+    import contextlib
+
     given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
     if not any(given.values()):
-        return None
+        return contextlib.nullcontext()
     for option, path in given.items():
         if not path:
             raise ValueError(f"{option} is missing: TLS needs --tls-ca-file, --tls-cert and --tls-key together.")
         if not Path(path).is_file():
             raise ValueError(f"{option} {path} must be a readable file (PEM).")
-    from distributed.security import Security
+    import dask
 
-    return Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+    return dask.config.set({"distributed.comm.tls.ca-file": ca_file, "distributed.comm.tls.client.cert": cert,
+                            "distributed.comm.tls.client.key": key, "distributed.comm.require-encryption": True})
 
 
-def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONNECT_TIMEOUT, security=None):
-    """A context manager giving a ``distributed.Client`` (or None to run in this process). ``security``: see the
-    module's docstring."""
+def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONNECT_TIMEOUT):
+    """A context manager giving a ``distributed.Client`` (or None to run in this process); TLS: see the module's
+    docstring."""
     stack = ExitStack()
     if workers is None and scheduler is None:
         return stack, None
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        _check_address(scheduler, security)
+        _check_address(scheduler)
         try:
-            client = Client(scheduler, timeout=f"{timeout}s", security=security)
+            client = Client(scheduler, timeout=f"{timeout}s")
         except (OSError, TimeoutError) as error:
             raise ConnectionError(f"--scheduler {scheduler}: no Dask scheduler answered within {timeout:g} s "
                                   f"({type(error).__name__}: {_first_line(error)}); start one (dask scheduler), fix the "
@@ -110,10 +114,12 @@ def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONN
     return stack, client
 
 
-def _check_address(scheduler: str, security) -> None:
-    """``scheduler`` must be ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (``tls://`` with ``security``); else a
+def _check_address(scheduler: str) -> None:
+    """``scheduler`` must be ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (``tls://`` with a TLS configuration); else a
     ``ConnectionError`` saying so."""
     from urllib.parse import urlsplit
+
+    import dask
 
     try:
         parts = urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
@@ -123,7 +129,7 @@ def _check_address(scheduler: str, security) -> None:
     if parts is None or parts.scheme not in ("tcp", "tls") or not parts.hostname or port is None or \
             any(c.isspace() for c in scheduler):
         raise ConnectionError(f"--scheduler {scheduler!r} must be an address tcp://HOST:PORT or tls://HOST:PORT.")
-    if (parts.scheme == "tls") != (security is not None):
+    if (parts.scheme == "tls") != bool(dask.config.get("distributed.comm.tls.client.cert", None)):
         raise ConnectionError(f"--scheduler {scheduler}: a tls:// address needs --tls-ca-file, --tls-cert and "
                               "--tls-key, and those need a tls:// address.")
 
@@ -134,21 +140,21 @@ def _first_line(error: BaseException) -> str:
 
 def run_search(claim: str | Family, instances: int, out: Path | str, *, workers: int | None = None,
                scheduler: str | None = None, chunk_size: int = CHUNK_SIZE, adversarial: bool = True,
-               progress: bool = True, security=None) -> dict:
+               progress: bool = True) -> dict:
     """Search ``instances`` random instances (plus the adversarial stage of every chunk) of ``claim``'s family;
     write ``out/summary.json`` and the witnesses; return the summary."""
     family = _check_search(claim, instances, chunk_size, workers, scheduler)
     with output_lock(out, command="sim search"):
         return _run_search(family, instances, out, workers=workers, scheduler=scheduler, chunk_size=chunk_size,
-                           adversarial=adversarial, progress=progress, security=security)
+                           adversarial=adversarial, progress=progress)
 
 
 def _run_search(family: Family, instances: int, out: Path | str, *, workers: int | None, scheduler: str | None,
-                chunk_size: int, adversarial: bool, progress: bool, security) -> dict:
+                chunk_size: int, adversarial: bool, progress: bool) -> dict:
     """:func:`run_search`, its folder locked."""
     started = time.perf_counter()
     output = check_output_folder(out, command="sim search", settings=search_settings(family, chunk_size, adversarial))
-    stack, client = connect(workers=workers, scheduler=scheduler, security=security)  # before anything is written
+    stack, client = connect(workers=workers, scheduler=scheduler)  # before anything is written
     sizes = chunk_sizes(int(instances), int(chunk_size))
     with stack:
         out = claim_output_folder(output)

@@ -86,14 +86,17 @@ def test_a_client_without_the_certificate_is_refused(tls_cluster, tmp_path, caps
 
 
 def test_a_client_without_tls_is_refused(tls_cluster, tmp_path):
-    """Without any certificate: the API (no key at all; Dask's client must then present none) and plain TCP."""
-    from distributed.security import Security
+    """Without a certificate: the API with a Dask configuration naming the authority only, without any TLS
+    configuration, and plain TCP."""
+    import dask
 
     address, certificates = tls_cluster
-    with pytest.raises(ConnectionError, match="the TLS configuration is incomplete"):
-        run_search("conj.gradient-equilibria", 2, tmp_path / "a", chunk_size=2, adversarial=False, progress=False,
-                   scheduler=address, security=Security(tls_ca_file=str(certificates / "ca.pem"),
-                                                        require_encryption=True))
+    with dask.config.set({"distributed.comm.tls.ca-file": str(certificates / "ca.pem"),
+                          "distributed.comm.tls.client.cert": str(certificates / "missing.pem"),
+                          "distributed.comm.require-encryption": True}):
+        with pytest.raises(ConnectionError, match=r"--scheduler tls://.*(no Dask scheduler answered|incomplete)"):
+            run_search("conj.gradient-equilibria", 2, tmp_path / "a", chunk_size=2, adversarial=False,
+                       progress=False, scheduler=address)
     with pytest.raises(ConnectionError, match="a tls:// address needs --tls-ca-file, --tls-cert and --tls-key"):
         run_search("conj.gradient-equilibria", 2, tmp_path / "a", chunk_size=2, adversarial=False, progress=False,
                    scheduler=address)
