@@ -67,5 +67,6 @@ def test_the_resume_check_tells_a_resumed_run_that_differs(tmp_path, monkeypatch
 
     save = run.Checkpoint.save
     monkeypatch.setattr(run.Checkpoint, "save",
-                        lambda self, passes, hidden, E: save(self, passes, hidden + 0.5 * hidden.std(), E))
+                        lambda self, passes, hidden, E, *rest, **named: save(self, passes, hidden + 0.5 * hidden.std(),
+                                                                             E, *rest, **named))
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
