@@ -15,16 +15,16 @@ from pathlib import Path
 
 from reports.helpformat import Parser
 from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
-                             say_rebuilt)
+                             output_lock, say_rebuilt)
 
 from .audit.measure import AuditSettings
 from .decision import ALPHA, HORIZON, THRESHOLD, WINDOW, CollapseRule
 from .loop import NonFiniteActivations
 from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
-from .prompts import GPT2_VOCAB_SIZE
+from .prompts import GPT2_VOCAB_SIZE, MAX_LENGTH, MAX_PROMPTS
 from .consensus import METRICS
 from .loop import LOOP_VARIANTS
-from .run import DEVICES, DTYPES, TWINS, RunSettings
+from .run import DEVICES, DTYPES, MAX_PASSES, TWINS, RunSettings
 
 #: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
 BENCH_DEFAULTS = {"model": SMOLLM2, "prompts": 16, "length": 200, "passes": 2, "rounds": 5}
@@ -47,10 +47,25 @@ def _error(error: Exception) -> int:
 
 
 def _prompts(args) -> int:
-    from .prompts import authors_prompts
+    from .prompts import MAX_LENGTH, MAX_PROMPTS, authors_prompts, check_count, check_seed
 
+    try:
+        check_count("--n", args.n, MAX_PROMPTS)
+        check_count("--length", args.length, MAX_LENGTH)
+        check_count("--vocab-size", args.vocab_size, 2**31)
+        check_seed("--seed", args.seed)
+    except ValueError as error:
+        return _error(error)
     print(json.dumps(authors_prompts(args.n, args.length, args.vocab_size, args.seed)))
     return 0
+
+
+def _disk_error(error: OSError, out) -> int:
+    """A write that failed (a full disk, a quota, a read-only file system): one line; the folder stays resumable
+    (every file is written atomically, the manifest after the checkpoint it describes)."""
+    where = f" ({error.filename})" if error.filename else ""
+    return _error(ValueError(f"writing to --out {out} failed: {error.strerror or error}{where}; free space (or fix "
+                             "the folder) and rerun the same command to resume."))
 
 
 def _run(args) -> int:
@@ -67,6 +82,8 @@ def _run(args) -> int:
                                  until=tuple(rule.grid().values()) if args.until_decided else (), rule=rule)
     except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
         return _error(error)
+    except OSError as error:
+        return _disk_error(error, args.out)
     ends = results["E_pass_end"]
     decision = results["decision"]
     print(f"E_mean after the embeddings {ends[0]:.4g}; after each pass: " + " ".join(f"{e:.4g}" for e in ends[1:]))
@@ -83,16 +100,35 @@ def _run(args) -> int:
     return 0
 
 
+#: The figure ``plot --out DIR`` writes when DIR is an existing folder.
+OVERLAY = "overlay.png"
+
+
+def plot_path(out: Path) -> Path:
+    """Where ``plot --out OUT`` writes: OUT itself when it names a .png file, ``OUT/overlay.png`` when OUT is an
+    existing folder; a ``ValueError`` naming --out otherwise (another suffix, a folder that cannot be written)."""
+    path = out / OVERLAY if out.is_dir() else out
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"--out {out} must end in .png (the figure) or be an existing folder (it then holds "
+                         f"{OVERLAY}).")
+    check_writable_folder(path.parent, option="--out")
+    return path
+
+
 def _plot(args) -> int:
     from .figures import plot_overlay
     from .run import load_results
 
     try:
+        path = plot_path(args.out)
         runs = [load_results(folder) for folder in args.runs]
-    except ValueError as error:
+    except ValueError as error:  # OutputError too
         return _error(error)
     title = args.title or "Mean E over depth: " + "; ".join(str(folder) for folder in args.runs)
-    print(f"wrote {plot_overlay(runs, args.out, title)}")
+    try:
+        print(f"wrote {plot_overlay(runs, path, title)}")
+    except OSError as error:
+        return _disk_error(error, args.out)
     return 0
 
 
@@ -123,6 +159,15 @@ def _suite_distributed(args, chosen, folders, status: int) -> int:
 
 
 def _suite(args) -> int:
+    """``empirical suite``, its --out locked for its whole life (a second suite into it is refused at once)."""
+    try:
+        with output_lock(args.out, command="empirical suite"):
+            return _suite_locked(args)
+    except OutputError as error:
+        return _error(error)
+
+
+def _suite_locked(args) -> int:
     from .sources import parse_weights_dirs
     from .suite import run_variant, split_by_weights, variants
 
@@ -183,16 +228,29 @@ def _audit(args) -> int:
     from .audit.report import audit_section
     from .audit.store import rates_from_results, write_audit
 
-    settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
+    from .prompts import MAX_PROMPTS, check_count, check_seed
+    from .run import MAX_PASSES
+
     try:
+        check_count("--prompts", args.prompts, MAX_PROMPTS)
+        if args.prompts < 2:
+            raise ValueError(f"--prompts {args.prompts} must be at least 2 (rate intervals are over prompts).")
+        check_count("--length", args.length, 100_000)
+        check_count("--passes", args.passes, MAX_PASSES)
+        check_seed("--seed", args.seed)
+        settings = AuditSettings(prompts=args.prompts, length=args.length, passes=args.passes, seed=args.seed)
         output = check_output_folder(args.out, command="empirical audit", settings={
             "model": args.model, "weights": args.weights, **asdict(settings), "dtype": args.dtype,
             "random_comparison": not args.no_random_comparison, "results": [str(p) for p in args.results]})
-    except OutputError as error:
+    except ValueError as error:  # OutputError too
         return _error(error)
-    result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
-                         compare_random=False if args.no_random_comparison else None,
-                         progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr, flush=True))
+    try:
+        result = audit_model(args.model, args.weights, settings, dtype=DTYPES[args.dtype],
+                             compare_random=False if args.no_random_comparison else None,
+                             progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr,
+                                                            flush=True))
+    except (ValueError, ModelNotAvailable) as error:
+        return _error(ValueError(f"--model {args.model}: {error}"))
     extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
     for item in extra:
         settings = item["manifest"].get("settings", {})
@@ -224,10 +282,11 @@ def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None
 
 def _add_prompts(commands) -> None:
     prompts = commands.add_parser("prompts", help="print the authors' random prompts as JSON")
-    prompts.add_argument("--n", type=int, default=RUN["prompts"], help="number of prompts")
-    prompts.add_argument("--length", type=int, default=RUN["length"], help="tokens per prompt")
+    prompts.add_argument("--n", type=int, default=RUN["prompts"], help=f"number of prompts (1..{MAX_PROMPTS})")
+    prompts.add_argument("--length", type=int, default=RUN["length"], help=f"tokens per prompt (1..{MAX_LENGTH})")
     prompts.add_argument("--vocab-size", type=int, default=GPT2_VOCAB_SIZE, help="token ids drawn from 0..V-1 (GPT-2's V)")
-    prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"], help="the seed of Python's random (the authors')")
+    prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"],
+                         help="the seed of Python's random (the authors'), 0..2^63 - 1")
     prompts.set_defaults(handler=_prompts)
 
 
@@ -241,15 +300,16 @@ def _add_run(commands) -> None:
                      help="trained; random: drawn once from the architecture's initialiser; redrawn: before every pass")
     run.add_argument("--no-ffn", action="store_true", help="remove the feed-forward sub-layers (x + attn(norm_1(x)))")
     run.add_argument("--prompts", type=int, default=RUN["prompts"],
-                     help="number of prompts N (the paper's)")
+                     help=f"number of prompts N (the paper's; at most {MAX_PROMPTS})")
     run.add_argument("--length", type=int, default=RUN["length"],
                      help="tokens per prompt L (the paper's)")
     run.add_argument("--passes", type=int, default=RUN["passes"],
-                     help="passes K through all blocks (with --until-decided: the most passes)")
+                     help=f"passes K through all blocks (with --until-decided: the most passes; at most "
+                          f"{MAX_PASSES}); fewer than a finished run in --out has done is refused")
     run.add_argument("--seed", type=int, default=RUN["seed"],
-                     help="weight-draw seed (random: the draw; redrawn: seed + pass)")
+                     help="weight-draw seed (random: the draw; redrawn: seed + pass), 0..2^63 - 1")
     run.add_argument("--prompt-seed", type=int, default=RUN["prompt_seed"],
-                     help="the prompts' seed (the authors')")
+                     help="the prompts' seed (the authors'), 0..2^63 - 1")
     _device_options(run)
     run.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=RUN["attn_implementation"],
                      help="attention kernel (none given: the model's own default)")
@@ -283,7 +343,9 @@ def _add_run(commands) -> None:
 def _add_plot(commands) -> None:
     plot = commands.add_parser("plot", help="overlay the E of run folders on one log-scale figure (PNG)")
     plot.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="folders written by `python -m empirical run`")
-    plot.add_argument("--out", type=Path, required=True, help="the figure (.png)")
+    plot.add_argument("--out", type=Path, required=True,
+                      help=f"the figure: a .png file, or an existing folder, which then holds {OVERLAY} (the path "
+                           "written is printed)")
     plot.add_argument("--title", help="the figure's title (default: the folders)")
     plot.set_defaults(handler=_plot)
 

@@ -26,6 +26,7 @@ import contextlib
 import importlib.metadata
 import importlib.util
 import math
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,8 +155,13 @@ def load_config(name: str):
             return AutoConfig.from_pretrained(gemma3_dequantised(), local_files_only=True)
         gguf = _gguf_file(name)
         if gguf is not None:
-            with reading_gguf(gguf):
-                return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            try:
+                with reading_gguf(gguf):
+                    return AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            except (struct.error, ValueError, EOFError, IndexError, KeyError, UnicodeDecodeError) as error:
+                raise ValueError(f"--model {name} must be a complete GGUF file; it cannot be read "
+                                 f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}) "
+                                 "(truncated or damaged? download it again).") from None
         try:
             return AutoConfig.from_pretrained(name, local_files_only=True)
         except (OSError, ValueError) as error:

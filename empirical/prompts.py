@@ -15,6 +15,25 @@ from collections.abc import Collection
 PAPER_SEED = 42
 #: GPT-2's (and GPT-Neo's) vocabulary size, the paper's V.
 GPT2_VOCAB_SIZE = 50257
+#: Sane bounds (the paper draws 100 prompts of 200 tokens): more prompts or tokens than these is a typo, not a run.
+MAX_PROMPTS = 10_000
+MAX_LENGTH = 100_000
+#: Seeds are integers in 0..2^63 - 1 (Python's random would take -5 as 5, and torch wraps larger ones).
+SEED_LIMIT = 2**63
+
+
+def check_count(option: str, value, most: int) -> None:
+    """``value`` must be an integer (not a bool) in 1..``most``; else a ``ValueError`` naming ``option``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{option} {value!r} must be a positive integer.")
+    if value > most:
+        raise ValueError(f"{option} {value} must be at most {most}.")
+
+
+def check_seed(option: str, value) -> None:
+    """``value`` must be an integer in 0..2^63 - 1; else a ``ValueError`` naming ``option``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{option} {value!r} must be an integer in 0..2^63 - 1.")
 
 
 def authors_prompts(n: int, length: int, vocab_size: int, seed: int = PAPER_SEED,
@@ -28,6 +47,11 @@ def authors_prompts(n: int, length: int, vocab_size: int, seed: int = PAPER_SEED
     for label, value in (("n", n), ("length", length), ("vocab_size", vocab_size)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{label}={value!r} must be a positive integer.")
+    for label, value, most in (("n", n, MAX_PROMPTS), ("length", length, MAX_LENGTH)):
+        if value > most:
+            raise ValueError(f"{label}={value} must be at most {most}.")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"seed={seed!r} must be an integer in 0..2^63 - 1.")
     excluded = frozenset(exclude)
     if len(excluded & set(range(vocab_size))) == vocab_size:
         raise ValueError(f"exclude={sorted(excluded)!r} leaves no token id of 0..{vocab_size - 1} to draw.")

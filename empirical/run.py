@@ -14,6 +14,7 @@ where every rule has decided (or reached its maximum).
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 import time
@@ -24,9 +25,9 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import torch
 
-from reports.files import atomic_write, write_json
-from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, say_rebuilt,
-                             unreadable)
+from reports.files import atomic_write, sha256, write_json
+from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, output_lock,
+                             say_rebuilt, unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
 from .decision import CollapseRule, decide_grid, needs_more_passes, pass_ends
@@ -35,10 +36,12 @@ from .floor import measure_floor
 from .loop import NonFiniteActivations, check_variant, embed, run_pass
 from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
                      verify_draw)
-from .prompts import PAPER_SEED, authors_prompts
+from .prompts import MAX_PROMPTS, PAPER_SEED, authors_prompts, check_count, check_seed
 from .sources import locate
 
 DEVICES = ("auto", "cpu", "cuda")
+#: A sane bound on passes (the paper's longest protocol runs 50): more is a typo, not a run.
+MAX_PASSES = 10_000
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
 #: ``--twin`` choices: none, or a float64 twin of the first ``twin_prompts`` prompts (:class:`_Twin`).
 TWINS = (None, "float64")
@@ -72,8 +75,12 @@ class RunSettings:
             raise ValueError(f"--weights {self.weights!r} must be one of {WEIGHTS}.")
         for name in ("prompts", "length", "passes"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"--{name} {value!r} must be a positive integer.")
+        check_count("--prompts", self.prompts, MAX_PROMPTS)
+        check_count("--passes", self.passes, MAX_PASSES)
+        check_seed("--seed", self.seed)
+        check_seed("--prompt-seed", self.prompt_seed)
         if self.device not in DEVICES:
             raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
         if self.dtype != "auto" and self.dtype not in DTYPES:
@@ -169,8 +176,19 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     rules (:mod:`empirical.decision`); the run stops at the first pass where each has decided or reached its
     horizon (``settings.passes`` stays the run's maximum; ``until`` is usually every cell of a rule's grid).
     Without rules the run does ``settings.passes`` passes. ``results.json`` carries the grid decision of ``rule``
-    (default: the first of ``until``, else the stated test, :class:`empirical.decision.CollapseRule`).
+    (default: the first of ``until``, else the stated test, :class:`empirical.decision.CollapseRule`). The run
+    holds ``out``'s one-writer lock (:func:`reports.outputs.output_lock`) from start to end: a second writer is
+    refused at once.
     """
+    with output_lock(out, command="empirical run"):
+        return _run_experiment(settings, out, progress=progress, after_pass=after_pass, weights_dirs=weights_dirs,
+                               until=until, rule=rule)
+
+
+def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_pass: Callable[[int], None] | None,
+                    weights_dirs: Mapping[str, Path] | None, until: Sequence[CollapseRule],
+                    rule: CollapseRule | None) -> dict[str, Any]:
+    """:func:`run_experiment`, its folder locked."""
     started = time.perf_counter()
     loaded = _load(settings, out, weights_dirs)
     out, previous, device, model, adapter = loaded.out, loaded.previous, loaded.device, loaded.model, loaded.adapter
@@ -200,6 +218,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     try:
         loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
     except NonFiniteActivations as error:
+        writer.wait()  # the checkpoint in flight, and the manifest that describes it, land first
         manifest["status"] = f"stopped: {error}"
         write_json(out / "manifest.json", manifest)
         raise
@@ -233,6 +252,7 @@ def _manifest(settings: RunSettings, loaded: "_Loaded", state: "_Progress", floo
                   "redraw": "seed + pass index (0-based) before every pass" if settings.weights == "redrawn" else None,
                   "floor_probe": floor.get("probe_seed")},
         "prompt_ids_first": state.ids[0][:10], "prompt_ids_excluded": state.excluded, "draws": state.draws,
+        "passes_done": state.done, "checkpoint": (previous or {}).get("checkpoint") if state.done else None,
         "floor": floor, "until": [asdict(r) for r in until],
         "status": "running",
         "started": previous["started"] if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -276,6 +296,11 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
         raise ValueError(f"{output.path} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
                          f"{dtype_name} (auto is float32 on every device): pass --dtype {previous['dtype']} to resume "
                          "it, or use another --out folder.")
+    done = (previous or {}).get("passes_done")
+    if isinstance(done, int) and done > settings.passes:
+        raise ValueError(f"--passes {settings.passes} is fewer than the {done} passes the run in {output.path} has "
+                         f"done: a finished run is never cut back; pass --passes {done} (or more, to extend it), or "
+                         "use another --out folder.")
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
@@ -337,8 +362,11 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
     inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
         return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
-    done, E, hidden = checkpoint.load(tuple(x.shape), adapter.num_layers)
-    return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, previous.get("draws", draws), ids, excluded,
+    done, E, hidden, saved_draws = checkpoint.load(tuple(x.shape), adapter.num_layers, _recorded_hashes(previous))
+    if done > settings.passes:
+        raise checkpoint.refuse(f"it holds {done} passes, more than --passes {settings.passes}; pass --passes {done} "
+                                "(or more) to resume or extend this run")
+    return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, saved_draws, ids, excluded,
                      x, inputs, resumed_from=done)
 
 
@@ -401,13 +429,13 @@ class _Twin:
         saved = checkpoint.twin_state
         expected = (self.prompts, done * self.adapter.num_layers + 1)
         if not isinstance(saved, dict) or not {"hidden", "E"} <= saved.keys():
-            raise checkpoint._refuse("it holds no float64 twin's state ('twin': hidden and E), which this run has")
+            raise checkpoint.refuse("it holds no float64 twin's state ('twin': hidden and E), which this run has")
         hidden, E = saved["hidden"], saved["E"]
         if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != tuple(self.x.shape) \
                 or hidden.dtype != torch.float64:
-            raise checkpoint._refuse(f"its twin's hidden state must be float64 of shape {tuple(self.x.shape)}")
+            raise checkpoint.refuse(f"its twin's hidden state must be float64 of shape {tuple(self.x.shape)}")
         if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
-            raise checkpoint._refuse(f"its twin's E must have shape {expected}")
+            raise checkpoint.refuse(f"its twin's E must have shape {expected}")
         self.x, self.columns = hidden.to(self.x.device), [E.double()]
 
     @property
@@ -478,6 +506,17 @@ def effective_floor_fields(E_floor: float, E: torch.Tensor, twin: _Twin | None) 
                                       "measurement so far)"}
 
 
+def _recorded_hashes(manifest: dict[str, Any] | None) -> set[str]:
+    """The sha256 a run's checkpoint may have: the one the manifest records for it, and the one of a checkpoint that
+    was about to replace it (``checkpoint_next``: a run stopped between the checkpoint's rename and the manifest's)."""
+    recorded = set()
+    for key in ("checkpoint", "checkpoint_next"):
+        entry = (manifest or {}).get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+            recorded.add(entry["sha256"])
+    return recorded
+
+
 #: results.json is rewritten after a pass only if the last rewrite is at least this old (and always when the run
 #: ends or stops). Reason: it holds every value of E as text, so it grows with the passes (100 prompts x 50 passes
 #: of GPT-2 XL: 1.1 MB written in 1.4 s here); rewritten every pass it would cost more than the loop of a GPU run.
@@ -488,8 +527,9 @@ RESULTS_EVERY_S = 60.0
 @dataclass
 class _Writer:
     """The run folder's files after every pass: the checkpoint (written by a background thread while the next pass
-    runs, at most one in flight: a run stopped mid-pass loses at most the pass before), the manifest, and
-    results.json (every :data:`RESULTS_EVERY_S` seconds and when the run ends or stops)."""
+    runs, at most one in flight: a run stopped mid-pass loses at most the pass before), then, on that thread once the
+    checkpoint has landed, the manifest that describes it (its passes, draws and sha256: never a manifest ahead of its
+    checkpoint), and results.json (every :data:`RESULTS_EVERY_S` seconds and when the run ends or stops)."""
 
     out: Path
     checkpoint: Checkpoint
@@ -509,12 +549,13 @@ class _Writer:
         self.wait()
         hidden, copied = self._host_copy(state.x)
         twin = self.twin.checkpoint_state() if self.twin is not None else None
-        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied, twin)
         self.manifest["floor"].update(effective_floor_fields(self.floor, state.E, self.twin))
+        before = {key: copy.deepcopy(self.manifest.get(key)) for key in ("checkpoint", "passes_done", "draws")}
         self.manifest["seconds"] += seconds
-        self.manifest["draws"] = state.draws
+        self.manifest["draws"] = list(state.draws)
         self.manifest["passes_done"] = state.done
-        write_json(self.out / "manifest.json", self.manifest, durable=False)  # every pass: see Checkpoint.save
+        described = copy.deepcopy(self.manifest)  # what the manifest says once this pass's checkpoint has landed
+        self.pending = self.executor.submit(self._save, state.done, hidden, state.E, copied, described, before, twin)
         if time.perf_counter() - self.results_written >= RESULTS_EVERY_S:
             self.write_results(state, layers)
         self.seconds += time.perf_counter() - started
@@ -534,16 +575,24 @@ class _Writer:
             copied.record()
         return self.staging, copied
 
-    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any,
-              twin: dict[str, torch.Tensor] | None) -> None:
-        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), then save (with the twin's
-        state, if the run has a twin)."""
+    def _save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, copied: Any, described: dict,
+              before: dict, twin: dict[str, torch.Tensor] | None) -> None:
+        """The checkpoint thread: wait for the host copy of ``hidden`` (if asynchronous), save it (with the twin's
+        state, if the run has a twin), then write the manifest ``described`` with the checkpoint's sha256. Just
+        before the checkpoint replaces the last one the manifest on disk (still describing the last one: ``before``)
+        gains ``checkpoint_next``, the new one's hash, so that a run stopped between the two renames resumes."""
         if copied is not None:
             copied.synchronize()
-        if twin is None:
-            self.checkpoint.save(passes, hidden, E)
-        else:
-            self.checkpoint.save(passes, hidden, E, twin=twin)
+        manifest_path = self.out / "manifest.json"
+
+        def announce(digest: str) -> None:
+            write_json(manifest_path, {**described, **before, "checkpoint_next": {
+                "file": self.checkpoint.path.name, "sha256": digest, "passes": passes}}, durable=False)
+
+        digest = self.checkpoint.save(passes, hidden, E, described["draws"], before_replace=announce, twin=twin)
+        record = {"file": self.checkpoint.path.name, "sha256": digest, "passes": passes}
+        self.manifest["checkpoint"] = described["checkpoint"] = record
+        write_json(manifest_path, described, durable=False)  # every pass: see Checkpoint.save
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""
@@ -688,10 +737,11 @@ def read_json(path: Path, key: str) -> dict[str, Any]:
 
 
 class Checkpoint:
-    """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass and E so far
-    (``{"passes", "hidden", "E", "settings_identity"}``, and ``"twin"``: the float64 twin's ``{"hidden", "E"}``
-    for a run with a twin), written atomically after every pass. A checkpoint that
-    cannot be read or belongs to another run is refused with a way out, never resumed."""
+    """``DIR/checkpoint.pt`` of a run: the hidden state after the last finished pass, E so far and the draws'
+    verifications (``{"passes", "hidden", "E", "draws_json", "settings_identity"}``, and ``"twin"``: the float64
+    twin's ``{"hidden", "E"}`` for a run with a twin), written atomically after every pass; the manifest records its
+    sha256. A checkpoint whose hash is not the manifest's, that does not record its run's settings, cannot be read
+    or belongs to another run is refused with a way out, never resumed."""
 
     def __init__(self, folder: Path, settings: RunSettings) -> None:
         self.path = Path(folder) / "checkpoint.pt"
@@ -701,44 +751,72 @@ class Checkpoint:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor,
-             twin: dict[str, torch.Tensor] | None = None) -> None:
-        """Keep ``passes`` finished passes: ``hidden`` (the state after the last) and E
-        ``(prompts, passes * layers + 1)``; ``twin``: the float64 twin's ``{"hidden", "E"}`` after as many passes."""
-        state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "settings_identity": self.settings.identity()}
+    def save(self, passes: int, hidden: torch.Tensor, E: torch.Tensor, draws: list | None = None,
+             before_replace: Callable[[str], None] | None = None, twin: dict[str, torch.Tensor] | None = None) -> str:
+        """Keep ``passes`` finished passes: ``hidden`` (the state after the last), E ``(prompts, passes * layers + 1)``
+        and the ``draws``' verifications; ``twin``: the float64 twin's ``{"hidden", "E"}`` after as many passes;
+        return the file's sha256 (``before_replace``: see :func:`reports.files.atomic_write`)."""
+        state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "draws_json": json.dumps(draws or []),
+                 "settings_identity": self.settings.identity()}
         if twin is not None:
             state["twin"] = twin
         # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
         # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
         # refused on resume with a way out (load).
-        atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False)
+        try:
+            return atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False,
+                                before_replace=before_replace)
+        except RuntimeError as error:  # torch's writer wraps a failed write (a full disk): raise the write's error
+            cause = error.__cause__ or error.__context__
+            while cause is not None and not isinstance(cause, OSError):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            raise cause from None
 
-    def load(self, hidden_shape: tuple[int, ...], layers: int) -> tuple[int, torch.Tensor, torch.Tensor]:
-        """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape)``, checked against the run's
-        settings; a ``ValueError`` naming the checkpoint and what to do if it cannot resume this run."""
+    def load(self, hidden_shape: tuple[int, ...], layers: int,
+             recorded: set[str]) -> tuple[int, torch.Tensor, torch.Tensor, list]:
+        """``(passes done, E : (prompts, passes * layers + 1), hidden : hidden_shape, draws)``, checked against the
+        sha256 the manifest ``recorded`` and the run's settings; a ``ValueError`` naming the checkpoint and what to do
+        if it cannot resume this run."""
+        if not recorded:
+            raise self.refuse("manifest.json records no sha256 of it (a run of an older version, or a damaged "
+                              "manifest), so it cannot be trusted")
+        if (digest := sha256(self.path)) not in recorded:
+            raise self.refuse(f"its sha256 {digest[:16]}... is not the one manifest.json records "
+                              f"({', '.join(sorted(h[:16] + '...' for h in recorded))}): it was changed or damaged "
+                              "after it was written")
         try:
             state = torch.load(self.path, map_location="cpu", weights_only=True)
         except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-            raise self._refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
+            raise self.refuse(f"it is not a readable checkpoint ({type(error).__name__}: {error})") from error
         if not isinstance(state, dict) or not {"passes", "hidden", "E"} <= state.keys():
-            raise self._refuse("it must hold 'passes', 'hidden' and 'E'")
-        if state.get("settings_identity", self.settings.identity()) != self.settings.identity():
-            raise self._refuse(f"it was written by a run with other settings ({state['settings_identity']})")
+            raise self.refuse("it must hold 'passes', 'hidden' and 'E'")
+        if "settings_identity" not in state:
+            raise self.refuse("it does not record the settings of the run that wrote it ('settings_identity')")
+        if state["settings_identity"] != self.settings.identity():
+            raise self.refuse(f"it was written by a run with other settings ({state['settings_identity']})")
         done, E, hidden = state["passes"], state["E"], state["hidden"]
         if not isinstance(done, int) or done < 1:
-            raise self._refuse(f"passes={done!r} must be a positive integer")
+            raise self.refuse(f"passes={done!r} must be a positive integer")
         if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != hidden_shape:
-            raise self._refuse(f"its hidden state must have shape {hidden_shape}, got "
+            raise self.refuse(f"its hidden state must have shape {hidden_shape}, got "
                                f"{tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__}")
         expected = (self.settings.prompts, done * layers + 1)
         if not isinstance(E, torch.Tensor) or tuple(E.shape) != expected:
-            raise self._refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
+            raise self.refuse(f"its E must have shape {expected} (prompts, passes x layers + 1), got "
                                f"{tuple(E.shape) if isinstance(E, torch.Tensor) else type(E).__name__}")
         if not (torch.isfinite(E).all() and torch.isfinite(hidden).all()):
-            raise self._refuse("it holds non-finite values")
+            raise self.refuse("it holds non-finite values")
+        try:
+            draws = json.loads(state.get("draws_json", "[]"))
+        except (TypeError, ValueError):
+            draws = None
+        if not isinstance(draws, list):
+            raise self.refuse("its 'draws_json' must be a JSON list")
         self.twin_state = state.get("twin")  # checked by the twin that resumes from it (_Twin.start)
-        return done, E, hidden
+        return done, E, hidden, draws
 
-    def _refuse(self, why: str) -> ValueError:
+    def refuse(self, why: str) -> ValueError:
         return ValueError(f"{self.path} cannot resume this run: {why}. Delete it to restart the run from pass 0, or "
                           "use another --out folder.")

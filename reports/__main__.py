@@ -23,7 +23,7 @@ from .helpformat import Parser
 from .manifest import git_revision
 from .memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
 from .scale import REPORT_SCALE_ENV, SCALES
-from .outputs import OutputError, check_output_folder, claim_output_folder
+from .outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
 from .weights_dirs import parse_weights_dirs, weights_dirs_environment
 
@@ -135,6 +135,18 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     bytes, default half of the machine). ``weights_env`` names folders of trained paper-model weights to the tests
     (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``; ``run_jobs``: the model jobs before
     the tests (:func:`run_report_jobs`)."""
+    try:
+        with output_lock(out, command="reports build"):
+            return _build(out, run_benchmarks=run_benchmarks, pytest_args=pytest_args, weights_env=weights_env,
+                          scale=scale, max_rss=max_rss, run_jobs=run_jobs)
+    except OutputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_env: dict[str, str] | None,
+           scale: str, max_rss: int | None, run_jobs: bool) -> int:
+    """:func:`build`, its folder locked (a second build into it is refused at once)."""
     revision = git_revision(ROOT)
     try:
         output = check_output_folder(out, command="reports build", settings={

@@ -6,7 +6,8 @@ later command may write into that folder only when it is the same command with t
 (or rebuilds) what is there. Anything else is refused with one line naming the argument and what must hold, and
 nothing is written: a file given as the folder or lying above it, a folder this user cannot write to, a folder of
 another command or other settings, a non-empty folder without ``settings.json``, a ``settings.json`` that cannot be
-read. :func:`read_json` reads a command's own files naming the file it could not read; :func:`say_rebuilt` says
+read. :func:`output_lock` makes a command the folder's one writer for its whole life: a second command on the same
+folder is refused at once, naming the first's pid and command. :func:`read_json` reads a command's own files naming the file it could not read; :func:`say_rebuilt` says
 when a command rebuilt a file it found damaged.
 
 Part of the foundation of ``reports``: it imports nothing of this project above it.
@@ -14,18 +15,24 @@ Part of the foundation of ``reports``: it imports nothing of this project above 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .files import write_json
 
 #: The record of who wrote a folder, inside it.
 SETTINGS_FILE = "settings.json"
+#: The record of who holds a folder's lock (pid, command, start), inside it, hidden, removed with the lock. The lock is
+#: the system's: fcntl.flock on the folder itself, released when the process ends, however it ends.
+LOCK_HOLDER = ".lock.json"
 #: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
 #: ``reports/schemas/<name>.schema.json`` (bump both when a required key changes).
 SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 2, "verdicts": 1}
@@ -102,6 +109,49 @@ def check_writable_folder(path: Path | str, *, option: str = "--out") -> Path:
         raise OutputError(f"{option} {path} must be a folder this user can write to; {existing} is not writable "
                           f"({error.strerror}).") from error
     return folder
+
+
+@contextmanager
+def output_lock(path: Path | str, *, command: str, option: str = "--out") -> Iterator[Path]:
+    """Hold the one-writer lock of the folder ``path`` (created if need be) while the block runs; yield the folder.
+
+    A second writer (another process, or another lock in this one) is refused at once with an ``OutputError``
+    naming ``option``, the holder's pid and command (from :data:`LOCK_HOLDER`); nothing is changed then. The lock
+    is released when the block ends (or the process dies); a folder this lock created and nothing else wrote is
+    removed again."""
+    folder = check_writable_folder(path, option=option)
+    created = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as error:
+        raise OutputError(f"{option} {path} must be a folder this user can write to ({error.strerror}).") from error
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise OutputError(f"{option} {path} is being written by {_holder(folder)}; wait for it to end, or use "
+                              "another folder (nothing was changed).") from None
+        holder = {"pid": os.getpid(), "command": command, "argv": sys.argv,
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        write_json(folder / LOCK_HOLDER, holder, durable=False)
+        try:
+            yield folder
+        finally:
+            (folder / LOCK_HOLDER).unlink(missing_ok=True)
+            if created and not any(folder.iterdir()):
+                folder.rmdir()
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _holder(folder: Path) -> str:
+    """Who holds ``folder``'s lock, from its record: ``pid N (`command` since T)``."""
+    try:
+        holder = json.loads((folder / LOCK_HOLDER).read_text())
+        return f"pid {holder['pid']} (`{holder['command']}`, started {holder['started']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"another process (it has not recorded its pid yet in {folder / LOCK_HOLDER})"
 
 
 def claim_output_folder(output: OutputFolder) -> Path:

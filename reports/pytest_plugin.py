@@ -256,6 +256,7 @@ _COLLECTORS: list[ReportCollector] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _check_claim_option(config)  # before the report folder is claimed: a typo touches no report
     collector = ReportCollector(config, _report_folder(config))
     config.pluginmanager.register(collector, "consensus-report-collector")
     _COLLECTORS.append(collector)
@@ -265,6 +266,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     collector = _collector(config)
     if collector in _COLLECTORS:
         _COLLECTORS.remove(collector)
+
+
+def _check_claim_option(config: pytest.Config) -> None:
+    """Every ``--claim`` must be a registry id or an area prefix ending in '.' that some id starts with; else a usage
+    error listing the known ids (pytest then stops before it collects, runs or writes anything)."""
+    from .registry import CLAIMS_BY_ID
+
+    for wanted in config.getoption("claim") or ():
+        known = wanted in CLAIMS_BY_ID or (wanted.endswith(".") and any(c.startswith(wanted) for c in CLAIMS_BY_ID))
+        if not known:
+            raise pytest.UsageError(f"--claim {wanted!r} is not a claim id of the registry (reports/registry.py) nor an "
+                                    f"area prefix ending in '.'; known ids: {', '.join(CLAIMS_BY_ID)}")
 
 
 def _report_folder(config: pytest.Config) -> Path | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -116,6 +117,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_search(commands) -> None:
+    """``search``'s options."""
+    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
+    search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
+    search.add_argument("--instances", type=_bounded(MAX_INSTANCES), required=True,
+                        help=f"random instances to search (1..{MAX_INSTANCES:.0e}; 10^7 is about a month of CPU "
+                             "time)")
+    search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
+    where = search.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_bounded(MAX_WORKERS),
+                       help=f"run on a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
+                            f"{MAX_WORKERS}: 4 per core of this machine)")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:8786 or, with the TLS "
+                                           "files, tls://host:8786. A scheduler without TLS runs the code of anyone "
+                                           "who reaches it (docs/searches.md)")
+    search.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
+                                              "scheduler's certificate is checked against")
+    search.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
+    search.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
+    search.add_argument("--chunk-size", type=_bounded(MAX_INSTANCES), default=None,
+                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
+    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
+    search.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def _figure(args) -> int:
     from reports.outputs import OutputError
 
@@ -194,6 +220,24 @@ def _compile() -> int:
     return 0
 
 
+#: The most instances a search takes (sim.conjectures.distributed.MAX_INSTANCES; a sane bound, not a budget).
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not imported: `--help` stays fast)
+
+
+def _bounded(most: int):
+    """An argparse type: an integer in 1..``most``."""
+
+    def parse(text: str) -> int:
+        value = _positive(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{value} must be at most {most:.0e}" if most >= 10**6 else
+                                             f"{value} must be at most {most}")
+        return value
+
+    return parse
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -231,7 +275,7 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
     from reports.outputs import OutputError
 
     from sim.conjectures.families import FAMILIES
-    from sim.conjectures.distributed import CHUNK_SIZE, run_search
+    from sim.conjectures.distributed import CHUNK_SIZE, run_search, tls_config
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")
@@ -243,10 +287,15 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
     if args.instances is None:
         parser.error("--method random needs --instances N")
     try:
-        summary = run_search(args.claim, args.instances, args.out, workers=args.workers, scheduler=args.scheduler,
-                             chunk_size=args.chunk_size or CHUNK_SIZE, adversarial=not args.no_adversarial,
-                             progress=not args.quiet)
-    except (ConnectionError, OutputError) as error:
+        tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
+        if any(tls) and not args.scheduler:
+            raise ValueError("--tls-ca-file, --tls-cert and --tls-key go with --scheduler tls://HOST:PORT (a local "
+                             "--workers cluster listens on 127.0.0.1 only).")
+        with tls_config(*tls):
+            summary = run_search(args.claim, args.instances, args.out, workers=args.workers,
+                                 scheduler=args.scheduler, chunk_size=args.chunk_size or CHUNK_SIZE,
+                                 adversarial=not args.no_adversarial, progress=not args.quiet)
+    except (ConnectionError, ValueError) as error:  # OutputError is a ValueError
         print(f"error: {error}", file=sys.stderr)
         return 2
     witnesses = args.out / "witnesses" / args.claim

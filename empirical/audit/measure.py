@@ -38,6 +38,14 @@ class AuditSettings:
                 raise ValueError(f"{name}={value!r} must be a positive integer.")
         if self.prompts < 2:
             raise ValueError(f"prompts={self.prompts} must be at least 2 (rate intervals are over prompts).")
+        from empirical.prompts import MAX_PROMPTS, SEED_LIMIT
+        from empirical.run import MAX_PASSES
+
+        for name, most in (("prompts", MAX_PROMPTS), ("passes", MAX_PASSES)):
+            if getattr(self, name) > most:
+                raise ValueError(f"{name}={getattr(self, name)} must be at most {most}.")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < SEED_LIMIT:
+            raise ValueError(f"seed={self.seed!r} must be an integer in 0..2^63 - 1.")
 
 
 # -- rates ---------------------------------------------------------------------------------------------

@@ -4,8 +4,18 @@ resumable.
 ``run_search(claim, instances, out, workers=K)`` starts a ``dask.distributed`` LocalCluster of K processes (one
 thread each); ``scheduler="tcp://host:8786"`` uses any running cluster (SLURM through dask-jobqueue, Kubernetes,
 ...); neither runs the chunks in this process. Chunk i is seeded by (claim, i), so the result does not depend on
-the workers. Every finished chunk is written to ``out/chunks/`` at once (atomically); a rerun with the same
-arguments reuses them. At the end ``out/summary.json`` and ``out/witnesses/<claim>/<name>.json``.
+the workers. Every finished chunk is written to ``out/chunks/`` at once (atomically) and its sha256 recorded in
+``out/chunks/index.json``; a rerun with the same arguments reuses the chunks whose hash is the recorded one, refuses
+one whose hash is not (changed after it was written), and searches again one the index does not list (a search
+stopped between the two writes). At the end ``out/summary.json`` and
+``out/witnesses/<claim>/<name>.json``. The witnesses of chunks read back from the disk are replayed
+(:func:`sim.conjectures.replay.replay`) before anything is written, and no witness file that replays as a
+counterexample is removed on a chunk's word (only one of a chunk beyond a smaller rerun's last).
+
+Security: a Dask scheduler without TLS runs the code of anyone who reaches it, in its workers and, through the
+pickled results, in this process. Within :func:`tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
+``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local cluster (``workers=``) listens
+on 127.0.0.1 only, with its dashboard off.
 """
 
 from __future__ import annotations
@@ -13,12 +23,16 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from reports.checks import check
-from reports.files import write_json
-from reports.outputs import SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, read_json, say_rebuilt
+from reports.files import sha256, write_json
+from reports.outputs import (SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, output_lock,
+                             read_json, say_rebuilt)
 from reports.records import CheckResult
 from reports.registry import SEARCHED, get_claim
+
+import numpy as np
 
 from sim.conjectures.certify import AWAY
 from sim.conjectures.families import Family, get_family
@@ -31,6 +45,14 @@ CHUNK_SIZE = 64
 SEARCH_VERSION = 3
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
+#: The most instances one search takes: a sane bound: at make report's rate (256
+#: instances of a claim in about 30 s on 2 cores) 10^7 is about a month of CPU time.
+MAX_INSTANCES = 10**7
+#: The record of every written chunk's sha256, beside the chunks.
+CHUNK_INDEX = "index.json"
+#: The keys a chunk's record must hold (``sim.conjectures.search.search_chunk``'s).
+CHUNK_KEYS = frozenset({"claim", "index", "size", "seed", "shape", "valid_random", "evaluated", "best_random",
+                        "best_adversarial", "hits", "rejected", "witnesses", "seconds"})
 
 
 def _chunk(claim: str, index: int, size: int, adversarial: bool) -> dict:
@@ -42,26 +64,78 @@ def chunk_sizes(instances: int, chunk_size: int) -> list[int]:
     return [min(chunk_size, instances - start) for start in range(0, instances, chunk_size)]
 
 
+def tls_config(ca_file: str | None, cert: str | None, key: str | None):
+    """A context manager in which a Dask client speaks mutual TLS with the three files (the Dask configuration
+    ``distributed.comm.tls.*``, which ``distributed.security.Security()`` reads, encryption required); a no-op when
+    none is given. A ``ValueError`` naming the option when one is missing or unreadable."""
+    import contextlib
+
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        return contextlib.nullcontext()
+    for option, path in given.items():
+        if not path:
+            raise ValueError(f"{option} is missing: TLS needs --tls-ca-file, --tls-cert and --tls-key together.")
+        if not Path(path).is_file():
+            raise ValueError(f"{option} {path} must be a readable file (PEM).")
+    import dask
+
+    return dask.config.set({"distributed.comm.tls.ca-file": ca_file, "distributed.comm.tls.client.cert": cert,
+                            "distributed.comm.tls.client.key": key, "distributed.comm.require-encryption": True})
+
+
 def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONNECT_TIMEOUT):
-    """A context manager giving a ``distributed.Client`` (or None to run in this process)."""
+    """A context manager giving a ``distributed.Client`` (or None to run in this process); TLS: see the module's
+    docstring."""
     stack = ExitStack()
     if workers is None and scheduler is None:
         return stack, None
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
+        _check_address(scheduler)
         try:
             client = Client(scheduler, timeout=f"{timeout}s")
         except (OSError, TimeoutError) as error:
             raise ConnectionError(f"--scheduler {scheduler}: no Dask scheduler answered within {timeout:g} s "
-                                  f"({type(error).__name__}); start one (dask scheduler) or fix the address") from None
+                                  f"({type(error).__name__}: {_first_line(error)}); start one (dask scheduler), fix the "
+                                  "address, or give the TLS files its certificate needs") from None
+        except TypeError as error:  # distributed's word for a TLS configuration without this client's certificate
+            raise ConnectionError(f"--scheduler {scheduler}: the TLS configuration is incomplete ({_first_line(error)});"
+                                  " give --tls-ca-file, --tls-cert and --tls-key") from None
         stack.callback(client.close)
         return stack, client
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    # Loopback only, no dashboard: other users of this machine reach neither (they could run code in the workers).
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None)
     stack.callback(cluster.close)
     client = Client(cluster)
     stack.callback(client.close)
     return stack, client
+
+
+def _check_address(scheduler: str) -> None:
+    """``scheduler`` must be ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (``tls://`` with a TLS configuration); else a
+    ``ConnectionError`` saying so."""
+    from urllib.parse import urlsplit
+
+    import dask
+
+    try:
+        parts = urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None or parts.scheme not in ("tcp", "tls") or not parts.hostname or port is None or \
+            any(c.isspace() for c in scheduler):
+        raise ConnectionError(f"--scheduler {scheduler!r} must be an address tcp://HOST:PORT or tls://HOST:PORT.")
+    if (parts.scheme == "tls") != bool(dask.config.get("distributed.comm.tls.client.cert", None)):
+        raise ConnectionError(f"--scheduler {scheduler}: a tls:// address needs --tls-ca-file, --tls-cert and "
+                              "--tls-key, and those need a tls:// address.")
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:200]
 
 
 def run_search(claim: str | Family, instances: int, out: Path | str, *, workers: int | None = None,
@@ -70,6 +144,14 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
     """Search ``instances`` random instances (plus the adversarial stage of every chunk) of ``claim``'s family;
     write ``out/summary.json`` and the witnesses; return the summary."""
     family = _check_search(claim, instances, chunk_size, workers, scheduler)
+    with output_lock(out, command="sim search"):
+        return _run_search(family, instances, out, workers=workers, scheduler=scheduler, chunk_size=chunk_size,
+                           adversarial=adversarial, progress=progress)
+
+
+def _run_search(family: Family, instances: int, out: Path | str, *, workers: int | None, scheduler: str | None,
+                chunk_size: int, adversarial: bool, progress: bool) -> dict:
+    """:func:`run_search`, its folder locked."""
     started = time.perf_counter()
     output = check_output_folder(out, command="sim search", settings=search_settings(family, chunk_size, adversarial))
     stack, client = connect(workers=workers, scheduler=scheduler)  # before anything is written
@@ -78,7 +160,9 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
         out = claim_output_folder(output)
         checkpoints = out / "chunks"
         checkpoints.mkdir(exist_ok=True)
-        results = _resumed_chunks(checkpoints, family, sizes, adversarial)
+        hashes = _chunk_index(checkpoints)
+        results = _resumed_chunks(checkpoints, family, sizes, adversarial, hashes)
+        resumed = set(results)
         missing = [i for i in range(len(sizes)) if i not in results]
         from tqdm import tqdm
 
@@ -86,7 +170,9 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
 
         def keep(result: dict) -> None:
             result.update(adversarial=adversarial, version=SEARCH_VERSION)
-            write_json(checkpoints / f"chunk-{result['index']:05d}.json", result)
+            name = f"chunk-{result['index']:05d}.json"
+            hashes[name] = write_json(checkpoints / name, result)
+            write_json(checkpoints / CHUNK_INDEX, hashes)
             results[result["index"]] = result
             bar.update(1)
 
@@ -102,7 +188,8 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
         bar.close()
         summary = summarise(family, [results[i] for i in range(len(sizes))], instances=int(instances),
                             chunk_size=int(chunk_size), adversarial=adversarial)
-        _write_witnesses(out / "witnesses" / family.claim, summary)
+        _write_witnesses(out / "witnesses" / family.claim, summary, family,
+                         {i: checkpoints / f"chunk-{i:05d}.json" for i in resumed}, len(sizes))
         summary["timing"] = {"seconds": time.perf_counter() - started, "resumed_chunks": len(sizes) - len(missing),
                              "chunk_seconds": sum(r["seconds"] for r in results.values()),
                              "workers": workers, "scheduler": scheduler}
@@ -125,6 +212,9 @@ def _check_search(claim: str | Family, instances: int, chunk_size: int, workers:
         raise ValueError("a Family object runs in this process only; name a registry claim to use Dask.")
     if int(instances) != instances or instances < 1:
         raise ValueError(f"instances={instances!r} must be a positive integer.")
+    if instances > MAX_INSTANCES:
+        raise ValueError(f"instances={instances!r} must be at most {MAX_INSTANCES:.0e} (about a month of CPU time at "
+                         "256 instances per minute of CPU; split a larger search into folders).")
     if int(chunk_size) != chunk_size or chunk_size < 1:
         raise ValueError(f"chunk_size={chunk_size!r} must be a positive integer.")
     if workers is not None and scheduler is not None:
@@ -134,35 +224,108 @@ def _check_search(claim: str | Family, instances: int, chunk_size: int, workers:
     return family
 
 
-def _resumed_chunks(checkpoints: Path, family: Family, sizes: list[int], adversarial: bool) -> dict[int, dict]:
-    """The chunks already searched (their checkpoint written by a run of the same claim, size, stage and version),
-    by index."""
+def _chunk_index(checkpoints: Path) -> dict[str, str]:
+    """``chunks/index.json``: the sha256 of every chunk written, by file name (empty when there is none yet)."""
+    path = checkpoints / CHUNK_INDEX
+    if not path.exists():
+        return {}
+    index = read_json(path)
+    if not isinstance(index, dict) or not all(isinstance(v, str) for v in index.values()):
+        raise OutputError(f"{path} must be a JSON object of chunk file names and their sha256; delete the folder "
+                          f"{checkpoints} to search every chunk again (nothing was changed).")
+    return index
+
+
+def _resumed_chunks(checkpoints: Path, family: Family, sizes: list[int], adversarial: bool,
+                    index: dict[str, str]) -> dict[int, dict]:
+    """The chunks already searched (their checkpoint written by a run of the same claim, size, stage and version,
+    its sha256 the one ``index`` records), by index. A chunk the index does not list is searched again; one whose
+    hash is not the recorded one, or that is not a chunk's record, is refused (``OutputError``)."""
     results: dict[int, dict] = {}
-    for index, size in enumerate(sizes):
-        path = checkpoints / f"chunk-{index:05d}.json"
+    for position, size in enumerate(sizes):
+        path = checkpoints / f"chunk-{position:05d}.json"
         if path.exists():
+            if path.name not in index:
+                say_rebuilt(path, "chunks/index.json does not record its sha256 (a search stopped as it was "
+                                  "written); searched again")
+                continue
+            if (digest := sha256(path)) != index[path.name]:
+                raise OutputError(f"{path}: its sha256 {digest[:16]}... is not the one chunks/{CHUNK_INDEX} records "
+                                  f"({index[path.name][:16]}...): it was changed or damaged after it was written; "
+                                  "delete it to search that chunk again (nothing was changed).")
             saved = read_json(path)
-            if not isinstance(saved, dict):
-                raise OutputError(f"{path} must be a JSON object (a chunk's record); delete it to search that chunk "
-                                  "again (nothing was changed).")
+            if not isinstance(saved, dict) or not CHUNK_KEYS <= saved.keys() or saved.get("index") != position or \
+                    not isinstance(saved["witnesses"], list):
+                missing = sorted(CHUNK_KEYS - saved.keys()) if isinstance(saved, dict) else []
+                raise OutputError(f"{path} must be a chunk's record (a JSON object with {', '.join(sorted(CHUNK_KEYS))};"
+                                  f" index {position}{'; missing ' + ', '.join(missing) if missing else ''}); delete "
+                                  "it to search that chunk again (nothing was changed).")
+            index_in_file = position
             if (saved.get("claim"), saved.get("size"), saved.get("adversarial"), saved.get("version")) == \
                     (family.claim, size, adversarial, SEARCH_VERSION):
-                results[index] = saved
+                results[index_in_file] = saved
     return results
 
 
-def _write_witnesses(witness_dir: Path, summary: dict) -> None:
+def _write_witnesses(witness_dir: Path, summary: dict, family: Family, read_back: dict[int, Path],
+                     chunks: int) -> None:
     """Write each witness record of ``summary`` (removed from it) to ``witness_dir/NAME.json``; a witness file of an
-    earlier, larger search in this folder that the summary does not list is removed, and said so."""
+    earlier, larger search in this folder (of a chunk beyond this search's ``chunks``) that the summary does not list
+    is removed, and said so. Before anything is written or removed: every witness of a chunk ``read_back`` from the
+    disk must replay as a counterexample, and a witness file of one of this search's chunks that the chunk does not
+    list must not (else an ``OutputError``: the chunk's record was changed; nothing is removed on its word)."""
     records = summary.pop("witness_records")
+    for name, record in records.items():
+        chunk = _chunk_of(name)
+        if chunk in read_back and not _replays(record, family):
+            raise OutputError(f"{read_back[chunk]} lists the witness {name}, which does not replay as a counterexample "
+                              "of its claim: the chunk's record was changed; delete it to search that chunk again "
+                              "(nothing was changed).")
+    stale = [path for path in sorted(witness_dir.glob("*.json")) if path.stem not in records] \
+        if witness_dir.is_dir() else []
+    for path in stale:
+        chunk = _chunk_of(path.stem)
+        if chunk is not None and chunk < chunks and _replays(_witness_file(path), family):
+            where = read_back.get(chunk, f"chunk {chunk}")
+            raise OutputError(f"{path} is a certified counterexample (it replays) that {where} does not list: the "
+                              "chunk's record was changed or lost; delete that chunk to search it again, or move the "
+                              "witness away (nothing was removed).")
     if summary["witnesses"]:
         witness_dir.mkdir(parents=True, exist_ok=True)
-    for stale in sorted(witness_dir.glob("*.json")) if witness_dir.is_dir() else ():
-        if stale.stem not in records:
-            stale.unlink()
-            say_rebuilt(witness_dir, f"removed {stale.name}, a witness of an earlier search of more instances")
+    for path in stale:
+        path.unlink()
+        chunk = _chunk_of(path.stem)
+        say_rebuilt(witness_dir, f"removed {path.name}, " + ("a witness of an earlier search of more instances"
+                                                             if chunk is not None and chunk >= chunks
+                                                             else "a file that does not replay as a witness"))
     for name, record in records.items():
         write_json(witness_dir / f"{name}.json", {"schema_version": SCHEMA_VERSIONS["witness"], **record})
+
+
+def _chunk_of(name: str) -> int | None:
+    """The chunk index in a witness's name ``chunkNNNNN-...`` (None for another name)."""
+    head = name.split("-", 1)[0]
+    return int(head[5:]) if head.startswith("chunk") and head[5:].isdigit() else None
+
+
+def _witness_file(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except OutputError:
+        return None
+
+
+def _replays(witness: Any, family: Family) -> bool:
+    """Whether ``witness`` (a record or a witness file's content) replays as a counterexample of ``family``'s claim
+    (:func:`sim.conjectures.replay.replay`, which never trusts a stored certificate); False for anything malformed."""
+    from sim.conjectures.replay import replay
+
+    if not isinstance(witness, dict) or witness.get("claim") != family.claim:
+        return False
+    try:
+        return bool(replay(witness, family).refuted)
+    except (KeyError, TypeError, ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError):
+        return False
 
 
 def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size: int, adversarial: bool) -> dict:

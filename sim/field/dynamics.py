@@ -164,6 +164,9 @@ class AttentionField:
         y = np.asarray(y, dtype=np.float64)
         if y.ndim < 2:
             raise ValueError(f"y must have shape [..., tokens, d]; got shape {y.shape}.")
+        if not np.isfinite(y).all():
+            raise ValueError(f"y must be finite; it holds {np.count_nonzero(~np.isfinite(y))} NaN or infinite "
+                             "values.")
         if self.dim is not None and y.shape[-1] != self.dim:
             raise ValueError(f"y must have last axis d = {self.dim} (the size of the head matrices); "
                              f"got shape {y.shape}.")

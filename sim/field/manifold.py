@@ -116,11 +116,14 @@ class Ellipsoid:
         """pi_W(x) = x / |x|_W (eq. 2), shape=[..., d]. Raises ValueError for zero or non-finite x."""
         point = as_finite_array("point", point, ndim_min=1)
         self._check_dim("point", point)
-        norms = self.norm(point)
-        if np.any(norms <= ZERO_NORM):
+        # Scaled by its largest entry before the norm: |x|_W of [3e154, 4e154] overflows (its square is 2.5e309),
+        # which gave [0, 0]; the direction x/|x|_W does not depend on the scale.
+        scale = np.max(np.abs(point), axis=-1)
+        if np.any(scale <= ZERO_NORM):
             raise ValueError(f"point must be nonzero: pi_W(x) = x/|x|_W is undefined at x = 0 "
-                             f"({np.count_nonzero(norms <= ZERO_NORM)} zero vectors).")
-        return point / norms[..., None]
+                             f"({np.count_nonzero(scale <= ZERO_NORM)} zero vectors).")
+        scaled = point / scale[..., None]
+        return scaled / self.norm(scaled)[..., None]
 
     def retract(self, point, out: np.ndarray | None = None) -> np.ndarray:
         """pi_W without input validation, for solver inner loops (``point`` finite and nonzero); written into

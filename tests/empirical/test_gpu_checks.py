@@ -78,8 +78,8 @@ def test_the_resume_check_tells_a_resumed_run_that_differs(tmp_path, monkeypatch
 
     save = run.Checkpoint.save
     monkeypatch.setattr(run.Checkpoint, "save",
-                        lambda self, passes, hidden, E, **twin: save(self, passes, hidden + 0.5 * hidden.std(), E,
-                                                                     **twin))
+                        lambda self, passes, hidden, E, *rest, **named: save(self, passes, hidden + 0.5 * hidden.std(),
+                                                                             E, *rest, **named))
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
 
 
@@ -89,8 +89,8 @@ def test_the_resume_check_tells_a_resumed_twin_that_differs(tmp_path, monkeypatc
 
     save = run.Checkpoint.save
 
-    def shifted(self, passes, hidden, E, twin=None):
-        save(self, passes, hidden, E, twin={**twin, "hidden": twin["hidden"] * 1.5})
+    def shifted(self, passes, hidden, E, *rest, twin=None, **named):
+        save(self, passes, hidden, E, *rest, twin={**twin, "hidden": twin["hidden"] * 1.5}, **named)
 
     monkeypatch.setattr(run.Checkpoint, "save", shifted)
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False

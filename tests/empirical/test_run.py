@@ -9,6 +9,7 @@ import torch
 from empirical.__main__ import main
 from empirical.loop import NonFiniteActivations
 from empirical.run import RunSettings, load_results, run_experiment
+from reports.files import sha256
 
 TINY = dict(model="tiny-llama", prompts=3, length=16, device="cpu")
 
@@ -148,10 +149,24 @@ def finished_run(tmp_path_factory):
 
 
 def _checkpoint(folder, **changes):
-    """Rewrite ``folder``'s checkpoint with ``changes`` (None deletes a key)."""
+    """Rewrite ``folder``'s checkpoint with ``changes`` (None deletes a key), and record its new sha256 in the
+    manifest, as a run would (so that the checks behind the hash's are reached)."""
     state = torch.load(folder / "checkpoint.pt", weights_only=True)
     state.update(changes)
     torch.save({k: v for k, v in state.items() if v is not None}, folder / "checkpoint.pt")
+    _sign(folder)
+
+
+def _sign(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["checkpoint"]["sha256"] = sha256(folder / "checkpoint.pt")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _flip_byte(path, at=0.5):
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x01
+    path.write_bytes(bytes(data))
 
 
 def _truncate(path):
@@ -170,10 +185,21 @@ DAMAGED = [
                  "'settings_identity'", id="manifest-not-a-run"),
     pytest.param(lambda f: _replace_by_folder(f / "manifest.json"), r"manifest.json cannot be read as JSON "
                  r"\(\[Errno 21\] Is a directory", id="manifest-unreadable"),
-    pytest.param(lambda f: _truncate(f / "checkpoint.pt"), "checkpoint.pt cannot resume this run: it is not a readable "
-                 "checkpoint", id="checkpoint-truncated"),
-    pytest.param(lambda f: (f / "checkpoint.pt").write_text('{"passes": 2}'), "it is not a readable checkpoint",
-                 id="checkpoint-not-torch"),
+    pytest.param(lambda f: (_truncate(f / "checkpoint.pt"), _sign(f)), "checkpoint.pt cannot resume this run: it is "
+                 "not a readable checkpoint", id="checkpoint-truncated"),
+    pytest.param(lambda f: ((f / "checkpoint.pt").write_text('{"passes": 2}'), _sign(f)),
+                 "it is not a readable checkpoint", id="checkpoint-not-torch"),
+    pytest.param(lambda f: _truncate(f / "checkpoint.pt"), "checkpoint.pt cannot resume this run: its sha256 .* is not "
+                 "the one manifest.json records", id="checkpoint-truncated-unsigned"),
+    pytest.param(lambda f: _flip_byte(f / "checkpoint.pt", 0.9), "checkpoint.pt cannot resume this run: its sha256 .* "
+                 "is not the one manifest.json records .*changed or damaged", id="checkpoint-flipped-byte"),
+    pytest.param(lambda f: _flip_byte(f / "checkpoint.pt", 0.5), "checkpoint.pt cannot resume this run: its sha256",
+                 id="checkpoint-flipped-byte-in-the-state"),
+    pytest.param(lambda f: _checkpoint(f, settings_identity=None), "it does not record the settings of the run",
+                 id="checkpoint-without-identity"),
+    pytest.param(lambda f: (f / "manifest.json").write_text(json.dumps(
+        {**json.loads((f / "manifest.json").read_text()), "checkpoint": None})), "manifest.json records no sha256",
+                 id="manifest-without-checkpoint-hash"),
     pytest.param(lambda f: _checkpoint(f, E=None), "it must hold 'passes', 'hidden' and 'E'", id="checkpoint-no-E"),
     pytest.param(lambda f: _checkpoint(f, settings_identity={**GOOD.identity(), "seed": 9}),
                  r"written by a run with other settings \(.*'seed': 9", id="checkpoint-other-settings"),
@@ -225,14 +251,71 @@ def test_damaged_checkpoint_is_an_error_of_the_command(finished_run, tmp_path, c
     assert "Delete it to restart the run from pass 0" in capsys.readouterr().err
 
 
-def test_checkpoint_without_its_settings_record_resumes_when_its_shapes_fit(finished_run, tmp_path):
-    # Checkpoints written before the settings were recorded in them: the manifest's settings and the shapes decide.
+def test_an_untouched_checkpoint_resumes_and_its_hash_is_recorded(finished_run, tmp_path):
+    """The negative control of the damaged checkpoints: the same copy, unchanged (or re-signed), resumes."""
     folder = tmp_path / "run"
     shutil.copytree(finished_run, folder)
-    _checkpoint(folder, settings_identity=None)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["checkpoint"] == {"file": "checkpoint.pt", "sha256": sha256(folder / "checkpoint.pt"), "passes": 2}
+    assert "checkpoint_next" not in manifest
+    _checkpoint(folder)  # rewritten with the same content, re-signed: still resumes
     grown = run_experiment(RunSettings(weights="random", passes=3, **TINY), folder, progress=False)
     whole = run_experiment(RunSettings(weights="random", passes=3, **TINY), tmp_path / "whole", progress=False)
     assert grown["E"] == whole["E"]
+
+
+def test_fewer_passes_than_a_finished_run_are_refused(finished_run, tmp_path, capsys):
+    """--passes 1 on a finished 2-pass folder: refused (a run is never cut back), not results of 2 and a manifest of 1."""
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    status = main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
+                   "--passes", "1", "--device", "cpu", "--quiet", "--out", str(folder)])
+    err = capsys.readouterr().err
+    assert status == 2 and "--passes 1 is fewer than the 2 passes" in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    assert main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
+                 "--passes", "2", "--device", "cpu", "--quiet", "--out", str(folder)]) == 0  # the control
+
+
+class Crash(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("window", ["before-checkpoint", "between-renames"])
+def test_a_crash_around_the_checkpoint_leaves_no_duplicated_draw(tmp_path, monkeypatch, window):
+    """A run killed while pass 2's checkpoint is being written (before it lands, or after it replaced pass 1's but
+    before the manifest says so) resumes with one draw per pass and the numbers of an uninterrupted run."""
+    from empirical import run as run_module
+
+    settings = RunSettings(weights="redrawn", passes=3, **TINY)
+    whole = run_experiment(settings, tmp_path / "whole", progress=False)
+    save, calls = run_module.Checkpoint.save, []
+
+    def crashing_save(self, passes, hidden, E, draws=None, before_replace=None):
+        calls.append(passes)
+        if passes == 2 and window == "before-checkpoint":
+            raise Crash
+        if passes == 2:
+            def announce_then_die(digest):
+                before_replace(digest)
+                run_module.atomic_write(self.path, lambda s: torch.save(
+                    {"passes": passes, "hidden": hidden.cpu(), "E": E, "draws_json": json.dumps(draws),
+                     "settings_identity": self.settings.identity()}, s), binary=True, durable=False)
+                raise Crash  # the checkpoint has landed, the manifest describing it has not
+            return save(self, passes, hidden, E, draws, before_replace=announce_then_die)
+        return save(self, passes, hidden, E, draws, before_replace=before_replace)
+
+    monkeypatch.setattr(run_module.Checkpoint, "save", crashing_save)
+    with pytest.raises(Crash):
+        run_experiment(settings, tmp_path / "cut", progress=False)
+    monkeypatch.setattr(run_module.Checkpoint, "save", save)
+    manifest = json.loads((tmp_path / "cut" / "manifest.json").read_text())
+    assert manifest["passes_done"] == 1 and [d["pass"] for d in manifest["draws"]] == [0]  # never ahead
+    resumed = run_experiment(settings, tmp_path / "cut", progress=False)
+    manifest = json.loads((tmp_path / "cut" / "manifest.json").read_text())
+    assert [d["pass"] for d in manifest["draws"]] == [0, 1, 2]
+    assert resumed["E"] == whole["E"]
 
 
 def test_a_run_in_another_dtype_is_not_resumed_in_this_one(tmp_path, capsys):
@@ -243,3 +326,38 @@ def test_a_run_in_another_dtype_is_not_resumed_in_this_one(tmp_path, capsys):
     status = main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
                    "--passes", "2", "--device", "cpu", "--quiet", "--out", str(tmp_path)])
     assert status == 2 and "holds a run in bfloat16" in capsys.readouterr().err
+
+
+def test_two_writers_of_one_folder_exactly_one_is_refused(tmp_path):
+    """Two runs (other seeds) start together on one --out: one runs, the other is refused at once naming the
+    holder's pid and command; the folder holds the one run's results."""
+    import os
+    import threading
+
+    from reports.outputs import OutputError
+
+    start, outcomes, release = threading.Barrier(2), {}, threading.Event()
+
+    def writer(seed):
+        start.wait()
+        try:
+            outcomes[seed] = run_experiment(RunSettings(weights="random", passes=2, seed=seed, **TINY), tmp_path,
+                                            progress=False, after_pass=lambda k: release.wait(60))
+        except OutputError as error:
+            outcomes[seed] = error
+            release.set()  # the refused one lets the other finish
+
+    threads = [threading.Thread(target=writer, args=(seed,)) for seed in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    refused = [seed for seed, outcome in outcomes.items() if isinstance(outcome, OutputError)]
+    assert len(outcomes) == 2 and len(refused) == 1
+    message = str(outcomes[refused[0]])
+    assert f"is being written by pid {os.getpid()} (`empirical run`" in message and "\n" not in message
+    winner = 3 - refused[0]
+    assert json.loads((tmp_path / "manifest.json").read_text())["settings"]["seed"] == winner
+    assert not (tmp_path / ".lock.json").exists()  # the holder's record goes with the lock
+    # the control: once the first has finished, the same command resumes (the lock was released)
+    run_experiment(RunSettings(weights="random", passes=2, seed=winner, **TINY), tmp_path, progress=False)

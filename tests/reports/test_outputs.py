@@ -135,6 +135,12 @@ def test_a_corrupt_search_chunk_is_refused_naming_it(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main([*COMMANDS["search"], str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{chunk}: its sha256" in err[0] and "is not the one chunks/index.json records" in err[0]
+    from reports.files import sha256  # the damaged chunk's hash recorded: its content is checked next
+
+    (tmp_path / "chunks" / "index.json").write_text(json.dumps({chunk.name: sha256(chunk)}))
+    assert cli.main([*COMMANDS["search"], str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{chunk} cannot be read as JSON" in err[0]
 
 
@@ -176,3 +182,47 @@ def test_a_test_report_folder_is_reused_by_the_next_test_run(pytester):
     pytester.runpytest("-p", "reports.pytest_plugin").assert_outcomes(passed=2)
     verdicts = json.loads((pytester.path / "build" / "test-report" / "verdicts.json").read_text())
     assert verdicts["manifest"]["tests"] == 2
+
+
+def test_a_second_process_is_refused_the_lock_naming_the_first(tmp_path):
+    """The lock is the system's (fcntl.flock): another process holding it refuses this one at once, naming its pid
+    and command; once it has ended, the folder is free again (the control)."""
+    import subprocess
+    import sys
+    import time
+
+    from reports.outputs import OutputError, output_lock
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from reports.outputs import output_lock\n"
+        f"with output_lock({str(tmp_path / 'out')!r}, command='sim figure'):\n"
+        "    print('held', flush=True); sys.stdin.read()")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with pytest.raises(OutputError, match=rf"--out .*out is being written by pid {holder.pid} \(`sim figure`, "
+                                              r"started .*\); wait for it to end, or use another folder"):
+            with output_lock(tmp_path / "out", command="sim figure"):
+                pass
+        assert time.monotonic() - started < 5  # refused at once, not after a wait
+    finally:
+        holder.communicate("", timeout=30)
+    with output_lock(tmp_path / "out", command="sim figure") as folder:
+        assert json.loads((folder / ".lock.json").read_text())["command"] == "sim figure"
+
+
+def test_output_files_are_readable_as_the_umask_allows(tmp_path):
+    """mkstemp creates 0600 files; the atomic writer gives them 0666 less the umask (0644 under umask 022)."""
+    import os
+
+    from reports.files import write_json
+
+    previous = os.umask(0o022)
+    try:
+        write_json(tmp_path / "a.json", {"a": 1})
+        os.umask(0o077)
+        write_json(tmp_path / "b.json", {"b": 1})  # the control: a stricter umask is obeyed
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600

@@ -124,6 +124,22 @@ def test_claim_option_accepts_an_area_prefix(pytester):
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("wanted", ["full.wendell", "fulll."])
+def test_an_unknown_claim_option_fails_listing_the_known_ids_and_touches_no_report(pytester, wanted):
+    """A typo in --claim stopped with '1460 deselected' and overwrote the test report with 'no check yet' for every
+    claim; now it is a usage error naming the known ids, and the report folder is left as it was. The control: the
+    right id writes the report."""
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out", "--claim", wanted)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.re_match_lines([rf".*--claim '{re.escape(wanted)}' is not a claim id of the registry.*known ids: "
+                                  r"model\.projection, .*full\.wendel, .*"])
+    assert not (pytester.path / "out").exists()
+    result = pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out", "--claim", "full.wendel")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "out" / "verdicts.json").exists()
+
+
 def test_full_environment_variable_runs_the_expensive_checks(pytester, monkeypatch):
     monkeypatch.setenv(FULL_ENV, "1")
     pytester.makepyfile(test_suite=SUITE)

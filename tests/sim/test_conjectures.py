@@ -200,3 +200,70 @@ def test_unknown_claim_names_the_known_ones():
 def test_a_shape_is_an_instance_size():
     family = FAMILIES["conj.multihead-causal"]
     assert family.parameters(Shape(2, 3, 2)) == 2 * 2 * 4 + 3 * 2 + 4
+
+
+def _tree(folder):
+    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+
+
+def _tamper_chunk(folder, sign):
+    """Chunk 0 rewritten as an attacker would: 999 hits and no witnesses; ``sign``: its new sha256 recorded too."""
+    from reports.files import sha256
+
+    path = folder / "chunks" / "chunk-00000.json"
+    chunk = json.loads(path.read_text())
+    path.write_text(json.dumps({**chunk, "hits": 999, "witnesses": []}))
+    if sign:
+        index = json.loads((folder / "chunks" / "index.json").read_text())
+        (folder / "chunks" / "index.json").write_text(json.dumps({**index, path.name: sha256(path)}))
+
+
+@pytest.mark.parametrize("damage, message", [
+    pytest.param(lambda f: _tamper_chunk(f, sign=False), r"chunk-00000.json: its sha256 .* is not the one "
+                 r"chunks/index.json records .*delete it to search that chunk again", id="tampered"),
+    pytest.param(lambda f: _tamper_chunk(f, sign=True), r"witnesses/planted.repulsive/chunk00000-.*\.json is a "
+                 r"certified counterexample \(it replays\) that .*chunk-00000.json does not list", id="tampered-signed"),
+    pytest.param(lambda f: _flip(f / "chunks" / "chunk-00000.json"), r"chunk-00000.json: its sha256",
+                 id="flipped-byte"),
+    pytest.param(lambda f: (f / "chunks" / "index.json").write_text("[]"), r"index.json must be a JSON object",
+                 id="index-not-an-object"),
+])
+def test_a_changed_chunk_is_refused_and_no_witness_is_deleted(repulsive_family, tmp_path, damage, message):
+    """A search's chunks carry their sha256 in chunks/index.json; a chunk changed after it was written is refused,
+    and one changed with its hash re-recorded cannot delete a certified witness: it replays, so the search stops."""
+    first = run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    assert first["witnesses"]
+    again = run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)  # control
+    assert again["witnesses"] == first["witnesses"] and again["timing"]["resumed_chunks"] == 1
+    damage(tmp_path)
+    witnesses = _tree(tmp_path / "witnesses")
+    with pytest.raises(OutputError, match=message):
+        run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    assert _tree(tmp_path / "witnesses") == witnesses and len(witnesses) == len(first["witnesses"])
+
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_chunk_the_index_does_not_list_is_searched_again(repulsive_family, tmp_path, capsys):
+    """A search stopped between writing a chunk and recording its hash: the chunk is searched again, not trusted."""
+    first = run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    (tmp_path / "chunks" / "index.json").write_text("{}")
+    again = run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    assert again["timing"]["resumed_chunks"] == 0 and again["witnesses"] == first["witnesses"]
+    assert "does not record its sha256" in capsys.readouterr().err
+
+
+def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_path):
+    from reports.files import sha256
+
+    run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    path = tmp_path / "chunks" / "chunk-00000.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "witnesses"}))
+    (tmp_path / "chunks" / "index.json").write_text(json.dumps({path.name: sha256(path)}))
+    with pytest.raises(OutputError, match=r"must be a chunk's record .*missing witnesses") as error:
+        run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
+    assert "\n" not in str(error.value)
