@@ -47,20 +47,28 @@ def _add_search(commands) -> None:
                         help="seek (default): deflated Newton for equilibria, scored by the tangent spectrum, optimised "
                              "and certified (sim.conjectures.seek), in this process; random: integrated random "
                              "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
-    search.add_argument("--instances", type=_positive, default=None,
-                        help="random: instances to search (>= 1, required); seek: at most this many instances")
+    search.add_argument("--instances", type=_bounded(MAX_INSTANCES), default=None,
+                        help=f"random: instances to search (1..{MAX_INSTANCES:.0e}, required; 10^7 is about a month of "
+                             "CPU time); seek: at most this many instances")
     search.add_argument("--budget", type=_positive_seconds, default=60.0,
                         help="seek: CPU seconds (default 60; the instance under way is finished)")
     search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive, help="run on a local Dask cluster of K processes")
-    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    search.add_argument("--chunk-size", type=_positive, default=None,
-                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
-    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
+    where.add_argument("--workers", type=_bounded(MAX_WORKERS),
+                       help=f"random: a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
+                            f"{MAX_WORKERS}: 4 per core of this machine)")
+    where.add_argument("--scheduler", help="random: address of a running Dask scheduler, tcp://host:8786 or, with the "
+                                           "TLS files, tls://host:8786. A scheduler without TLS runs the code of "
+                                           "anyone who reaches it (docs/searches.md)")
+    search.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
+                                              "scheduler's certificate is checked against")
+    search.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
+    search.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
+    search.add_argument("--chunk-size", type=_bounded(MAX_INSTANCES), default=None,
+                        help="random: instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
+    search.add_argument("--no-adversarial", action="store_true", help="random: the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m sim", description="Simulate the paper's figures 1-6, benchmark the solvers, and "
@@ -115,31 +123,6 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--blas-threads", type=int, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     return parser
-
-
-def _add_search(commands) -> None:
-    """``search``'s options."""
-    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
-    search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
-    search.add_argument("--instances", type=_bounded(MAX_INSTANCES), required=True,
-                        help=f"random instances to search (1..{MAX_INSTANCES:.0e}; 10^7 is about a month of CPU "
-                             "time)")
-    search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
-    where = search.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_bounded(MAX_WORKERS),
-                       help=f"run on a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
-                            f"{MAX_WORKERS}: 4 per core of this machine)")
-    where.add_argument("--scheduler", help="address of a running Dask scheduler, tcp://host:8786 or, with the TLS "
-                                           "files, tls://host:8786. A scheduler without TLS runs the code of anyone "
-                                           "who reaches it (docs/searches.md)")
-    search.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
-                                              "scheduler's certificate is checked against")
-    search.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
-    search.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
-    search.add_argument("--chunk-size", type=_bounded(MAX_INSTANCES), default=None,
-                        help="instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
-    search.add_argument("--no-adversarial", action="store_true", help="the random stage only")
-    search.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _figure(args) -> int:

@@ -292,7 +292,7 @@ def test_a_crash_around_the_checkpoint_leaves_no_duplicated_draw(tmp_path, monke
     whole = run_experiment(settings, tmp_path / "whole", progress=False)
     save, calls = run_module.Checkpoint.save, []
 
-    def crashing_save(self, passes, hidden, E, draws=None, before_replace=None):
+    def crashing_save(self, passes, hidden, E, draws=None, before_replace=None, twin=None):
         calls.append(passes)
         if passes == 2 and window == "before-checkpoint":
             raise Crash
@@ -303,8 +303,8 @@ def test_a_crash_around_the_checkpoint_leaves_no_duplicated_draw(tmp_path, monke
                     {"passes": passes, "hidden": hidden.cpu(), "E": E, "draws_json": json.dumps(draws),
                      "settings_identity": self.settings.identity()}, s), binary=True, durable=False)
                 raise Crash  # the checkpoint has landed, the manifest describing it has not
-            return save(self, passes, hidden, E, draws, before_replace=announce_then_die)
-        return save(self, passes, hidden, E, draws, before_replace=before_replace)
+            return save(self, passes, hidden, E, draws, before_replace=announce_then_die, twin=twin)
+        return save(self, passes, hidden, E, draws, before_replace=before_replace, twin=twin)
 
     monkeypatch.setattr(run_module.Checkpoint, "save", crashing_save)
     with pytest.raises(Crash):
