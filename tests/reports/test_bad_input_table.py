@@ -21,7 +21,7 @@ from consensus import cli
 
 TINY = ["--model", "tiny-llama", "--weights", "random", "--prompts", "2", "--length", "8", "--device", "cpu",
         "--quiet"]
-SEARCH = ["search", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--no-adversarial", "--quiet"]
+SEARCH = ["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2", "--no-adversarial", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ ROWS = [
     (lambda p: ["run", *TINY, "--weights", "pretrained", "--out", str(p / "o")], r"argument --weights: invalid choice"),
     (lambda p: ["run", *TINY, "--model", "no-such-model-xyz", "--out", str(p / "o")], r"no-such-model-xyz"),
     (lambda p: ["run", *TINY, "--model", str(p / "missing-folder"), "--out", str(p / "o")], r"missing-folder"),
-    (lambda p: ["run", *TINY, "--threshold", "2", "--out", str(p / "o")], r"threshold=2.0 must lie in \(0, 1\)"),
+    (lambda p: ["run", *TINY, "--threshold", "20", "--out", str(p / "o")], r"threshold=20.0 must lie in \(0, 10\)"),
     (lambda p: ["run", *TINY, "--window", "0", "--until-decided", "--out", str(p / "o")], r"window"),
     (lambda p: ["run", *TINY, "--attn-implementation", "magic", "--out", str(p / "o")],
      r"argument --attn-implementation: invalid choice"),
@@ -139,8 +139,8 @@ ROWS = [
     # consensus replay
     (lambda p: ["replay", str(p / "missing.json")], r"missing.json: not a readable witness file"),
     (lambda p: ["replay", str(p / "not-json.json")], r"not-json.json: not a readable witness file"),
-    (lambda p: ["replay", str(p / "unknown-claim.json")], r"claim 'conj.nope' has no conjecture family"),
-    (lambda p: ["replay", str(p / "no-keys.json")], r"no-keys.json: a witness needs the keys"),
+    (lambda p: ["replay", str(p / "unknown-claim.json")], r"unknown-claim.json: not a valid witness"),
+    (lambda p: ["replay", str(p / "no-keys.json")], r"no-keys.json: not a valid witness .* is a required property"),
     # consensus audit
     (lambda p: ["audit", "--model", "no-such-model-xyz", "--out", str(p / "a")], r"no-such-model-xyz"),
     (lambda p: ["audit", "--model", "tiny-llama", "--weights", "random", "--prompts", "0", "--out", str(p / "a")],

@@ -59,12 +59,13 @@ def tls_cluster(tmp_path_factory):
 def test_a_search_over_tls_runs(tls_cluster, tmp_path, capsys):
     address, certificates = tls_cluster
     assert address.startswith("tls://127.0.0.1:")
-    status = main(["search", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--no-adversarial",
+    status = main(["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2",
+                   "--no-adversarial",
                    "--quiet", "--out", str(tmp_path / "out"), "--scheduler", address,
                    "--tls-ca-file", str(certificates / "ca.pem"), "--tls-cert", str(certificates / "client.pem"),
                    "--tls-key", str(certificates / "client.key")])
     assert status == 0, capsys.readouterr().err
-    assert json.loads(capsys.readouterr().out)["verdict"] == "supported"
+    assert json.loads(capsys.readouterr().out)["result"].startswith("no certified counterexample")
     local = run_search("conj.gradient-equilibria", 2, tmp_path / "here", chunk_size=2, adversarial=False,
                        progress=False)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["hits"] == local["hits"]
@@ -78,7 +79,8 @@ def test_a_search_over_tls_runs(tls_cluster, tmp_path, capsys):
 ])
 def test_a_client_without_the_certificate_is_refused(tls_cluster, tmp_path, capsys, client):
     address, certificates = tls_cluster
-    status = main(["search", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--no-adversarial",
+    status = main(["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2",
+                   "--no-adversarial",
                    "--quiet", "--out", str(tmp_path / "out"), "--scheduler", address, *client(certificates)])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and f"--scheduler {address}: no Dask scheduler answered" in err[0]
