@@ -280,8 +280,9 @@ def load(path: Path | str) -> dict:
         where = "/".join(str(part) for part in error.absolute_path) or "the document"
         raise ValueError(f"{path}: not a valid witness ({SCHEMA.name}): at {where}: {_one_line(error.message)}")
     if witness["claim"] not in FAMILIES:
-        raise ValueError(f"{path}: claim {witness['claim']!r:.60} has no conjecture family; known: "
-                         f"{', '.join(sorted(FAMILIES))}")
+        known = sorted(FAMILIES)
+        raise ValueError(f"{path}: claim {witness['claim']!r:.60} has no conjecture family; known: {len(known)} claims, "
+                         f"e.g. {', '.join(known[:3])} (all: sim/conjectures/families.py)")
     problems = mismatches(witness, FAMILIES[witness["claim"]])
     if problems:
         raise ValueError(f"{path}: not a witness of {witness['claim']}: {_one_line('; '.join(problems))}")

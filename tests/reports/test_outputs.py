@@ -22,8 +22,8 @@ pytest_plugins = ["pytester"]
 COMMANDS = {
     "run": ["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "2", "--length", "8", "--passes", "1",
             "--device", "cpu", "--quiet", "--out"],
-    "search": ["search", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--no-adversarial",
-               "--quiet", "--out"],
+    "search": ["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2",
+               "--no-adversarial", "--quiet", "--out"],
     "figure": ["figure", "1", "--out"],
     "report": ["report", "--no-bench", "--out"],
     "audit": ["audit", "--model", "tiny-llama", "--weights", "random", "--prompts", "2", "--length", "8", "--passes",
