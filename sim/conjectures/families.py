@@ -91,18 +91,18 @@ def _split(theta: np.ndarray, shape: Shape):
             parts[4])
 
 
-def _scale(z: np.ndarray, top: float) -> np.ndarray:
+def bounded_scale(z: np.ndarray, top: float) -> np.ndarray:
     """A scale in (0, top) from a normal number (monotone, so the optimiser can move it)."""
     return top * 0.5 * (1.0 + np.tanh(z))
 
 
-def _normalised(matrices: np.ndarray) -> np.ndarray:
+def unit_spectral_norm(matrices: np.ndarray) -> np.ndarray:
     """Each [..., d, d] matrix divided by its spectral norm (zero stays zero)."""
     norms = np.linalg.norm(matrices, ord=2, axis=(-2, -1))
     return matrices / np.where(norms > 0, norms, 1.0)[..., None, None]
 
 
-def _sphere(y: np.ndarray) -> np.ndarray:
+def onto_sphere(y: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(y, axis=-1, keepdims=True)
     return y / np.where(norms > 0, norms, 1.0)
 
@@ -188,10 +188,10 @@ def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> n
 # --- the families ----------------------------------------------------------------------------------------------
 def _decode_multihead(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawU, rawy, zP, zU = _split(theta, shape)
-    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
-    U = _normalised(_symmetric(rawU)) * _scale(zU, 2.0)[..., None, None]
+    P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
+    U = unit_spectral_norm(_symmetric(rawU)) * bounded_scale(zU, 2.0)[..., None, None]
     valid = np.array([top_eigenpair(u.sum(axis=0))[0] for u in U])
-    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))
+    y0, inside = _reflected(onto_sphere(rawy), _summed_top_vectors(U))
     return Batch(P, U, y0, valid & inside)
 
 
@@ -227,14 +227,14 @@ def _hypotheses_multihead(P, U, y0) -> list[str]:
 
 def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawU, rawy, zP, zU = _split(theta, shape)
-    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
     basis = np.linalg.qr(rawU[:, 0])[0]                                  # [n, d, d]; v = first column
-    tops = _scale(zU, 2.0)                                                # [n, h], the top eigenvalues
+    tops = bounded_scale(zU, 2.0)                                                # [n, h], the top eigenvalues
     others = tops[..., None] * np.tanh(rawU[:, :, 0, 1:])                # [n, h, d-1], each below its top
     spectra = np.concatenate([tops[..., None], others], axis=-1)
     U = symmetrised(np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis))  # Q diag Q^T per head
     valid = np.array([_common_top(u) is not None for u in U])
-    y0, inside = _reflected(_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
+    y0, inside = _reflected(onto_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
     return Batch(P, U, y0, valid & inside)
 
 
@@ -265,10 +265,10 @@ def _hypotheses_multihead_common(P, U, y0) -> list[str]:
 
 def _decode_value(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawU, rawy, zP, _ = _split(theta, shape)
-    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
-    U = _normalised(rawU)  # the scale of U only rescales time (h = 1)
+    P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
+    U = unit_spectral_norm(rawU)  # the scale of U only rescales time (h = 1)
     valid = np.array([top_eigenpair(u[0])[0] for u in U])
-    return Batch(P, U, _sphere(rawy), valid)
+    return Batch(P, U, onto_sphere(rawy), valid)
 
 
 def _hypotheses_value(P, U, y0) -> list[str]:
@@ -291,7 +291,7 @@ def _decode_gradient(theta: np.ndarray, shape: Shape) -> Batch:
     _, _, rawy, _, _ = _split(theta, shape)
     n, d = len(theta), shape.dim
     eye = np.broadcast_to(np.eye(d), (n, 1, d, d)).copy()
-    return Batch(eye, eye.copy(), _sphere(rawy), np.ones(n, dtype=bool))
+    return Batch(eye, eye.copy(), onto_sphere(rawy), np.ones(n, dtype=bool))
 
 
 def _hypotheses_gradient(P, U, y0) -> list[str]:
@@ -303,8 +303,8 @@ def _hypotheses_gradient(P, U, y0) -> list[str]:
 
 def _decode_gradient_value(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, _, rawy, zP, _ = _split(theta, shape)
-    P = _normalised(_symmetric(rawP)) * _scale(zP, P_MAX)[..., None, None]
-    return Batch(P, P.copy(), _sphere(rawy), np.ones(len(theta), dtype=bool))
+    P = unit_spectral_norm(_symmetric(rawP)) * bounded_scale(zP, P_MAX)[..., None, None]
+    return Batch(P, P.copy(), onto_sphere(rawy), np.ones(len(theta), dtype=bool))
 
 
 def _hypotheses_gradient_value(P, U, y0) -> list[str]:
@@ -321,12 +321,12 @@ def _hypotheses_gradient_value(P, U, y0) -> list[str]:
 def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, _, rawy, zP, _ = _split(theta, shape)
     n, d = len(theta), shape.dim
-    P = _normalised(rawP) * _scale(zP, P_MAX)[..., None, None]
+    P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
     U = np.broadcast_to(np.eye(d), P.shape).copy()
-    y0 = _sphere(rawy)
+    y0 = onto_sphere(rawy)
     # The last token opposite the others' sum (plus noise), so that most draws lie in no open hemisphere (with
     # l <= d uniform tokens always do, Wendel); the exact LP then decides.
-    y0[:, -1] = _sphere(-y0[:, :-1].sum(axis=1) + 0.5 * rawy[:, -1])
+    y0[:, -1] = onto_sphere(-y0[:, :-1].sum(axis=1) + 0.5 * rawy[:, -1])
     valid = np.array([not in_open_hemisphere(y) for y in y0])
     return Batch(P, U, y0, valid)
 

@@ -29,8 +29,8 @@ from functools import lru_cache
 import numpy as np
 from flint import acb_mat, arb_mat, ctx, fmpq, fmpq_mat
 
-from sim.conjectures.families import (FAMILIES, Batch, Family, Shape, _normalised, _scale, _sphere, distance_from_plus_minus_v,
-                                      top_eigenpair)
+from sim.conjectures.families import (FAMILIES, Batch, Family, Shape, bounded_scale, distance_from_plus_minus_v,
+                                      onto_sphere, top_eigenpair, unit_spectral_norm)
 
 SOURCE = ("Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv 2411.04990v2, sec. 4 "
           "(statements as transcribed in a public Lean formalisation of that paper)")
@@ -244,11 +244,11 @@ def float_spectrum_ok(V: np.ndarray) -> bool:
 def _decode_thm15(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawS, rawy, zP, gaps = _parts(THM15, theta, shape)
     n, d = len(theta), shape.dim
-    P = _normalised(rawP.reshape(n, 1, d, d)) * _scale(zP, P_MAX)[..., None, None]
+    P = unit_spectral_norm(rawP.reshape(n, 1, d, d)) * bounded_scale(zP, P_MAX)[..., None, None]
     pairs = [spectrum_matrix(rawS[k], gaps[k]) for k in range(n)]
     U = np.stack([V for V, _ in pairs])[:, None]
     valid = np.array([cond <= MAX_CONDITION and float_spectrum_ok(V) for V, cond in pairs])
-    return Batch(P, U, _sphere(rawy.reshape(n, shape.tokens, d)), valid)
+    return Batch(P, U, onto_sphere(rawy.reshape(n, shape.tokens, d)), valid)
 
 
 def block_matrix(lam: float, m: int, raw: np.ndarray) -> np.ndarray:
@@ -273,14 +273,14 @@ def _decode_thm2(claim: str):
     def decode(theta: np.ndarray, shape: Shape) -> Batch:
         rawP, rawD, rawy, zP, zL = _parts(claim, theta, shape)
         n, d = len(theta), shape.dim
-        P = _normalised(rawP.reshape(n, 1, d, d)) * _scale(zP, P_MAX)[..., None, None]
+        P = unit_spectral_norm(rawP.reshape(n, 1, d, d)) * bounded_scale(zP, P_MAX)[..., None, None]
         dims = 2 + np.floor((d - 1) * 0.5 * (1 + np.tanh(zL[:, 0])) - 1e-12).astype(int)  # dim L in 2..d
         dims = np.minimum(dims, d)
         lams = np.round(0.5 + 0.5 * (1 + np.tanh(zL[:, 1])), 3)          # lambda in [0.5, 1.5], a round float
         if claim == THM2_PERP:  # L^perp = 0 leaves the reading's limit undefined: dim L in 2..d-1
             dims = np.minimum(dims, d - 1)
         U = np.stack([block_matrix(lams[k], dims[k], rawD[k]) for k in range(n)])[:, None]
-        y0 = _sphere(rawy.reshape(n, shape.tokens, d))
+        y0 = onto_sphere(rawy.reshape(n, shape.tokens, d))
         first = y0[:, 0]
         # The reading's limit must exist at the start: P_L x_1(0) (or P_{L^perp} x_1(0)) nonzero, L = span(e_1..e_m).
         parts = [first[k, :dims[k]] if claim == THM2_L else first[k, dims[k]:] for k in range(n)]

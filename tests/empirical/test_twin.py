@@ -12,6 +12,8 @@ import weakref
 import pytest
 import torch
 
+from reports.files import sha256
+
 from empirical import run as run_module
 from empirical.__main__ import main
 from empirical.models import load_model
@@ -121,9 +123,9 @@ def test_control_a_resume_from_another_twin_state_differs(tmp_path, monkeypatch)
     whole = run_experiment(settings, tmp_path / "whole", progress=False)
     save = run_module.Checkpoint.save
 
-    def save_shifted(self, passes, hidden, E, twin=None):
+    def save_shifted(self, passes, hidden, E, *rest, twin=None, **named):
         twin = {**twin, "hidden": twin["hidden"] + 0.5 * twin["hidden"].std()}
-        save(self, passes, hidden, E, twin=twin)
+        return save(self, passes, hidden, E, *rest, twin=twin, **named)
 
     def cut(done):
         if done == 2:
@@ -150,6 +152,10 @@ def test_a_checkpoint_without_the_twins_state_is_refused(tmp_path):
     state = torch.load(path, weights_only=True)
     del state["twin"]
     torch.save(state, path)
+    # re-signed in the manifest, as its writer would: the hash check passes, the missing twin state is what is refused
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["checkpoint"]["sha256"] = sha256(path)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="twin"):
         run_experiment(settings, tmp_path, progress=False)
 

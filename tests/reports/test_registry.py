@@ -17,7 +17,8 @@ SPEC_IDS = [
 CONJECTURE_IDS = [
     "conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-causal-antipodal",
     "conj.value-full", "conj.value-full-antipodal", "conj.gradient-equilibria", "conj.gradient-value",
-    "conj.nonsymmetric-full",
+    "conj.nonsymmetric-full", "conj.karagodin-thm1.5", "conj.karagodin-thm2-normalized-component",
+    "conj.karagodin-thm2-perp-projection",
 ]
 #: Each reading of an ambiguous sentence is its own claim; the suite's own readings and questions say so.
 SUITE_READINGS = ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-full",
@@ -42,7 +43,10 @@ def test_the_suites_own_readings_are_labelled_and_quote_their_source():
         claim = get_claim(claim_id)
         assert claim.origin == "suite", claim_id
         assert "this suite" in claim.statement or "This suite" in claim.statement, claim_id
-    assert [c.id for c in CLAIMS if c.origin == "cited"] == ["conj.value-causal-antipodal", "conj.value-full-antipodal"]
+    # Karagodin et al.'s statements as their authors give them (and the atlas's antipodal readings) are cited
+    assert [c.id for c in CLAIMS if c.origin == "cited"] == [
+        "causal.karagodin-thm1", "conj.value-causal-antipodal", "conj.value-full-antipodal", "conj.karagodin-thm1.5",
+        "conj.karagodin-thm2-normalized-component", "conj.karagodin-thm2-perp-projection"]
 
 
 def test_an_unknown_origin_is_refused():
