@@ -41,13 +41,14 @@ def pytest_command(out: Path, pytest_args: list[str]) -> list[str]:
             "-p", "reports.pytest_plugin", f"--report-dir={out}", *pytest_args]
 
 
-def check_pytest_arguments(out: Path, pytest_args: list[str], env: dict[str, str]) -> int:
+def check_pytest_arguments(out: Path, pytest_args: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
     """Parse the arguments and collect the tests they select (``--collect-only``, no report), so that a bad argument
-    or a test module that does not import fails before the benchmarks; return pytest's exit status (0: usable)."""
+    or a test module that does not import fails before the benchmarks; return pytest's exit status (0: usable) and
+    the selected tests' ids."""
     checked = subprocess.run([*pytest_command(out, pytest_args), "--collect-only", "-q", "--no-report"], cwd=ROOT,
                              env=env, capture_output=True, text=True)
     if checked.returncode == 0:
-        return 0
+        return 0, [line for line in checked.stdout.splitlines() if "::" in line]
     lines = (checked.stdout + checked.stderr).strip().splitlines()
     print("\n".join(lines[-30:]), file=sys.stderr)
     if checked.returncode == 5:
@@ -56,7 +57,7 @@ def check_pytest_arguments(out: Path, pytest_args: list[str], env: dict[str, str
     else:
         print(f"error: pytest refused the arguments {pytest_args} (exit status {checked.returncode}, above); "
               "nothing was run.", file=sys.stderr)
-    return checked.returncode
+    return checked.returncode, []
 
 
 def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: str, env: dict[str, str]) -> None:
@@ -99,8 +100,10 @@ def stage_estimates(ledger: Path) -> str:
             "audits kept under build/ are reused and cost nothing)")
 
 
-#: The module whose jobs (the report's model runs and audits) the build runs alone before the tests.
+#: The module whose jobs (the report's model runs and audits) the build runs alone before the tests, and the test
+#: files that read what they leave: the jobs run only when the selected tests include one of these.
 REPORT_JOBS = "empirical.report_jobs"
+JOB_READERS = ("tests/empirical/test_claims.py", "tests/audit/test_audit_full.py")
 
 
 def run_report_jobs(env: dict[str, str], previous: Path) -> None:
@@ -169,13 +172,13 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
            BUILD_FOLDER_ENV: str(out), MEMORY_LEDGER_ENV: str(ledger), MEMORY_BOUND_ENV: str(bound),
            REPORT_SCALE_ENV: scale}
     env.setdefault("HYPOTHESIS_PROFILE", "ci" if scale == "smoke" else "thorough")
-    if run_benchmarks:
-        status = check_pytest_arguments(out, pytest_args, env)  # (without benchmarks pytest itself fails as fast)
+    if run_benchmarks or run_jobs:
+        status, selected = check_pytest_arguments(out, pytest_args, env)  # (a typo fails before minutes of work)
         if status != 0:
             return status
-        for name, module in BENCHMARKS:
-            run_benchmark(name, module, out, sections, revision, env)
-    if run_jobs:
+    for name, module in BENCHMARKS if run_benchmarks else ():
+        run_benchmark(name, module, out, sections, revision, env)
+    if run_jobs and any(test.startswith(JOB_READERS) for test in selected):
         run_report_jobs(env, out / "memory.previous.jsonl")
     command = pytest_command(out, pytest_args)
     print("+", " ".join(command), flush=True)
