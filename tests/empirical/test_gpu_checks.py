@@ -90,7 +90,7 @@ def test_the_resume_check_tells_a_resumed_twin_that_differs(tmp_path, monkeypatc
     save = run.Checkpoint.save
 
     def shifted(self, passes, hidden, E, *rest, twin=None, **named):
-        save(self, passes, hidden, E, *rest, twin={**twin, "hidden": twin["hidden"] * 1.5}, **named)
+        return save(self, passes, hidden, E, *rest, twin={**twin, "hidden": twin["hidden"] * 1.5}, **named)
 
     monkeypatch.setattr(run.Checkpoint, "save", shifted)
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False

@@ -38,7 +38,8 @@ def test_readme_is_read_in_five_minutes_with_the_two_commands_on_its_first_scree
     text = README.read_text()
     assert len(text.encode()) <= 10_000
     first_screen = "\n".join(text.splitlines()[:25])
-    assert "make test" in first_screen and "make report" in first_screen and "about an hour" in first_screen
+    assert "make test" in first_screen and "make report" in first_screen
+    assert re.search(r"make report .*(hours|minutes|an hour)", first_screen)  # with its time, as measured
 
 
 def test_readme_links_point_to_files_of_the_repository():
