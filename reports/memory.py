@@ -39,7 +39,16 @@ def _rss_bytes(maxrss: int) -> int:
 
 
 def own_peak_bytes() -> int:
-    """The peak RSS of this process so far, in bytes."""
+    """The peak RSS of this process so far, in bytes: Linux's ``VmHWM``, the high-water mark of this process's own
+    memory. Not ``ru_maxrss`` there: a process started by ``vfork`` and ``exec`` (Python's ``subprocess`` and
+    ``multiprocessing``'s spawn) inherits its parent's high-water mark in it (measured: every reused run's child
+    reported the 3.8 GiB of the test process that started it). Elsewhere ``ru_maxrss``, an upper bound."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return _rss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
@@ -94,9 +103,8 @@ def read_ledger(path: Path | str) -> list[dict[str, Any]]:
 def run_measured(command: Sequence[str], stage: str, kind: str = ALONE, **popen) -> int:
     """Run ``command`` to its end (``subprocess.Popen`` arguments in ``popen``), record its peak RSS (that of the
     largest process of its tree the kernel accounts to it) as ``stage``, and return its exit status. The figure is
-    at least this process's own RSS when it starts the command (Linux hands a forked child the high-water mark of
-    its parent until it executes the command): the build measures its stages from the small ``python -m reports``
-    process, never from a large one."""
+    at least this process's own peak (Linux hands a child started by ``vfork`` the high-water mark of its parent):
+    the build measures its stages from the small ``python -m reports`` process, never from a large one."""
     beside = own_rss_bytes()
     started = time.monotonic()
     process = subprocess.Popen(command, **popen)
