@@ -239,8 +239,12 @@ def _replay(args) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from sim.conjectures.witness_index import INDEX
+
     outcome = replay(witness)
     print(outcome.summary())
+    print(f"file: hash-checked against {INDEX} beside it" if (args.witness.parent / INDEX).is_file() else
+          f"file: not hash-checked (no {INDEX} beside it); checked by its schema and its certificate")
     return 0 if outcome.refuted else 1
 
 

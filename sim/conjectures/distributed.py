@@ -36,6 +36,7 @@ import numpy as np
 
 from sim.conjectures.certify import AWAY
 from sim.conjectures.families import Family, get_family
+from sim.conjectures.witness_index import witness_files, write_index
 from sim.conjectures.search import (CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, SEARCH_CONTROLLER,
                                     search_chunk)
 
@@ -281,7 +282,7 @@ def _write_witnesses(witness_dir: Path, summary: dict, family: Family, read_back
             raise OutputError(f"{read_back[chunk]} lists the witness {name}, which does not replay as a counterexample "
                               "of its claim: the chunk's record was changed; delete it to search that chunk again "
                               "(nothing was changed).")
-    stale = [path for path in sorted(witness_dir.glob("*.json")) if path.stem not in records] \
+    stale = [path for path in witness_files(witness_dir) if path.stem not in records] \
         if witness_dir.is_dir() else []
     for path in stale:
         chunk = _chunk_of(path.stem)
@@ -300,6 +301,8 @@ def _write_witnesses(witness_dir: Path, summary: dict, family: Family, read_back
                                                              else "a file that does not replay as a witness"))
     for name, record in records.items():
         write_json(witness_dir / f"{name}.json", {"schema_version": SCHEMA_VERSIONS["witness"], **record})
+    if witness_dir.is_dir():
+        write_index(witness_dir)
 
 
 def _chunk_of(name: str) -> int | None:

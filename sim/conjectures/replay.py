@@ -42,6 +42,7 @@ from reports.registry import SEARCHED
 
 from sim.conjectures.certify import AWAY, attention_field, run
 from sim.conjectures.families import FAMILIES, Family, top_eigenpair
+from sim.conjectures.witness_index import check_indexed
 from sim.field.eq6 import eq6
 from sim.solvers import AdaptiveStepSize
 from sim.conjectures.validated import (Problem, ValidatedCertificate, certify, commutes, start_distance,
@@ -262,10 +263,15 @@ def load(path: Path | str) -> dict:
     """A witness file, checked before anything is computed from it; a ValueError of one line naming the file and
     what failed otherwise: unreadable or not strict JSON (NaN and Infinity refused, too deep), not valid against
     reports/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
-    that does not match its claim (:func:`mismatches`)."""
+    that does not match its claim (:func:`mismatches`), or bytes that the witness index beside it does not record
+    (:func:`sim.conjectures.witness_index.check_indexed`)."""
     import jsonschema
 
     path = Path(path)
+    try:
+        check_indexed(path)
+    except OSError as error:
+        raise ValueError(f"{path}: not a readable witness file ({_one_line(error)})") from None
     try:
         if path.stat().st_size > MAX_BYTES:
             raise ValueError(f"larger than {MAX_BYTES} bytes")

@@ -18,6 +18,7 @@ import numpy as np
 from sim.conjectures.replay import make_witness
 from sim.conjectures.seek import seek
 from sim.conjectures.validated import Problem
+from sim.conjectures.witness_index import write_index
 
 from sim.conjectures.families import get_family
 
@@ -69,6 +70,8 @@ def run_seek(claim: str, out: Path, budget: float, seed: int = 0, instances: int
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.json").write_text(json.dumps(witness, indent=1))
         names.append(name)
+    if names:
+        write_index(folder)
     summary = dict(summary, witnesses=names, rejected=rejected_counts(summary),
                    result=result_line(claim, summary, len(names)))
     Path(out).mkdir(parents=True, exist_ok=True)

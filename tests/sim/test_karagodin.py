@@ -65,7 +65,8 @@ def test_family_draws_meet_their_hypotheses_and_replay_calls_them(claim):
             assert family.hypotheses(batch.P[k], batch.U[k], batch.y0[k]) == []
 
 
-@pytest.mark.parametrize("path", sorted(WITNESSES.glob("conj.value-*/*.json")), ids=lambda p: p.parent.name + "/" + p.stem)
+@pytest.mark.parametrize("path", [p for p in sorted(WITNESSES.glob("conj.value-*/*.json")) if p.name != "index.json"],
+                         ids=lambda p: p.parent.name + "/" + p.stem)
 def test_no_value_witness_meets_the_cited_hypothesis(path):
     """The suite's value-* witnesses have U with a zero, negative or complex eigenvalue: none refutes thm1.5."""
     witness = load(path)

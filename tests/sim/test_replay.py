@@ -17,7 +17,8 @@ from sim.conjectures.families import certified_top
 from sim.conjectures.replay import _problem, load, replay
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify
 
-STORED = sorted((Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
+STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
+                if p.name != "index.json")
 
 
 def stored(claim: str, index: int = 0) -> dict:

@@ -17,7 +17,8 @@ from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.replay import load, record_of, replay
 
-STORED = sorted((Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json"))
+STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
+                if p.name != "index.json")
 #: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers; at the
 #: smoke scale of a report build (reports/scale.py) 2 chunks of 4.
 FULL_INSTANCES, FULL_CHUNK = (8, 4) if report_scale() == "smoke" else (256, 32)
