@@ -145,15 +145,18 @@ def _gpu_checks(args) -> int:
 
 
 def _suite_distributed(args, chosen, folders, status: int) -> int:
+    from reports.dask_tls import tls_config
+
     from .distributed import VariantOptions, run_suite
 
     options = VariantOptions(device=args.device, dtype=args.dtype, weights_dirs=folders, decide=args.until_decided)
     try:
-        for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers, options=options,
-                                 progress=not args.quiet):
-            print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
-                  f"({summary['passes']} passes x {summary['layers']} blocks)")
-    except ConnectionError as error:
+        with tls_config(args.tls_ca_file, args.tls_cert, args.tls_key):
+            for summary in run_suite(chosen, args.out, scheduler=args.scheduler, workers=args.workers,
+                                     options=options, progress=not args.quiet):
+                print(f"{summary['key']}: E_mean {summary['E_first']:.4f} -> {summary['E_last']:.4f} "
+                      f"({summary['passes']} passes x {summary['layers']} blocks)")
+    except (ConnectionError, ValueError) as error:
         return _error(error)
     return status
 
@@ -180,6 +183,9 @@ def _suite_locked(args) -> int:
     status = 2 if args.only and missing else 0  # asked for by name: absent weights are an error
     for key, reason in missing.items():
         print(f"{key}: {'error' if args.only else 'skipped'}: {reason}", file=sys.stderr)
+    if any((args.tls_ca_file, args.tls_cert, args.tls_key)) and not args.scheduler:
+        return _error(ValueError("--tls-ca-file, --tls-cert and --tls-key go with --scheduler tls://HOST:PORT (a "
+                                 "--workers cluster listens on 127.0.0.1 only)."))
     if args.scheduler or args.workers:
         return _suite_distributed(args, chosen, folders, status)
     for variant in chosen:
@@ -383,6 +389,10 @@ def _add_suite(commands) -> None:
     cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
     cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786); --out must be shared storage")
     cluster.add_argument("--workers", type=int, help="a local Dask cluster of this many processes")
+    suite.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
+                                             "scheduler's certificate is checked against")
+    suite.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
+    suite.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
     suite.set_defaults(handler=_suite)
 
 

@@ -262,7 +262,8 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
     from reports.outputs import OutputError
 
     from sim.conjectures.families import FAMILIES
-    from sim.conjectures.distributed import CHUNK_SIZE, run_search, tls_config
+    from reports.dask_tls import tls_config
+    from sim.conjectures.distributed import CHUNK_SIZE, run_search
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")

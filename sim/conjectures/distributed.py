@@ -13,7 +13,7 @@ stopped between the two writes). At the end ``out/summary.json`` and
 counterexample is removed on a chunk's word (only one of a chunk beyond a smaller rerun's last).
 
 Security: a Dask scheduler without TLS runs the code of anyone who reaches it, in its workers and, through the
-pickled results, in this process. Within :func:`tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
+pickled results, in this process. Within :func:`reports.dask_tls.tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
 ``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local cluster (``workers=``) listens
 on 127.0.0.1 only, with its dashboard off.
 """
@@ -63,26 +63,6 @@ def _chunk(claim: str, index: int, size: int, adversarial: bool) -> dict:
 
 def chunk_sizes(instances: int, chunk_size: int) -> list[int]:
     return [min(chunk_size, instances - start) for start in range(0, instances, chunk_size)]
-
-
-def tls_config(ca_file: str | None, cert: str | None, key: str | None):
-    """A context manager in which a Dask client speaks mutual TLS with the three files (the Dask configuration
-    ``distributed.comm.tls.*``, which ``distributed.security.Security()`` reads, encryption required); a no-op when
-    none is given. A ``ValueError`` naming the option when one is missing or unreadable."""
-    import contextlib
-
-    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
-    if not any(given.values()):
-        return contextlib.nullcontext()
-    for option, path in given.items():
-        if not path:
-            raise ValueError(f"{option} is missing: TLS needs --tls-ca-file, --tls-cert and --tls-key together.")
-        if not Path(path).is_file():
-            raise ValueError(f"{option} {path} must be a readable file (PEM).")
-    import dask
-
-    return dask.config.set({"distributed.comm.tls.ca-file": ca_file, "distributed.comm.tls.client.cert": cert,
-                            "distributed.comm.tls.client.key": key, "distributed.comm.require-encryption": True})
 
 
 def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONNECT_TIMEOUT):

@@ -74,3 +74,21 @@ def test_suite_reports_a_scheduler_that_does_not_answer(tmp_path, capsys):
                  "--out", str(tmp_path / "runs")])
     assert code == 2 and "no Dask scheduler answered" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_suite_tls_files_need_a_scheduler_and_all_three(tmp_path, capsys):
+    """`suite` takes the TLS files of `search` (reports/dask_tls.py): without --scheduler, or with one of the three
+    missing, it is refused in one line before anything runs (the TLS connection: tests/sim/test_search_tls.py)."""
+    from empirical.cli import main
+
+    pem = tmp_path / "x.pem"
+    pem.write_text("not a certificate")
+    only = ["suite", "--only", "smollm2-trained-no-ffn"]
+    assert main([*only, "--tls-cert", str(pem), "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "go with --scheduler" in err[0]
+    assert main([*only, "--scheduler", "tls://127.0.0.1:9", "--tls-cert", str(pem), "--tls-ca-file", str(pem),
+                 "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--tls-key is missing" in err[0]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b" / "smollm2-trained-no-ffn").exists()
