@@ -92,16 +92,21 @@ def _record(verdict, claim="full.wendel", method="exact"):
     return CheckResult(claim, method, verdict)
 
 
-#: (the tests behind full.wendel, its verdict): the most severe record wins; nothing at all is a visible gap.
+#: One test of full.wendel for each verdict source, and that verdict.
+SOURCES = {"failed": lambda n: _test("failed", name=n), "refuted": lambda n: _test("passed", claims=(), name=n,
+                                                                                  records=[_record("refuted")]),
+           "verified": lambda n: _test("passed", name=n), "not-run": lambda n: _test("skipped", name=n)}
+SEVERITY = ["failed", "refuted", "verified", "not-run"]  # the most severe first (reports.records.VERDICTS)
+
+#: (the tests behind full.wendel, its verdict): the most severe record wins whatever the order of the tests (every
+#: ordered pair of sources, so that a rule reading the first or the last record fails several cases); nothing at all
+#: is a visible gap; a negative control counts as any test.
 AGGREGATION = [
     ([], NO_CHECK),
-    ([_test("passed")], "verified"),
-    ([_test("passed"), _test("failed", name="u")], "failed"),
-    ([_test("failed", name="u"), _test("passed")], "failed"),
-    ([_test("skipped")], "not-run"),
-    ([_test("passed"), _test("skipped", name="u")], "verified"),
-    ([_test("passed", claims=(), records=[_record("refuted")])], "refuted"),
-    ([_test("passed", records=[_record("refuted")]), _test("passed", name="u")], "refuted"),
+    *[([SOURCES[a]("a"), SOURCES[b]("b")], min(a, b, key=SEVERITY.index)) for a in SEVERITY for b in SEVERITY
+      if a != b],
+    ([_test("passed", name="a"), _test("passed", name="b"), _test("failed", name="c"), _test("passed", name="d")],
+     "failed"),
     ([_test("passed", control=True)], "verified"),
     ([_test("failed", control=True)], "failed"),
 ]
