@@ -275,3 +275,16 @@ def test_a_short_run_is_not_run_with_the_command_that_decides_it(decided, tmp_pa
              "E_std": results["E_std"][:cut]}
     result = check_in_kind([(manifest, short)], tmp_path / "kind.png", rule=RULE)
     assert result.verdict == "not-run" and "--until-decided" in result.detail and "sensitive" in result.detail
+
+
+def test_the_doubled_horizon_alone_can_make_a_run_sensitive():
+    """E flat for the base horizon's 50 passes, then falling as 1/depth: only the doubled horizon (100 passes, its
+    window the last 50) reads the fall. Its cell alone disagrees, and that is enough for ``sensitive``; without it
+    (the negative control: the other nine cells) the run would read as settled."""
+    E = _blocks(lambda t: 0.05 if t <= 50 else 0.05 * 50 / t)
+    decision = decide_grid(E, LAYERS, FLOOR)
+    assert decision.base.verdict == "settled", decision.base.reason
+    assert decision.cells["horizon x 2"].verdict == "converging", decision.cells["horizon x 2"].reason
+    assert {d.verdict for name, d in decision.cells.items() if name != "horizon x 2"} == {"settled"}
+    assert decision.verdict == "sensitive"
+    assert decide(E, LAYERS, FLOOR, CollapseRule(horizon=100)).verdict == "converging"
