@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any, Callable
 
-from reports.memory import CHILD, own_peak_bytes, record_stage
+from reports.memory import CHILD, own_peak_bytes, own_rss_bytes, record_stage
 
 
 def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int]:
@@ -28,16 +28,14 @@ def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[
 
 def give_back_memory() -> int:
     """Collect garbage and hand the allocator's free memory back to the system (glibc's ``malloc_trim``, where there
-    is one); return this process's resident memory in bytes afterwards."""
-    import psutil
-
+    is one); return this process's resident memory in bytes afterwards (:func:`reports.memory.own_rss_bytes`)."""
     gc.collect()
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except (OSError, AttributeError):  # another C library: nothing to trim by
             pass
-    return psutil.Process().memory_info().rss
+    return own_rss_bytes()
 
 
 def in_child(stage: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
