@@ -353,8 +353,8 @@ def _decode_attractive(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawK, rawy, zP, zK = _split(theta, shape)
     d = shape.dim
     gram = np.einsum("nhij,nhkj->nhik", rawP, rawP)
-    S = (_normalised(gram) + FLOOR * np.eye(d)) / (1.0 + FLOOR) * _scale(zP, P_MAX)[..., None, None]
-    K = _normalised(rawK - np.swapaxes(rawK, -1, -2)) * _scale(zK, SKEW_MAX)[..., None, None]
+    S = (unit_spectral_norm(gram) + FLOOR * np.eye(d)) / (1.0 + FLOOR) * bounded_scale(zP, P_MAX)[..., None, None]
+    K = unit_spectral_norm(rawK - np.swapaxes(rawK, -1, -2)) * bounded_scale(zK, SKEW_MAX)[..., None, None]
     batch = _decode_nonsymmetric(theta, shape)  # U = I and y0 in no open hemisphere, as conj.nonsymmetric-full
     P = symmetrised(S) + K
     valid = batch.valid & np.array([not attractive_problems(p) for p in P])

@@ -98,18 +98,12 @@ def _phase(y: np.ndarray, target: np.ndarray, generator: np.ndarray) -> float:
                                  options={"xatol": 1e-14}).x)
 
 
-def draw(witness: dict, path: Path | str, name: str, data: dict | None = None) -> tuple[Figure, dict]:
-    """Write the witness's figure to ``path`` (PNG); its :class:`Figure` and the numbers it rests on."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def _tokens_panel(figure, ys: np.ndarray, y_star: np.ndarray, rotating: bool) -> str:
+    """The left panel of :func:`draw`: the tokens' paths ``ys`` ``(times, l, d)`` from y0 (o) to ``y_star`` (x), on
+    the circle (d = 2), the sphere (d = 3) or a PCA plane; return the words for where they are drawn."""
     import matplotlib.pyplot as plt
 
-    data = trajectory(witness) if data is None else data
-    ys, y_star = data["y"], np.asarray(witness["equilibrium"], float)
     l, d = y_star.shape
-    rotating = witness.get("generator") is not None
-    figure = plt.figure(figsize=(9.6, 4.2))
     geometry = figure.add_subplot(1, 2, 1, projection="3d" if d == 3 else None)
     colours = plt.get_cmap("tab10")
     if d == 2:
@@ -141,6 +135,23 @@ def draw(witness: dict, path: Path | str, name: str, data: dict | None = None) -
     frame = "co-rotating frame" if rotating else "fixed frame"
     projection = {2: "on the circle", 3: "on the sphere"}.get(d, f"in a PCA projection of S^{d - 1}")
     geometry.set_title(f"tokens {projection}, {frame}\no: y0, x: certified attractor y*", fontsize=9)
+    return projection
+
+
+def draw(witness: dict, path: Path | str, name: str, data: dict | None = None) -> tuple[Figure, dict]:
+    """Write the witness's figure to ``path`` (PNG); its :class:`Figure` and the numbers it rests on."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = trajectory(witness) if data is None else data
+    ys, y_star = data["y"], np.asarray(witness["equilibrium"], float)
+    l, d = y_star.shape
+    rotating = witness.get("generator") is not None
+    figure = plt.figure(figsize=(9.6, 4.2))
+    projection = _tokens_panel(figure, ys, y_star, rotating)
+    frame = "co-rotating frame" if rotating else "fixed frame"
     distance = figure.add_subplot(1, 2, 2)
     distance.plot(data["t"][1:], np.maximum(data["distance"][1:], 1e-17), color="tab:blue")
     distance.axhline(REACHED, color="tab:red", linestyle="--", linewidth=0.8, label=f"reached: {REACHED:g}")
