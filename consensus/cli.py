@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: command -> (package, that package's command, what it does).
@@ -26,6 +27,11 @@ COMMANDS = {
     "compare": ("reports", "compare", "compare the verdicts.json of two reports"),
     "bench": (None, None, "a benchmark: sim (the solvers), empirical (the cost of E), search (a search's solver)"),
 }
+#: The distribution whose version ``consensus --version`` prints (``[project] name`` in pyproject.toml).
+DISTRIBUTION = "consensus-verification"
+#: The exit status after a reader of the output went away (``consensus check --json | head -1``): 128 + SIGPIPE,
+#: what a shell reports for a program that SIGPIPE ended.
+BROKEN_PIPE = 141
 #: ``consensus bench WHICH`` -> (package, command).
 BENCHMARKS = {"sim": ("sim", "bench"), "empirical": ("empirical", "bench"), "search": ("sim", "search-bench")}
 
@@ -34,7 +40,9 @@ def parser() -> argparse.ArgumentParser:
     """The top-level parser: it lists the commands; each command's own options are its package's."""
     top = argparse.ArgumentParser(
         prog="consensus", description="The verification suite of 'Consensus is all you get' (ICML 2025).",
-        epilog="`consensus COMMAND --help` shows a command's options and their defaults.")
+        epilog="`consensus COMMAND --help` shows a command's options and their defaults. Exit status: 0 ok, 1 a "
+               "check failed or a witness refuted nothing, 2 bad input (docs/cli.md).")
+    top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, (package, command, text) in COMMANDS.items():
         where = f"python -m {package} {command}" if package else "python -m sim|empirical bench, sim search-bench"
@@ -42,19 +50,47 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def version() -> str:
+    """The installed distribution's version (``importlib.metadata``), or a note that it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "(not installed: run from a checkout without `pip install -e .`)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run ``consensus`` with ``argv`` (default: the process's); return the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run ``consensus`` with ``argv`` (default: the process's); return the exit status. A reader that closes the
+    output early (``| head``) ends the command quietly with :data:`BROKEN_PIPE`, here, once for every command."""
+    try:
+        status = _main(sys.argv[1:] if argv is None else list(argv))
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python's recipe (docs of the signal module): stdout to devnull, so that the flush at exit raises nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+
+
+def _main(argv: list[str]) -> int:
     top = parser()
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
+        top.error("a COMMAND is required (`consensus --help` lists them)")
+    if argv[0] in ("-h", "--help"):
         top.print_help()
-        return 0 if argv else 2
+        return 0
+    if argv[0].startswith("-"):
+        top.parse_args(argv)  # --version: print and exit 0; an unknown option: exit 2
+        top.error(f"a COMMAND is required before {argv[0]}")
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         top.error(f"argument COMMAND: {name!r} must be one of {', '.join(COMMANDS)}")
     package, command, _ = COMMANDS[name]
+    prog = f"{top.prog} {name}"
     if name == "bench":
         if not rest or rest[0] not in BENCHMARKS:
             top.error(f"argument WHICH of `consensus bench WHICH`: must be one of {', '.join(BENCHMARKS)}")
+        prog = f"{prog} {rest[0]}"
         (package, command), rest = BENCHMARKS[rest[0]], rest[1:]
-    return importlib.import_module(f"{package}.__main__").main([command, *rest])
+    return importlib.import_module(f"{package}.__main__").main([command, *rest], prog=prog)

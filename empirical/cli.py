@@ -1,6 +1,7 @@
 """``python -m empirical {prompts,run,plot,suite,bench,audit,gpu-checks}``: the paper's experiments from the command line.
 
-Every default is stated once, where the experiment defines it: a run's in :class:`empirical.run.RunSettings`, an
+PyTorch and transformers are imported by a command's handler, after parsing (:mod:`empirical.settings` holds what
+the parser needs), so that ``--help`` and a bad argument answer at once. Every default is stated once, where the experiment defines it: a run's in :class:`empirical.run.RunSettings`, an
 audit's in :class:`empirical.audit.AuditSettings`, the benchmark's in :data:`BENCH_DEFAULTS`; the choices of
 device, dtype and weights come from :mod:`empirical.run` and :mod:`empirical.models`.
 """
@@ -13,18 +14,14 @@ import sys
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
-from reports.helpformat import Parser
+from reports.helpformat import Parser, parse
 from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
                              output_lock, say_rebuilt)
 
-from .audit.measure import AuditSettings
-from .decision import ALPHA, HORIZON, THRESHOLD, WINDOW, CollapseRule
-from .loop import NonFiniteActivations
-from .models import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS, ModelNotAvailable
 from .prompts import GPT2_VOCAB_SIZE, MAX_LENGTH, MAX_PROMPTS
-from .consensus import METRICS
-from .loop import LOOP_VARIANTS
-from .run import DEVICES, DTYPES, MAX_PASSES, TWINS, RunSettings
+from .settings import (ALPHA, ATTN_IMPLEMENTATIONS, DEVICES, DTYPE_NAMES, HORIZON, LOOP_VARIANTS, MAX_PASSES, METRICS,
+                       SMOLLM2, THRESHOLD, TINY_PASSES, TWINS, WEIGHTS, WINDOW, GPU_PASSES, AuditSettings,
+                       RunSettings)
 
 #: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
 BENCH_DEFAULTS = {"model": SMOLLM2, "prompts": 16, "length": 200, "passes": 2, "rounds": 5}
@@ -68,7 +65,16 @@ def _disk_error(error: OSError, out) -> int:
                              "the folder) and rerun the same command to resume."))
 
 
+def _model_errors() -> tuple[type[Exception], ...]:
+    """The errors a model command reports in one line (exit 2): imported with the model code, after parsing."""
+    from .loading import ModelNotAvailable
+    from .loop import NonFiniteActivations
+
+    return ValueError, ModelNotAvailable, NonFiniteActivations
+
+
 def _run(args) -> int:
+    from .decision import CollapseRule
     from .run import run_experiment
 
     try:
@@ -80,12 +86,15 @@ def _run(args) -> int:
         rule = CollapseRule(horizon=args.horizon, window=args.window, threshold=args.threshold, alpha=args.alpha)
         results = run_experiment(settings, args.out, progress=not args.quiet,
                                  until=tuple(rule.grid().values()) if args.until_decided else (), rule=rule)
-    except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+    except _model_errors() as error:
         return _error(error)
     except OSError as error:
         return _disk_error(error, args.out)
     ends = results["E_pass_end"]
     decision = results["decision"]
+    if args.json:
+        print(json.dumps(run_summary(results, args.out), indent=1))
+        return 0
     print(f"E_mean after the embeddings {ends[0]:.4g}; after each pass: " + " ".join(f"{e:.4g}" for e in ends[1:]))
     if results.get("twin"):
         print(f"float64 twin of {results['twin']['prompts']} prompts: largest |E - E_float64| "
@@ -98,6 +107,19 @@ def _run(args) -> int:
           f"monotone: {'yes' if decision['monotone'] else 'no'}")
     print(f"wrote {args.out / 'results.json'}, {args.out / 'manifest.json'} and {args.out / 'E.png'}")
     return 0
+
+
+def run_summary(results: dict, out: Path) -> dict:
+    """``run --json``: ``{"results", "manifest", "figure"}`` (the paths written), ``E_pass_end`` (E_mean after the
+    embeddings and after each pass), ``E_floor``, ``verdict`` and ``monotone`` (the collapse test's), ``cells``
+    (each cell's verdict) and ``twin`` (null without ``--twin``: prompts, divergence_max, effective_floor)."""
+    decision, twin = results["decision"], results.get("twin")
+    return {"results": str(out / "results.json"), "manifest": str(out / "manifest.json"), "figure": str(out / "E.png"),
+            "E_pass_end": results["E_pass_end"], "E_floor": results["E_floor"], "verdict": decision["verdict"],
+            "monotone": decision["monotone"],
+            "cells": {name: cell["verdict"] for name, cell in decision["cells"].items()},
+            "twin": None if not twin else {"prompts": twin["prompts"], "divergence_max": twin["divergence_max"],
+                                           "effective_floor": results["effective_floor"]}}
 
 
 #: The figure ``plot --out DIR`` writes when DIR is an existing folder.
@@ -138,7 +160,7 @@ def _gpu_checks(args) -> int:
     try:
         run_checks(args.out, tiny=args.tiny, device=args.device, passes=args.passes, work=args.work,
                    report=lambda line: print(line, flush=True))
-    except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+    except _model_errors() as error:
         return _error(error)
     print(f"wrote {args.out}")
     return 0
@@ -194,7 +216,7 @@ def _suite_locked(args) -> int:
                                      weights_dirs=folders, decide=args.until_decided)
             print(f"{variant.key}: E_mean {results['E_mean'][0]:.4f} -> {results['E_mean'][-1]:.4f} "
                   f"({results['passes']} passes x {results['layers']} blocks)")
-        except (ValueError, ModelNotAvailable, NonFiniteActivations) as error:
+        except _model_errors() as error:
             print(f"{variant.key}: error: {error}", file=sys.stderr)
             status = 2
     return status
@@ -208,7 +230,7 @@ def _bench(args) -> int:
             return _error(ValueError(f"--{name} {getattr(args, name)} must be a positive integer."))
     try:
         result = bench(args.model, args.prompts, args.length, args.passes, args.rounds, args.device)
-    except (ValueError, ModelNotAvailable) as error:
+    except _model_errors()[:2] as error:
         return _error(error)
     text = json.dumps(result, indent=1)
     if args.out:
@@ -231,6 +253,7 @@ def _bench(args) -> int:
 
 def _audit(args) -> int:
     from .audit.measure import audit_model
+    from .run import DTYPES
     from .audit.report import audit_section
     from .audit.store import rates_from_results, write_audit
 
@@ -255,7 +278,7 @@ def _audit(args) -> int:
                              compare_random=False if args.no_random_comparison else None,
                              progress=lambda message: print(f"audit {args.model}: {message}", file=sys.stderr,
                                                             flush=True))
-    except (ValueError, ModelNotAvailable) as error:
+    except _model_errors()[:2] as error:
         return _error(ValueError(f"--model {args.model}: {error}"))
     extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
     for item in extra:
@@ -281,7 +304,7 @@ def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None
     parser.add_argument("--device", choices=DEVICES, default=RUN["device"],
                         help="auto: CUDA when present (several GPUs: sharded), else the CPU")
     if dtype:
-        parser.add_argument("--dtype", choices=("auto", *DTYPES), default=RUN["dtype"],
+        parser.add_argument("--dtype", choices=("auto", *DTYPE_NAMES), default=RUN["dtype"],
                             help="auto: float32 on every device (the floor of E in bfloat16 nears the collapse "
                                  "threshold); bfloat16 and float16 only when named")
 
@@ -293,6 +316,9 @@ def _add_prompts(commands) -> None:
     prompts.add_argument("--vocab-size", type=int, default=GPT2_VOCAB_SIZE, help="token ids drawn from 0..V-1 (GPT-2's V)")
     prompts.add_argument("--seed", type=int, default=RUN["prompt_seed"],
                          help="the seed of Python's random (the authors'), 0..2^63 - 1")
+    prompts.add_argument("--json", action="store_true",
+                         help="the output, a JSON list of N lists of token ids, as without it (accepted for "
+                              "uniformity: every command's results as JSON with --json)")
     prompts.set_defaults(handler=_prompts)
 
 
@@ -329,19 +355,22 @@ def _add_run(commands) -> None:
                      help="float64: loop the first --twin-prompts prompts in float64 alongside (the same weights "
                           "cast), record the largest |E - E_float64| per block and the effective floor")
     run.add_argument("--twin-prompts", type=int, default=RUN["twin_prompts"],
-                     help=f"prompts of the float64 twin (default {RUN['twin_prompts']}; all when fewer)")
+                     help="prompts of the float64 twin, the first ones (all when fewer)")
     run.add_argument("--until-decided", action="store_true",
                      help="stop once every cell of the collapse test's grid has decided (empirical/decision.py; up "
                           "to twice the horizon), --passes at most")
     run.add_argument("--horizon", type=int, default=HORIZON,
-                     help=f"the collapse test's horizon in passes (default {HORIZON})")
+                     help="the collapse test's horizon in passes")
     run.add_argument("--window", type=float, default=WINDOW,
-                     help=f"the test's window in octaves of depth before the horizon (default {WINDOW:g})")
+                     help="the test's window in octaves of depth before the horizon")
     run.add_argument("--threshold", type=float, default=THRESHOLD,
-                     help=f"the slowest decay called convergence, an exponent of depth (default {THRESHOLD:g})")
+                     help="the slowest decay called convergence, an exponent of depth")
     run.add_argument("--alpha", type=float, default=ALPHA,
-                     help=f"the level of each one-sided test (default {ALPHA:g})")
+                     help="the level of each one-sided test")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--json", action="store_true",
+                     help="print the results as one JSON object: results, manifest, figure (the paths written), "
+                          "E_pass_end, E_floor, verdict, monotone, cells, twin")
     run.add_argument("--out", type=Path, required=True, help="output folder (rerun the same command to resume)")
     run.set_defaults(handler=_run)
 
@@ -357,8 +386,6 @@ def _add_plot(commands) -> None:
 
 
 def _add_gpu_checks(commands) -> None:
-    from .gpu_checks import GPU_PASSES, TINY_PASSES
-
     checks = commands.add_parser("gpu-checks", help="every GPU check in one call: build, loop and end-to-end times, "
                                                     "E floor per dtype (JSON)")
     checks.add_argument("--out", type=Path, required=True, help="the measurements (JSON)")
@@ -397,10 +424,8 @@ def _add_suite(commands) -> None:
 
 
 def _add_bench(commands) -> None:
-    from .bench import __doc__ as bench_doc
-
     bench = commands.add_parser("bench", help="the section-7 benchmark: the cost of measuring E after every block",
-                                description=bench_doc.splitlines()[0])
+                                description="The cost of measuring E after every block (empirical/bench.py).")
     bench.add_argument("--model", default=BENCH_DEFAULTS["model"],
                        help="smollm2-135m or gemma3-270m (embedded), or any model with trained weights (see "
                             "python -m empirical run --help)")
@@ -442,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``python -m empirical ARGV``; ``prog``: the command's name as run (``consensus run``)."""
+    args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv), prog)
     return args.handler(args)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import torch
 
-#: The metrics of E: ``signed`` (eq. 9, the default) and ``absolute`` (the authors' older |cos|).
-METRICS = ("signed", "absolute")
+from .settings import METRICS  # noqa: F401 (re-exported)
 
 
 def misalignment(x: torch.Tensor, metric: str = "signed") -> torch.Tensor:

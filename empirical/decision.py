@@ -28,17 +28,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-#: Passes read (the horizon). Reason: SPEC section 7's protocol runs 50 passes (the paper prints no horizon).
-HORIZON = 50
-#: The window in octaves of depth (1: the last half of the horizon). Reason: a power law's exponent is a slope per
-#: octave, the same at every horizon, so a fixed depth ratio keeps the test scale-free; the first half is left to
-#: transients.
-WINDOW = 1.0
-#: The slowest decay called convergence, as an exponent of depth. Reason: depth^-0.1 falls by 1000^0.1 = 2.0 over the
-#: authors' default 1000 loops (cyphylab/GPT-Consensus, loop_size): E halves at most once over their longest run.
-THRESHOLD = 0.1
-#: The level of each one-sided test. Reason: the conventional 5%.
-ALPHA = 0.05
+from .settings import ALPHA, HORIZON, THRESHOLD, WINDOW  # noqa: F401 (re-exported)
+
 #: Values at most this factor above the effective floor are censored. Reason: SPEC section 5 (nothing is decided
 #: below 10 x the effective floor); the grid doubles it and never halves it.
 FLOOR_MARGIN = 10.0

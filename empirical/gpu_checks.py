@@ -39,11 +39,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .run import RunSettings, environment, resolve_device, run_experiment
+from .settings import GPU_PASSES, TINY_PASSES  # noqa: F401 (re-exported)
 
-#: Passes per run: the collapse test's horizon, SPEC section 7's protocol (empirical.decision.HORIZON).
-GPU_PASSES = 50
-#: Passes per run with --tiny (a smoke test).
-TINY_PASSES = 3
 #: Prompts of each run's float64 twin (the first ones), on the GPU and with --tiny.
 GPU_TWIN_PROMPTS = 4
 TINY_TWIN_PROMPTS = 2

@@ -28,18 +28,9 @@ from typing import Callable
 import torch
 
 from .adapters import BlockInputs, LoopAdapter
-from .consensus import METRICS, misalignment
+from .consensus import misalignment
+from .settings import LOOP_VARIANTS, METRICS, check_variant  # noqa: F401 (re-exported)
 
-#: How passes are chained (module docstring): ``ours`` = ``authors`` (final norm between passes), ``nanogpt`` (none).
-LOOP_VARIANTS = ("ours", "authors", "nanogpt")
-
-
-def check_variant(loop_variant: str, metric: str) -> None:
-    """A ``ValueError`` naming the choices if ``loop_variant`` or ``metric`` is not one."""
-    if loop_variant not in LOOP_VARIANTS:
-        raise ValueError(f"--loop-variant {loop_variant!r} must be one of {LOOP_VARIANTS}.")
-    if metric not in METRICS:
-        raise ValueError(f"--metric {metric!r} must be one of {METRICS}.")
 
 
 class NonFiniteActivations(FloatingPointError):

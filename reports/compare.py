@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -124,24 +125,32 @@ def load_expected(path: Path | str) -> dict[str, str]:
     return {t["line"]: t["reason"] for t in tables}
 
 
-def main(old_path: Path | str, new_path: Path | str, expected_path: Path | str | None = None) -> int:
+def main(old_path: Path | str, new_path: Path | str, expected_path: Path | str | None = None,
+         as_json: bool = False) -> int:
     """Print what differs between two reports; 0 when they agree (every difference expected and every expected one
-    found), 1 when they do not, 2 for an unreadable file."""
+    found), 1 when they do not, 2 for an unreadable file. ``as_json``: one object, ``{"same", "claims",
+    "differences": [{"line", "expected"}], "missing"}`` (``expected``: the reason of an expected difference, else
+    null; ``missing``: expected differences not found)."""
     try:
         old, new = load(old_path), load(new_path)
         expected = load_expected(expected_path) if expected_path is not None else {}
     except ValueError as error:
-        print(f"error: {error}")
+        print(f"error: {error}", file=sys.stderr)
         return 2
     found = differences(old, new)
     unexpected = [line for line in found if line not in expected]
     missing = [line for line in expected if line not in found]
+    claims = len({c["claim"] for c in old["claims"]} | {c["claim"] for c in new["claims"]})
+    agree = not unexpected and not missing
+    if as_json:
+        print(json.dumps({"same": agree, "claims": claims,
+                          "differences": [{"line": line, "expected": expected.get(line)} for line in found],
+                          "missing": missing}, indent=1))
+        return 0 if agree else 1
     for line in found:
         print(f"expected: {line} ({expected[line]})" if line in expected else line)
     for line in missing:
         print(f"expected but not found: {line}")
-    claims = len({c["claim"] for c in old["claims"]} | {c["claim"] for c in new["claims"]})
-    agree = not unexpected and not missing
     print(f"{'the same' if agree else 'NOT the same'}: {claims} claims, {len(found)} difference(s)"
           + (f", {len(found) - len(unexpected)} of them expected" if expected else "")
           + (f", {len(missing)} expected difference(s) not found" if missing else ""))

@@ -69,6 +69,7 @@ CLAIM_TEX: dict[str, str] = {
     "conj.gradient-equilibria": r"h = 1,\ U = I,\ W = P = P^\top \succ 0,\ P \ne I",
     "conj.gradient-value": r"W = I,\ \ U = P = P^\top",
     "conj.nonsymmetric-full": r"U = I,\ \ P \ne P^\top",
+    "conj.nonsymmetric-attractive": r"U = I,\ \ P + P^\top \succ 0,\ \ P \ne P^\top",
 }
 
 #: ASCII formulas of the audit (empirical: hypothesis names, the "Theory meets practice" prose, table titles and

@@ -384,7 +384,20 @@ CLAIMS: tuple[Claim, ...] = (
           "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
           "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
           "state, including states in no open hemisphere (outside Theorem 4.1's premise), the tokens converge to "
-          "consensus.", ("search",), "suite",
+          "consensus. Its stored witnesses have a negative-definite symmetric part of P (repulsive attention: "
+          "P = -2I + J/2, and a two-head instance likewise); the symmetric P = -2I keeps the same attractor, so "
+          "non-symmetry plays no role in that refutation (conj.nonsymmetric-attractive asks the question where it "
+          "does).", ("search",), "suite",
+          checks=SEARCH_CHECKS),
+    Claim("conj.nonsymmetric-attractive", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
+          "This suite's own question (not printed as a conjecture), conj.nonsymmetric-full restated so that "
+          "non-symmetry is what is tested. Why: the refutation of conj.nonsymmetric-full rests on repulsive attention "
+          "(sym(P) negative definite) and survives P -> sym(P), while for symmetric positive-definite P with U = I "
+          "(Hypothesis 3.1, W = P) every asymptotically stable equilibrium is a consensus (conj.gradient-equilibria, "
+          "proved). The question: full attention, U = I, h >= 1, every P_eta with a positive-definite symmetric part "
+          "(attractive attention) and some P_eta with a non-zero skew part: for almost every initial state, "
+          "including states in no open hemisphere, do the tokens still converge to consensus? A witness must be "
+          "an attractor away from consensus that P's symmetric part alone does not have.", ("search",), "suite",
           checks=SEARCH_CHECKS),
     # --- The two conjectures the paper cites (ICML Remark 4.6 / long Remark 5.3: 'two conjectures are proposed, but
     # not proved, in (Karagodin et al., 2024)'), verbatim from arXiv 2411.04990v2 sec. 4 --------------------------

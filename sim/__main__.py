@@ -19,14 +19,15 @@ import os
 import sys
 from pathlib import Path
 
-from reports.helpformat import Parser
+from reports.helpformat import Parser, command_parser, parse
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``python -m sim ARGV``; ``prog``: the command's name as run (``consensus search``)."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, sys.argv[1:] if argv is None else list(argv), prog)
     if args.command == "search":
-        return _search(parser, args)
+        return _search(command_parser(parser, "search"), args)
     if args.command == "search-bench":
         return _search_bench(args)
     if args.command == "replay":
@@ -39,19 +40,24 @@ def main(argv: list[str] | None = None) -> int:
         return _figure(args) if args.command == "figure" else _bench(args)
 
 
+def _add_json(parser: argparse.ArgumentParser, shape: str) -> None:
+    """``--json``: the command's results as one JSON object on stdout (``shape``), instead of text."""
+    parser.add_argument("--json", action="store_true", help=f"print the results as one JSON object: {shape}")
+
+
 def _add_search(commands) -> None:
     """The ``search`` command's arguments."""
     search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
     search.add_argument("--method", choices=("seek", "random"), default="seek",
-                        help="seek (default): deflated Newton for equilibria, scored by the tangent spectrum, optimised "
+                        help="seek: deflated Newton for equilibria, scored by the tangent spectrum, optimised "
                              "and certified (sim.conjectures.seek), in this process; random: integrated random "
                              "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
     search.add_argument("--instances", type=_bounded(MAX_INSTANCES), default=None,
                         help=f"random: instances to search (1..{MAX_INSTANCES:.0e}, required; 10^7 is about a month of "
                              "CPU time); seek: at most this many instances")
     search.add_argument("--budget", type=_positive_seconds, default=60.0,
-                        help="seek: CPU seconds (default 60; the instance under way is finished)")
+                        help="seek: CPU seconds (the instance under way is finished)")
     search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
@@ -69,6 +75,8 @@ def _add_search(commands) -> None:
                         help="random: instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
     search.add_argument("--no-adversarial", action="store_true", help="random: the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_json(search, "claim, method, result, instances, hits, seed, budget_seconds (null for random), summary (the "
+                      "path of summary.json), witnesses (their paths)")
 
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m sim", description="Simulate the paper's figures 1-6, benchmark the solvers, and "
@@ -79,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     figure.add_argument("--out", type=Path, required=True, help="folder for figN.png and figN.json")
     figure.add_argument("--size", choices=("full", "fast"), default="full",
                         help="full: the paper's size; fast: fewer trajectories/instances (Figs. 4-6)")
+    _add_json(figure, "figure, png, data (the paths written), verdict, detail")
     bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
     bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
     bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
@@ -92,12 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
     bench.add_argument("--threads", type=_positive, default=1,
                        help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
-                            "intra-op threads; the PyTorch peers: torch.set_num_threads); default 1")
+                            "intra-op threads; the PyTorch peers: torch.set_num_threads)")
     _add_search(commands)
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
     replay.add_argument("witness", type=Path,
                         help="a witness JSON file, e.g. sim/conjectures/witnesses/conj.value-full/*.json")
+    _add_json(replay, "witness (its path), claim, refuted, reason, numbers, certificate {certified, reason, numbers}")
     commands.add_parser("compile", help="compile the Numba code (the compiled integrations, eq. 6's kernels) into its "
                                         "on-disk cache, so that later runs load it (about 40 s once; the install step "
                                         "runs it)")
@@ -112,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     search_bench.add_argument("--seek", action="store_true",
                               help="measure the seeking search against random sampling (sim.bench.seek)")
     search_bench.add_argument("--budget", type=_positive_seconds, default=60.0,
-                              help="with --seek: CPU seconds per search and claim (default 60)")
+                              help="with --seek: CPU seconds per search and claim")
     search_bench.add_argument("--seed", type=int, default=0, help="with --seek: the seed of both searches")
     search_bench.add_argument("--sources", type=lambda text: tuple(text.split(",")), default=None,
                               help="with --seek: comma-separated sources of the seeking search, an ablation "
@@ -135,8 +145,12 @@ def _figure(args) -> int:
     except OutputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
-                      "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
+    if args.json:
+        print(json.dumps({"figure": args.number, "png": str(output.png), "data": str(output.data_path),
+                          "verdict": output.result.verdict, "detail": output.result.detail}, indent=1))
+    else:
+        print(f"figure {args.number}: {output.result.verdict} ({output.result.detail})\n"
+              f"wrote {output.png} and {output.data_path}")
     return 0 if output.result.verdict == "verified" else 1
 
 
@@ -242,9 +256,17 @@ def _replay(args) -> int:
     from sim.conjectures.witness_index import INDEX
 
     outcome = replay(witness)
-    print(outcome.summary())
-    print(f"file: hash-checked against {INDEX} beside it" if (args.witness.parent / INDEX).is_file() else
-          f"file: not hash-checked (no {INDEX} beside it); checked by its schema and its certificate")
+    checked = (args.witness.parent / INDEX).is_file()
+    if args.json:
+        certificate = outcome.certificate
+        print(json.dumps({"witness": str(args.witness), "claim": outcome.claim, "refuted": outcome.refuted,
+                          "reason": outcome.reason, "numbers": outcome.numbers, "hash_checked": checked,
+                          "certificate": {"certified": certificate.certified, "reason": certificate.reason,
+                                          "numbers": certificate.numbers}}, indent=1, default=str))
+    else:
+        print(outcome.summary())
+        print(f"file: hash-checked against {INDEX} beside it" if checked else
+              f"file: not hash-checked (no {INDEX} beside it); checked by its schema and its certificate")
     return 0 if outcome.refuted else 1
 
 
@@ -297,27 +319,35 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
 
         key = reason_class(hit["reason"] if isinstance(hit, dict) else str(hit))
         reasons[key] = reasons.get(key, 0) + 1
-    print(f"{args.claim}: {result}", file=sys.stderr)
-    for reason, count in reasons.items():
-        print(f"  rejected {count} x: {reason}", file=sys.stderr)
-    print(json.dumps({**{k: summary[k] for k in ("claim", "instances", "hits")}, "result": result,
-                      "summary": str(args.out / "summary.json"),
-                      "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, indent=1))
+    _print_search(args, {"claim": args.claim, "method": "random", "result": result, "instances": summary["instances"],
+                         "hits": summary["hits"], "seed": None, "budget_seconds": None,
+                         "summary": str(args.out / "summary.json"),
+                         "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, reasons)
     return 0
+
+
+def _print_search(args, printed: dict, rejected: dict[str, int]) -> None:
+    """A search's result: with ``--json`` the object on stdout and the text on stderr; else the text on stdout."""
+    text = sys.stderr if args.json else sys.stdout
+    print(f"{args.claim}: {printed['result']}", file=text)
+    for reason, count in rejected.items():
+        print(f"  rejected {count} x: {reason}", file=text)
+    if args.json:
+        print(json.dumps(printed, indent=1))
+    else:
+        print(f"summary: {printed['summary']}" + "".join(f"\nwitness: {path}" for path in printed["witnesses"]))
 
 
 def _seek(args) -> int:
     from sim.conjectures.seeking import run_seek
 
     summary = run_seek(args.claim, args.out, args.budget, args.seed, args.instances)
-    print(f"{args.claim}: {summary['result']}", file=sys.stderr)
-    for reason, count in summary["rejected"].items():
-        print(f"  rejected {count} x: {reason}", file=sys.stderr)
     witnesses = args.out / "witnesses" / args.claim
-    print(json.dumps({"claim": args.claim, "method": "seek", "result": summary["result"],
-                      "instances": summary["instances"], "hits": summary["hits"], "seed": args.seed,
-                      "budget_seconds": args.budget, "summary": str(args.out / "summary.json"),
-                      "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]}, indent=1))
+    _print_search(args, {"claim": args.claim, "method": "seek", "result": summary["result"],
+                         "instances": summary["instances"], "hits": summary["hits"], "seed": args.seed,
+                         "budget_seconds": args.budget, "summary": str(args.out / "summary.json"),
+                         "witnesses": [str(witnesses / f"{name}.json") for name in summary["witnesses"]]},
+                  summary["rejected"])
     return 0
 
 

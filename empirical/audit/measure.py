@@ -20,32 +20,7 @@ from ..loop import embed
 from .rates import E_FLOOR, blocks_to_fraction, compare_rates, fit_exponential, RateFit
 from .states import audit_states
 from .weights import audit_weights, embedding_scale
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """What an audit runs: ``prompts`` authors' prompts of ``length`` tokens, ``passes`` loops, ``seed`` for random weights."""
-
-    prompts: int = 8
-    length: int = 64
-    passes: int = 3
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("prompts", "length", "passes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer.")
-        if self.prompts < 2:
-            raise ValueError(f"prompts={self.prompts} must be at least 2 (rate intervals are over prompts).")
-        from empirical.prompts import MAX_PROMPTS, SEED_LIMIT
-        from empirical.run import MAX_PASSES
-
-        for name, most in (("prompts", MAX_PROMPTS), ("passes", MAX_PASSES)):
-            if getattr(self, name) > most:
-                raise ValueError(f"{name}={getattr(self, name)} must be at most {most}.")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < SEED_LIMIT:
-            raise ValueError(f"seed={self.seed!r} must be an integer in 0..2^63 - 1.")
+from ..settings import AuditSettings  # noqa: F401 (re-exported)
 
 
 # -- rates ---------------------------------------------------------------------------------------------

@@ -342,6 +342,62 @@ def _hypotheses_nonsymmetric(P, U, y0) -> list[str]:
     return problems
 
 
+#: The attractive family: sym(P_eta) = c_eta (M M^T / |M M^T|_2 + FLOOR I) / (1 + FLOOR), so its least eigenvalue is
+#: at least c_eta FLOOR / (1 + FLOOR) (positive definite with a margin far above float64 rounding), c in (0, 20); the
+#: skew part k_eta K_eta / |K_eta|_2 with k in (0, SKEW_MAX): up to twice the symmetric scale, so rotation can dominate.
+FLOOR = 0.05
+SKEW_MAX = 40.0
+
+
+def _decode_attractive(theta: np.ndarray, shape: Shape) -> Batch:
+    rawP, rawK, rawy, zP, zK = _split(theta, shape)
+    d = shape.dim
+    gram = np.einsum("nhij,nhkj->nhik", rawP, rawP)
+    S = (unit_spectral_norm(gram) + FLOOR * np.eye(d)) / (1.0 + FLOOR) * bounded_scale(zP, P_MAX)[..., None, None]
+    K = unit_spectral_norm(rawK - np.swapaxes(rawK, -1, -2)) * bounded_scale(zK, SKEW_MAX)[..., None, None]
+    batch = _decode_nonsymmetric(theta, shape)  # U = I and y0 in no open hemisphere, as conj.nonsymmetric-full
+    P = symmetrised(S) + K
+    valid = batch.valid & np.array([not attractive_problems(p) for p in P])
+    return Batch(P, batch.U, batch.y0, valid)
+
+
+def certified_positive_definite(S: np.ndarray) -> bool:
+    """Whether the symmetric part (S + S^T) / 2 of ``S : shape=[d, d]`` (float64 entries, taken exactly) is positive
+    definite, decided in exact rational arithmetic (python-flint fmpq_mat): every leading principal minor > 0
+    (Sylvester's criterion; no rounding, no tolerance)."""
+    from fractions import Fraction
+
+    from flint import fmpq, fmpq_mat
+
+    S = np.asarray(S, float)
+    d = len(S)
+
+    def exact(x: float) -> fmpq:
+        f = Fraction(float(x))
+        return fmpq(f.numerator, f.denominator)
+
+    sym = [[(exact(S[i, j]) + exact(S[j, i])) / 2 for j in range(d)] for i in range(d)]
+    return all(fmpq_mat(k, k, [sym[i][j] for i in range(k) for j in range(k)]).det() > 0 for k in range(1, d + 1))
+
+
+def attractive_problems(P: np.ndarray) -> list[str]:
+    """What keeps the heads ``P : shape=[h, d, d]`` (or one head [d, d]) from "sym(P_eta) positive definite for
+    every eta (certified, exact rationals), skew(P_eta) != 0 for some eta (exact)"."""
+    P = np.asarray(P, float)
+    P = P[None] if P.ndim == 2 else P
+    problems = [f"sym(P_{eta + 1}) is not certified positive definite (exact leading minors)"
+                for eta, p in enumerate(P) if not certified_positive_definite(p)]
+    if all(_exactly_symmetric(p) for p in P):
+        problems.append("skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
+                        "conj.gradient-equilibria), not the question")
+    return problems
+
+
+def _hypotheses_attractive(P, U, y0) -> list[str]:
+    problems = [p for p in _hypotheses_nonsymmetric(P, U, y0) if not p.startswith("every P_eta is symmetric")]
+    return problems + attractive_problems(P)
+
+
 FAMILIES: dict[str, Family] = {
     "conj.multihead-causal": Family(
         "conj.multihead-causal", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
@@ -389,6 +445,14 @@ FAMILIES: dict[str, Family] = {
         "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
         "noise 0.5 N(0, I), normalised) so that most draws qualify",
         _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric),
+    "conj.nonsymmetric-attractive": Family(
+        "conj.nonsymmetric-attractive", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
+        "full attention, U = I, h in {1, 2}, P_eta = S_eta + K_eta: S_eta = c_eta (M M^T/|M M^T|_2 + 0.05 I)/1.05 "
+        "(M normal; symmetric positive definite, attractive, c in (0, 20)), K_eta = k_eta (G - G^T)/|G - G^T|_2 "
+        "(G normal; skew, k in (0, 40)); kept when sym(P_eta) is positive definite in exact rational arithmetic "
+        "(leading minors) and some skew(P_eta) != 0; l in {4..8}, d in {2, 3}; y0 as conj.nonsymmetric-full "
+        "(in no open hemisphere, exact LP)",
+        _decode_attractive, diameter, _hypotheses_attractive),
 }
 
 

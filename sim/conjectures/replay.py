@@ -89,7 +89,7 @@ def hypothesis_margin(claim: str, P: np.ndarray, U: np.ndarray, y: np.ndarray) -
     if claim.startswith("conj.multihead-causal"):
         _, _, v = top_eigenpair(np.sum(U, axis=0))
         return float(np.min(y @ v))                       # D^l(v) = {v^T y_i > 0}
-    if claim == "conj.nonsymmetric-full":
+    if claim.startswith("conj.nonsymmetric"):
         return inradius(y)                               # no open hemisphere: 0 inside the tokens' hull
     return float("inf")
 
@@ -215,15 +215,38 @@ def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
 
 
 @check(SEARCHED, method="search")
-def record_of(outcome: Replay, name: str) -> CheckResult:
+def record_of(outcome: Replay, name: str, witness: dict | None = None, figure_dir: Path | str | None = None
+              ) -> CheckResult:
     """The record a stored witness gives its claim: ``refuted`` when it replays, ``failed`` when a stored witness
-    no longer refutes (a regression of the certifier, the field or the witness)."""
+    no longer refutes (a regression of the certifier, the field or the witness).
+
+    With ``witness`` the record shows it (:mod:`sim.conjectures.witnessview`): P_eta, U_eta, y0 beside y* and the
+    certificate split into its rigorous and float64 parts (tables); with ``figure_dir`` too, the trajectory from y0
+    to the attractor (a figure written there). A refuting witness whose drawn trajectory does not reach its
+    attractor is ``failed`` (the figure and the replay disagree)."""
     numbers = {key: value for key, value in outcome.certificate.numbers.items() if isinstance(value, float)}
     numbers.update({key: value for key, value in outcome.numbers.items() if isinstance(value, float)})
-    return CheckResult(outcome.claim, "search", "refuted" if outcome.refuted else "failed",
-                       detail=f"stored witness {name}: {outcome.reason}. Certificate: {outcome.certificate.reason}. "
-                              f"Float64 parts: {'; '.join(outcome.certificate.float64_parts)}.",
-                       numbers=numbers)
+    detail = (f"stored witness {name}: {outcome.reason}. Certificate: {outcome.certificate.reason}. "
+              f"Float64 parts: {'; '.join(outcome.certificate.float64_parts)}.")
+    verdict = "refuted" if outcome.refuted else "failed"
+    tables, figures = (), ()
+    if witness is not None:
+        from sim.conjectures import witnessview
+
+        tables = witnessview.tables(witness, outcome)
+        if figure_dir is not None:
+            stem = Path(name).stem
+            path = Path(figure_dir) / f"witness-{witness['claim']}-{stem}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            figure, drawn = witnessview.draw(witness, path, stem)
+            figures = (figure,)
+            numbers.update({key: value for key, value in drawn.items() if isinstance(value, float)})
+            if not drawn["figure_reaches_attractor"]:
+                verdict = "failed" if outcome.refuted else verdict
+                detail = (f"FLAGGED: the figure's trajectory from y0 ends {drawn['figure_end_distance']:.3g} from "
+                          f"the attractor (more than {witnessview.REACHED:g}). " + detail)
+    return CheckResult(outcome.claim, "search", verdict, detail=detail, numbers=numbers, tables=tables,
+                       figures=figures)
 
 
 def witness_certificate(outcome: Replay) -> dict:
@@ -286,13 +309,18 @@ def load(path: Path | str) -> dict:
         where = "/".join(str(part) for part in error.absolute_path) or "the document"
         raise ValueError(f"{path}: not a valid witness ({SCHEMA.name}): at {where}: {_one_line(error.message)}")
     if witness["claim"] not in FAMILIES:
-        known = sorted(FAMILIES)
-        raise ValueError(f"{path}: claim {witness['claim']!r:.60} has no conjecture family; known: {len(known)} claims, "
-                         f"e.g. {', '.join(known[:3])} (all: sim/conjectures/families.py)")
+        raise ValueError(f"{path}: claim {witness['claim']!r:.60} has no conjecture family; known: "
+                         f"{_known()}")
     problems = mismatches(witness, FAMILIES[witness["claim"]])
     if problems:
         raise ValueError(f"{path}: not a witness of {witness['claim']}: {_one_line('; '.join(problems))}")
     return witness
+
+
+def _known() -> str:
+    """The known claim ids, shortened to 150 characters (the refusal stays one short line as families grow)."""
+    known = ", ".join(sorted(FAMILIES))
+    return known if len(known) <= 150 else known[:147] + "..."
 
 
 def _refuse_constant(name: str):

@@ -87,7 +87,7 @@ def state_margins(claim: str, U: np.ndarray, roots: np.ndarray) -> np.ndarray:
     if claim.startswith("conj.multihead"):
         ok, _, v = top_eigenpair(np.sum(U, axis=0))
         return np.min(roots @ v, axis=-1) if ok else np.full(len(roots), -np.inf)
-    if claim == "conj.nonsymmetric-full":
+    if claim.startswith("conj.nonsymmetric"):
         return np.array([-1.0 if in_open_hemisphere(y) else 1.0 for y in roots])
     return np.full(len(roots), np.inf)
 

@@ -142,7 +142,7 @@ def test_an_expected_difference_that_does_not_occur_fails(tmp_path, capsys):
                          ids=["no-reason", "not-toml", "not-tables"])
 def test_a_bad_expectations_file_is_named(text, tmp_path, capsys):
     assert run_expecting(REPORT, REPORT, tmp_path, expected=text) == 2
-    assert "expected.toml" in capsys.readouterr().out
+    assert "expected.toml" in capsys.readouterr().err  # bad input: on stderr, as every command's
 
 
 def test_the_command_takes_an_expectations_file(tmp_path):

@@ -51,7 +51,7 @@ def test_each_subcommand_runs_its_package_command(monkeypatch, argv, module, for
 
     class Package:
         @staticmethod
-        def main(arguments):
+        def main(arguments, prog):
             calls.append(arguments)
             return 7
 

@@ -17,12 +17,13 @@ SPEC_IDS = [
 CONJECTURE_IDS = [
     "conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-causal-antipodal",
     "conj.value-full", "conj.value-full-antipodal", "conj.gradient-equilibria", "conj.gradient-value",
-    "conj.nonsymmetric-full", "conj.karagodin-thm1.5", "conj.karagodin-thm2-normalized-component",
-    "conj.karagodin-thm2-perp-projection",
+    "conj.nonsymmetric-full", "conj.nonsymmetric-attractive", "conj.karagodin-thm1.5",
+    "conj.karagodin-thm2-normalized-component", "conj.karagodin-thm2-perp-projection",
 ]
 #: Each reading of an ambiguous sentence is its own claim; the suite's own readings and questions say so.
 SUITE_READINGS = ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-full",
-                  "conj.gradient-value", "conj.nonsymmetric-full"]
+                  "conj.gradient-value", "conj.nonsymmetric-full",
+                  "conj.nonsymmetric-attractive"]
 
 
 def test_every_spec_claim_is_registered():

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_figure_command_writes_the_png_and_its_data(tmp_path):
-    completed = subprocess.run([sys.executable, "-m", "sim", "figure", "1", "--out", str(tmp_path)], cwd=ROOT,
+    completed = subprocess.run([sys.executable, "-m", "sim", "figure", "1", "--json", "--out", str(tmp_path)], cwd=ROOT,
                                capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)["verdict"] == "verified"

@@ -87,7 +87,7 @@ def test_the_thm15_witness_needs_its_hypothesis():
 def test_the_default_search_is_the_seeking_one_and_reports_its_result(tmp_path, capsys):
     """Tiny budget: three instances of conj.nonsymmetric-full, seed 0 (the third, [0, 2], is a certified hit on this
     machine: the instances are seeded; which source each comes from reads CPU times, see allocation.py)."""
-    assert main(["search", "conj.nonsymmetric-full", "--instances", "3", "--seed", "0", "--out", str(tmp_path)]) == 0
+    assert main(["search", "--json", "conj.nonsymmetric-full", "--instances", "3", "--seed", "0", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     printed = json.loads(captured.out)
     assert printed["method"] == "seek" and printed["result"].startswith("refuted by 1 witnesses"), captured.err
@@ -99,7 +99,7 @@ def test_the_default_search_is_the_seeking_one_and_reports_its_result(tmp_path, 
 
 def test_a_seek_search_without_a_hit_says_so(tmp_path, capsys):
     """Negative control: conj.gradient-equilibria (proved) gives no hit; the result names the instances searched."""
-    assert main(["search", "conj.gradient-equilibria", "--instances", "2", "--out", str(tmp_path)]) == 0
+    assert main(["search", "--json", "conj.gradient-equilibria", "--instances", "2", "--out", str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["result"].startswith("no certified counterexample in 2 instances (seeking search, seed 0")
     assert printed["witnesses"] == []
@@ -133,7 +133,7 @@ def _commands_at_this_scale() -> list[list[str]]:
 @pytest.mark.full  # each command takes up to its CPU budget (<= 60 s) plus replays: minutes in all, on 2 cores
 @pytest.mark.parametrize("command", _commands_at_this_scale(), ids=lambda c: c[1])
 def test_documented_command_reproduces_a_certified_witness(command, tmp_path, capsys):
-    args = list(command)
+    args = [*command, "--json"]
     args[args.index("--out") + 1] = str(tmp_path)
     assert main(args) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -33,7 +33,7 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
 
 
 def test_cli_writes_the_summary(tmp_path, capsys):
-    assert main(["search", "--method", "random", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--out",
+    assert main(["search", "--json", "--method", "random", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--out",
                  str(tmp_path), "--no-adversarial", "--quiet"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["result"].startswith("no certified counterexample in 2 instances") and printed["summary"] == str(tmp_path / "summary.json")

@@ -59,8 +59,8 @@ def tls_cluster(tmp_path_factory):
 def test_a_search_over_tls_runs(tls_cluster, tmp_path, capsys):
     address, certificates = tls_cluster
     assert address.startswith("tls://127.0.0.1:")
-    status = main(["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2",
-                   "--no-adversarial",
+    status = main(["search", "--json", "conj.gradient-equilibria", "--method", "random", "--instances", "2",
+                   "--chunk-size", "2", "--no-adversarial",
                    "--quiet", "--out", str(tmp_path / "out"), "--scheduler", address,
                    "--tls-ca-file", str(certificates / "ca.pem"), "--tls-cert", str(certificates / "client.pem"),
                    "--tls-key", str(certificates / "client.key")])
