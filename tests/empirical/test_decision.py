@@ -427,3 +427,19 @@ def test_the_trend_is_the_documented_regression(n, lags, correlation):
     # the data sit on the side of the max they were made for, so both errors are checked
     if n >= 25:
         assert (hac > ordinary) == (correlation > 0)
+
+
+def test_the_last_boundaries_float32_input_one_layer_grids_and_exact_reasons():
+    # E and floors in float32 (a torch run's dtype) are read as float64, as lists are
+    E = np.array(_blocks(lambda t: 0.5 / t, passes=50), dtype=np.float32)
+    assert decide(E, LAYERS, FLOOR) == decide(E.astype(np.float64), LAYERS, FLOOR)
+    floor = np.full(len(E), 1.1e-6, dtype=np.float32)
+    at_floor = np.full(len(E), 1e-6)
+    assert decide(at_floor, LAYERS, floor) == decide(at_floor, LAYERS, floor.astype(np.float64))
+    assert decide(at_floor, LAYERS, floor).reason == ("every value of passes 38-50 is within 10 x the effective floor: "
+                                                      "E reached the floor and stayed there")
+    assert decide(_blocks(lambda t: 0.5 / t, passes=30), LAYERS, FLOOR).rule == CollapseRule()
+    one_layer = decide_grid([0.7, *[0.5 / k for k in range(1, 61)]], 1, FLOOR)
+    assert one_layer.passes_run == 60 and one_layer.E_final == 0.5 / 60
+    with pytest.raises(ValueError, match="leave 1 passes"):  # the halved horizon is at least 1, not 2
+        CollapseRule(horizon=3, window=2.0).grid()
