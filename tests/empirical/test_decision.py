@@ -288,3 +288,158 @@ def test_the_doubled_horizon_alone_can_make_a_run_sensitive():
     assert {d.verdict for name, d in decision.cells.items() if name != "horizon x 2"} == {"settled"}
     assert decision.verdict == "sensitive"
     assert decide(E, LAYERS, FLOOR, CollapseRule(horizon=100)).verdict == "converging"
+
+
+# -- boundaries of the rule (make mutants: each inequality and field of empirical/decision.py) ------------------
+
+def test_the_rules_bounds_are_strict_where_stated():
+    assert CollapseRule(horizon=6).window_passes == 3  # the fewest passes a trend may use: accepted
+    with pytest.raises(ValueError, match="leave 1 passes"):
+        CollapseRule(horizon=1)  # a positive horizon, refused for its window only
+    for options, message in [(dict(threshold=10.0), "threshold"), (dict(threshold=10.5), "threshold"),
+                             (dict(alpha=0.0), "alpha")]:
+        with pytest.raises(ValueError, match=message):
+            CollapseRule(**options)
+
+
+def test_the_values_bounds():
+    assert decide([0.5] * 51, 1, FLOOR).passes_read == 50  # one block per pass is a model
+    bad = [(dict(E=[0.5] * 5, layers=1.5), "layers"), (dict(E=[0.5], layers=2), "whole passes"),
+           (dict(E=np.full((5, 2), 0.5), layers=4), "whole passes"), (dict(E=[0.5] * 5, floor=0.0), "floor"),
+           (dict(E=[0.5] * 5, floor=math.inf), "floor")]
+    for options, message in bad:
+        options = {"layers": LAYERS, "floor": FLOOR, **options}
+        with pytest.raises(ValueError, match=message):
+            decide(options["E"], options["layers"], options["floor"])
+
+
+def _assert_cells_are_whole(decision, rule, passes):
+    assert decision.rule == rule and isinstance(decision.reason, str) and decision.reason
+    assert decision.passes_read == min(passes, rule.horizon)
+    assert decision.decided_at == (None if decision.verdict == "undecided" else decision.passes_read)
+
+
+def test_each_decision_carries_its_rule_reason_and_window():
+    for level, verdict, reason in [(lambda t: 0.5 / t, "converging", "falls faster"),
+                                   (lambda t: 5e-2, "settled", "falls slower"),
+                                   (lambda t: 0.02 * (2 if math.ceil(t) % 2 else 1), "undecided", "the bounds hold -0.1"),
+                                   (lambda t: 0.5 * 0.5 ** t, "converging", "E reached the floor")]:
+        decision = decide(_blocks(level, passes=50), LAYERS, FLOOR)
+        assert decision.verdict == verdict and reason in decision.reason, decision.reason
+        _assert_cells_are_whole(decision, CollapseRule(), 50)
+        assert decision.window == (26, 50) and decision.to_json()["window"] == [26, 50]
+        assert decision.to_json()["rule"] == {"horizon": 50, "window": 1.0, "threshold": 0.1, "alpha": 0.05,
+                                              "margin": 10.0}
+        if "floor" in reason:
+            assert "passes 38-50" in decision.reason and decision.exponent is None
+        else:
+            assert "one-sided 95% bounds" in decision.reason and "over passes 26-50" in decision.reason
+            assert decision.exponent_low < decision.exponent < decision.exponent_high
+    short = decide(_blocks(lambda t: 0.5 / t, passes=20), LAYERS, FLOOR)
+    assert short.reason == "20 passes read; the window needs 25" and short.censored == 0
+    assert short.window is None and short.to_json()["window"] is None and short.rule == CollapseRule()
+
+
+def test_a_run_of_exactly_the_window_is_read_and_one_layer_runs_count_passes():
+    decision = decide(_blocks(lambda t: 0.5 / t, passes=25), LAYERS, FLOOR)
+    assert decision.window == (1, 25) and "25 of the horizon's 50" in decision.reason
+    one_layer = decide([0.7, *[0.5 / k for k in range(1, 31)]], 1, FLOOR)
+    assert one_layer.passes_read == 30 and "30 of the horizon's 50" in one_layer.reason
+
+
+def test_a_value_exactly_at_the_margin_is_censored():
+    at_margin = decide([0.7] + [10 * FLOOR] * (50 * LAYERS), LAYERS, FLOOR)
+    assert at_margin.verdict == "converging" and at_margin.censored == 25 * LAYERS
+    grid = decide_grid([0.7] + [10 * FLOOR] * (50 * LAYERS), LAYERS, FLOOR)
+    assert grid.first_at_floor == 1
+
+
+def test_an_undecided_reason_names_the_censored_values():
+    # E flat (bounds above -0.1), but one value is within 10 x its own floor: not settled, because of it
+    E = _blocks(lambda t: 5e-2, passes=50)
+    floor = np.full(len(E), FLOOR)
+    floor[-1] = E[-1] / 10
+    decision = decide(E, LAYERS, floor)
+    assert decision.verdict == "undecided" and "1 values within 10 x the floor" in decision.reason
+
+
+def test_needs_more_passes_only_below_the_horizon_and_pass_ends_has_every_pass():
+    oscillating = _blocks(lambda t: 0.02 * (2 if math.ceil(t) % 2 else 1), passes=50)
+    assert decide(oscillating, LAYERS, FLOOR).verdict == "undecided"
+    assert not needs_more_passes(oscillating, LAYERS, FLOOR, CollapseRule())
+    assert pass_ends(list(range(9)), 4, 2) == [0.0, 4.0, 8.0]
+
+
+def test_the_grids_findings():
+    E = _blocks(lambda t: 0.5 / t)
+    E[-LAYERS:] = [0.5, 0.5, 0.5, 0.5]  # the last pass end rises
+    grid = decide_grid(E, LAYERS, FLOOR)
+    assert grid.rises == (PASSES,) and grid.monotone is False and grid.E_final == 0.5 and grid.passes_run == PASSES
+    record = grid.to_json()
+    assert set(record) == {"verdict", "cells", "monotone", "rises", "first_at_floor", "E_final", "passes_run"}
+    assert record["rises"] == [PASSES] and record["E_final"] == 0.5 and record["passes_run"] == PASSES
+    steady = decide_grid(_blocks(lambda t: 0.5 / t), LAYERS, FLOOR)
+    assert steady.monotone is True and steady.rises == () and steady.E_final == pytest.approx(0.5 / PASSES * 1.3)
+    # a pass end exactly one floor above the previous one is no rise (binary fractions: exact sums)
+    flat = [0.5] * (1 + 60 * LAYERS)
+    flat[-1] = 0.5 + 0.25
+    assert decide_grid(flat, LAYERS, 0.25).rises == ()
+    for rule in CollapseRule().grid().values():
+        _assert_cells_are_whole(grid.cells[next(n for n, r in CollapseRule().grid().items() if r == rule)], rule,
+                                PASSES)
+
+
+def _reference_trend(x, y, alpha, lags):
+    """OLS with an intercept, its slope's variance as the full sandwich (X'X)^-1 S (X'X)^-1 with Bartlett weights,
+    times n / (n - 2), against the ordinary s^2 (X'X)^-1; the larger, with t(n - 2) quantiles."""
+    from scipy import stats
+
+    n = len(x)
+    X = np.column_stack([np.ones(n), x])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    e = y - X @ beta
+    inverse = np.linalg.inv(X.T @ X)
+    ordinary = (e @ e) / (n - 2) * inverse[1, 1]
+    u = X * e[:, None]
+    S = u.T @ u
+    for lag in range(1, lags + 1):
+        gamma = u[lag:].T @ u[:-lag]
+        S += (1 - lag / (lags + 1)) * (gamma + gamma.T)
+    hac = (inverse @ S @ inverse)[1, 1] * n / (n - 2)
+    q = stats.t.ppf(1 - alpha, n - 2)
+    se = math.sqrt(max(ordinary, hac))
+    return beta[1], beta[1] - q * se, beta[1] + q * se, math.sqrt(ordinary), math.sqrt(hac)
+
+
+@pytest.mark.parametrize("n,lags", [(13, 2), (25, 2), (100, 4), (400, 5)])
+@pytest.mark.parametrize("correlation", [0.8, -0.8], ids=["newey-west-wider", "ordinary-wider"])
+def test_the_trend_is_the_documented_regression(n, lags, correlation):
+    from empirical.decision import _trend
+
+    rng = np.random.default_rng(n)
+    x = np.log(np.arange(1, n + 1) + 5.0)
+    noise = np.zeros(n)
+    for i in range(n):
+        noise[i] = correlation * (noise[i - 1] if i else 0.0) + rng.normal()
+    y = -0.3 * x + 0.1 * noise
+    slope, low, high, ordinary, hac = _reference_trend(x, y, 0.05, lags)
+    assert _trend(x, y, 0.05) == pytest.approx((slope, low, high), rel=1e-9, abs=1e-12)
+    # the data sit on the side of the max they were made for, so both errors are checked
+    if n >= 25:
+        assert (hac > ordinary) == (correlation > 0)
+
+
+def test_the_last_boundaries_float32_input_one_layer_grids_and_exact_reasons():
+    # E and floors in float32 (a torch run's dtype) are read as float64, as lists are
+    E = np.array(_blocks(lambda t: 0.5 / t, passes=50), dtype=np.float32)
+    assert decide(E, LAYERS, FLOOR) == decide(E.astype(np.float64), LAYERS, FLOOR)
+    floor = np.full(len(E), 1.1e-6, dtype=np.float32)
+    at_floor = np.full(len(E), 1e-6)
+    assert decide(at_floor, LAYERS, floor) == decide(at_floor, LAYERS, floor.astype(np.float64))
+    assert decide(at_floor, LAYERS, floor).reason == ("every value of passes 38-50 is within 10 x the effective floor: "
+                                                      "E reached the floor and stayed there")
+    assert decide(_blocks(lambda t: 0.5 / t, passes=30), LAYERS, FLOOR).rule == CollapseRule()
+    one_layer = decide_grid([0.7, *[0.5 / k for k in range(1, 61)]], 1, FLOOR)
+    assert one_layer.passes_run == 60 and one_layer.E_final == 0.5 / 60
+    with pytest.raises(ValueError, match="leave 1 passes"):  # the halved horizon is at least 1, not 2
+        CollapseRule(horizon=3, window=2.0).grid()

@@ -102,13 +102,13 @@ SEVERITY = ["failed", "refuted", "verified", "not-run"]  # the most severe first
 #: ordered pair of sources, so that a rule reading the first or the last record fails several cases); nothing at all
 #: is a visible gap; a negative control counts as any test.
 AGGREGATION = [
-    ([], NO_CHECK),
-    *[([SOURCES[a]("a"), SOURCES[b]("b")], min(a, b, key=SEVERITY.index)) for a in SEVERITY for b in SEVERITY
-      if a != b],
-    ([_test("passed", name="a"), _test("passed", name="b"), _test("failed", name="c"), _test("passed", name="d")],
-     "failed"),
-    ([_test("passed", control=True)], "verified"),
-    ([_test("failed", control=True)], "failed"),
+    pytest.param([], NO_CHECK, id="nothing"),
+    *[pytest.param([SOURCES[a]("a"), SOURCES[b]("b")], min(a, b, key=SEVERITY.index), id=f"{a}-then-{b}")
+      for a in SEVERITY for b in SEVERITY if a != b],
+    pytest.param([_test("passed", name="a"), _test("passed", name="b"), _test("failed", name="c"),
+                  _test("passed", name="d")], "failed", id="one-failed-among-passes"),
+    pytest.param([_test("passed", control=True)], "verified", id="passing-control"),
+    pytest.param([_test("failed", control=True)], "failed", id="failing-control"),
 ]
 
 
