@@ -337,8 +337,8 @@ CLAIMS: tuple[Claim, ...] = (
           "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
           "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
-          "attraction contains D^l(v).", ("search", "symbolic"), "suite",
-          checks=("theory.conjectures:check_multihead_common_scalar", *SEARCH_CHECKS)),
+          "attraction contains D^l(v).", ("proof", "search"), "suite",
+          checks=("theory.multihead_cascade:check_multihead_common_proof", *SEARCH_CHECKS)),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "

@@ -14,9 +14,9 @@ from reports.checks import REGISTERED
 from reports.records import CheckResult
 from reports.registry import CLAIMS, get_claim
 
-from . import causal, conjectures, full_attention, gradient, layernorm, model, wendel
+from . import causal, conjectures, full_attention, gradient, layernorm, model, multihead_cascade, wendel
 
-MODULES = (causal, conjectures, full_attention, gradient, layernorm, model, wendel)
+MODULES = (causal, conjectures, full_attention, gradient, layernorm, model, multihead_cascade, wendel)
 
 
 def _theory_checks() -> dict[str, tuple[Callable[[], CheckResult | list[CheckResult]], ...]]:

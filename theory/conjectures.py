@@ -12,13 +12,7 @@
   synchronisation "for exponential phi with beta in (0, 1]" (here beta = 1). "Synchronises" is a landscape
   statement there (every second-order critical point is synchronised), and a local maximum is one. The metric (7)
   plays no part: local maxima do not depend on it.
-* conj.multihead-causal-common (reading B): with U_eta v = lambda_eta v for every head, the paper's scalar argument
-  carries over token by token: the first token obeys dy_1/dt = d^{-1/2} P_{y_1} (sum_eta U_eta) y_1 (Lemma 5.2 with
-  U = sum_eta U_eta, whose top eigenvector is v), and a later token i, the earlier ones at v, has
-  z = v^T y_i obeying dz/dt = sum_eta [a_eta lambda_eta (1 - z^2) + alpha_ii^eta z (lambda_eta - y_i^T U_eta y_i)]
-  with a_eta = sum_{j<i} alpha_ij^eta > 0 (Lemma 4.1): both terms are >= 0 for z in (0, 1], so V_i = 1 - z
-  decreases strictly on D(v) minus v. The cascade from "earlier tokens at v" to "earlier tokens converging to v" is
-  the paper's own step in Theorem 5.2's proof and is not machine-checked here: a partial proof, not a proof.
+* conj.multihead-causal-common (reading B) has a module of its own: theory/multihead_cascade.py.
 """
 
 from __future__ import annotations
@@ -75,45 +69,3 @@ def check_gradient_equilibria_proof(root=None, dims: tuple[int, ...] = (2, 3)) -
         return claim_result("failed", detail=f"the conjugacy identities fail: {'; '.join(failing)}",
                             expression="\n".join(lines))
     return claim_result("verified", detail=detail, expression="\n".join(lines))
-
-
-def multihead_common_residual(heads: int = 2, d: int = 3, mixing: sp.Expr = sp.Integer(0)) -> sp.Expr:
-    """dz/dt - (the claimed form) for z = v^T y_i, earlier tokens at v, U_eta v = lambda_eta v, U_eta symmetric:
-    lhs from eq. 6 with the weights a_eta (earlier tokens, summed) and w_eta (token i itself) as symbols.
-    ``mixing`` couples v to the next coordinate in every U_eta (v then no eigenvector: reading A's situation)."""
-    y = _vector(d, "y")
-    lhs = sp.Integer(0)
-    rhs = sp.Integer(0)
-    for eta in range(heads):
-        # U_eta = lambda v v^T + R with R v = 0, R symmetric: v = e_0, R on the other coordinates
-        lam = sp.Symbol(f"lambda{eta}", positive=True)
-        rest = _symmetric(d - 1, f"r{eta}_")
-        U = sp.diag(lam, rest)
-        U[0, 1] = U[1, 0] = mixing
-        a, w = sp.Symbol(f"a{eta}", positive=True), sp.Symbol(f"w{eta}", positive=True)
-        v = sp.Matrix([1] + [0] * (d - 1))
-        pull = a * U * v + w * U * y                              # sum_j alpha_ij U y_j, earlier tokens at v
-        velocity = pull - y * (y.T * pull)[0]                      # P_{y_i} with |y_i| = 1
-        lhs += (v.T * velocity)[0]
-        z = y[0]
-        rhs += a * lam * (1 - z**2) + w * z * (lam - (y.T * U * y)[0])
-    sphere = {y[0] ** 2: 1 - sum(c**2 for c in y[1:])}
-    return sp.expand(sp.expand(lhs - rhs).subs(sphere))
-
-
-@check("conj.multihead-causal-common", method="symbolic")
-def check_multihead_common_scalar(heads: int = 2, d: int = 3, mixing: sp.Expr = sp.Integer(0)) -> CheckResult:
-    """The per-token scalar equation of reading B (module docstring): a partial proof, so ``supported``."""
-    residual = multihead_common_residual(heads, d, mixing)
-    if not is_zero(sp.simplify(residual)):
-        return claim_result("failed", detail="the per-token scalar equation of reading B does not hold",
-                            expression=render(residual))
-    return claim_result(
-        "supported",
-        detail=("Partial proof, symbolic (h = 2, d = 3): with earlier tokens at v, z = v^T y_i obeys "
-                "dz/dt = sum_eta [a_eta lambda_eta (1 - z^2) + alpha_ii^eta z (lambda_eta - y_i^T U_eta y_i)], both "
-                "terms >= 0 on (0, 1], so 1 - z is a strict Lyapunov function on D(v) - {v}; the first token is "
-                "Lemma 5.2 with U = sum_eta U_eta. Not checked: the cascade to earlier tokens that only converge to v "
-                "(Theorem 5.2's own step). Reading A (v of the sum) breaks at v^T U_eta y_i = lambda_eta z and is "
-                "refuted by witnesses."),
-        expression=f"residual of the scalar equation: {render(residual)}")
