@@ -69,10 +69,11 @@ def page_blocks() -> dict[str, list[Block]]:
 
 
 def run_page(page_file: str) -> None:
-    """Run the runnable blocks of one page in order, in one namespace; each compiled under the name
-    ``PAGE:LINE`` so that a traceback names the block. Called in the test's child process."""
+    """Run the runnable blocks of one page in order, in the namespace of the module ``__main__`` (as a script
+    runs: a function the page defines is ``__main__:name``); each compiled under the name ``PAGE:LINE`` so that a
+    traceback names the block. Called in the test's child process."""
     page = Path(page_file)
-    namespace: dict = {"__name__": "__main__"}
+    namespace = vars(sys.modules["__main__"])
     for block in blocks(page.read_text(), page.as_posix()):
         if block.runs:
             exec(compile(block.code, f"{block.page}:{block.line}", "exec"), namespace)
