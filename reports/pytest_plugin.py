@@ -22,6 +22,7 @@ import pytest
 
 from .build import write_report
 from .checks import COVERED, Check, coverage, registrations
+from .checkout import BUILD_FOLDER_ENV, FULL_ENV
 from .checks import REGISTERED as REGISTERED_CHECKS
 from .evidence import TestEvidence
 from .memory import TEST_PROCESS, own_peak_bytes, record_stage
@@ -29,9 +30,6 @@ from .outputs import OutputError, check_output_folder, claim_output_folder
 from .records import CheckResult, ReportSection
 from .registry import EVIDENCE_KINDS, get_claim
 
-FULL_ENV = "CONSENSUS_FULL"
-#: Set by ``python -m reports build`` to the report folder it has checked and claimed for its pytest run.
-BUILD_FOLDER_ENV = "CONSENSUS_REPORT_BUILD_FOLDER"
 #: Where a test run writes the report of what it ran: its own folder, apart from the full report's.
 TEST_REPORT_DIR = "build/test-report"
 #: The per-test time limit (seconds) under ``--full`` (``make report``) in place of the ``timeout`` of pyproject.toml:

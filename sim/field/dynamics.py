@@ -73,6 +73,8 @@ class AttentionField:
     causal : bool
         Auto-regressive attention: alpha_ij = 0 for j > i, Z_i sums over j <= i.
 
+    Notes
+    -----
     Calling the field, ``field(t, y)`` with ``y : shape=[..., l, d]``, returns dy/dt of the same shape.
     The formula is evaluated as printed at any y (on E_W it is tangent to E_W).
 

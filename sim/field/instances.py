@@ -182,9 +182,13 @@ class InstanceField:
 
     Parameters
     ----------
-    P, U : arrays, shape=[batch, h, d, d]: instance b's head matrices P_eta = Q_eta^T K_eta and U_eta (constant).
-    causal : alpha_ij = 0 for j > i (Z_i sums over j <= i).
+    P, U : arrays, shape=[batch, h, d, d]
+        Instance b's head matrices P_eta = Q_eta^T K_eta and U_eta (constant).
+    causal : bool
+        alpha_ij = 0 for j > i (Z_i sums over j <= i).
 
+    Notes
+    -----
     ``field(t, y)`` with ``y : shape=[batch, l, d]`` returns dy/dt of that shape. Rows of alpha sum to 1/sqrt(d)
     (the sqrt(n+1) of Z_i, as printed); softmax by log-sum-exp.
     """

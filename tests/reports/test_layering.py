@@ -15,7 +15,7 @@ PACKAGES = ("theory", "sim", "empirical", "reports", "tests")
 LAYERS = {
     "reports": 0, "reports.registry": 0, "reports.records": 0, "reports.checks": 0, "reports.evidence": 0,
     "reports.manifest": 0, "reports.files": 0, "reports.outputs": 0, "reports.helpformat": 0, "reports.weights_dirs": 0,
-    "reports.memory": 0, "reports.scale": 0, "reports.dask_tls": 0,
+    "reports.memory": 0, "reports.scale": 0, "reports.dask_tls": 0, "reports.checkout": 0,
     "reports.formulas": 1, "reports.render": 2,
     "reports.build": 3, "reports.compare": 3, "reports.screenshot": 3,
     "reports.pytest_plugin": 4,
