@@ -3,9 +3,10 @@
 Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse test of
 :mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
 octave of the horizon, every block read, nothing read within 10 x the effective floor, recomputed with each constant
-halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``. A claim is ``verified``
-when every run is ``converging``, ``refuted`` when one is ``settled``, and ``not-run`` when a run is ``undecided``
-or ``sensitive`` (the detail shows the cells and how to run more passes). Whether E fell at every pass end
+halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``; a run with a float64
+twin is ``precision-limited`` where its dtype and the twin decide differently on the twinned prompts. A claim is
+``verified`` when every run is ``converging``, ``refuted`` when one is ``settled``, and ``not-run`` when a run is
+``undecided``, ``sensitive`` or ``precision-limited`` (the detail shows the cells and what to run). Whether E fell at every pass end
 (monotone) and the final E are reported beside the verdict, not as it.
 
 Figures 7-8 (:func:`check_trained`) are judged on trained GPT-2 XL / GPT-Neo 2.7B wherever their weights
@@ -21,7 +22,10 @@ from typing import Any, Sequence
 from reports.checks import check, claim_result
 from reports.records import CheckResult, Figure, Table
 
-from .decision import CollapseRule, decide_grid, pass_ends
+import numpy as np
+import torch
+
+from .decision import CollapseRule, decide_grid, float64_floor, pass_ends, precision_check, run_verdict
 from .figures import describe, floor_of, plot_families, plot_overlay
 from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts, decode_gpt2, gpt2_vocabulary_file
 
@@ -43,11 +47,34 @@ def summary(manifest: dict[str, Any], results: dict[str, Any], rule: CollapseRul
                          "rerun it into a fresh folder.")
     ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
     grid = decide_grid(results["E_mean"], results["layers"], floor, rule)
-    return {"run": describe(manifest), "verdict": grid.verdict, "decision": grid.to_json(),
+    precision = _precision(manifest, results, floor, rule)
+    return {"run": describe(manifest), "verdict": run_verdict(grid, precision), "decision": grid.to_json(),
+            "precision": precision.to_json() if precision else None,
             "E_embeddings": ends[0], "E_pass_ends": ends[1:], "first_at_floor": grid.first_at_floor,
             "monotone": grid.monotone, "rises": list(grid.rises), "E_final": ends[-1],
             "E_final_std": results["E_std"][-1], "passes_run": results["passes"], "E_floor": floor,
             "dtype": manifest["dtype"]}
+
+
+def _precision(manifest: dict[str, Any], results: dict[str, Any], floor: float, rule: CollapseRule):
+    """The run against its float64 twin on the twinned prompts (:func:`empirical.decision.precision_check`), or
+    ``None`` for a run without a twin."""
+    twin = results.get("twin")
+    if not twin:
+        return None
+    E = np.asarray(results["E"], dtype=np.float64)[: twin["prompts"]].mean(0)
+    eps = float(torch.finfo(getattr(torch, manifest["dtype"])).eps)
+    return precision_check(E.tolist(), twin["E_mean"], results["layers"], twin["prompts"], floor,
+                           float64_floor(manifest["floor"]["E_floor"], eps), rule)
+
+
+def _twin_column(s: dict[str, Any]) -> str:
+    """The float64 twin's verdict beside the run's dtype on the same prompts, in words."""
+    p = s.get("precision")
+    if p is None:
+        return "no twin"
+    said = f"{s['dtype']} {p['dtype_verdict']}, float64 {p['float64_verdict']} ({p['prompts']} prompts)"
+    return ("agree: " if p["agree"] else "DIFFER: ") + said
 
 
 def _base(decision: dict[str, Any]) -> str:
@@ -74,17 +101,19 @@ def _table(runs: Sequence[tuple[dict, dict]], summaries: Sequence[dict], rule: C
                      f"{settings['prompts']} x {settings['length']}", results["passes"], manifest["dtype"],
                      f"{s['E_floor']:.1e}", f"{s['E_embeddings']:.4f}", s["first_at_floor"] or "none",
                      _base(s["decision"]), _cells(s["decision"]), "yes" if s["monotone"] else
-                     "no (rises at " + ", ".join(map(str, s["rises"])) + ")", f"{s['E_final']:.2e}", s["verdict"]))
+                     "no (rises at " + ", ".join(map(str, s["rises"])) + ")", f"{s['E_final']:.2e}",
+                     _twin_column(s), s["verdict"]))
     return Table(f"Collapse decided by the stated test ({rule.describe()})",
                  ("model", "weights", "FFN", "prompts x tokens", "passes run", "dtype", "effective floor of E",
                   "E (embeddings)", f"first pass within {rule.margin:g} x the floor", "base cell",
-                  "cells that differ from the base (halved / doubled constants)", "monotone", "final E", "verdict"),
+                  "cells that differ from the base (halved / doubled constants)", "monotone", "final E",
+                  "float64 twin (same prompts)", "verdict"),
                  tuple(rows))
 
 
 def collapse_verdict(summaries: Sequence[dict[str, Any]]) -> str:
-    """``verified`` when every run converges, ``refuted`` when one settled, else ``not-run`` (undecided or
-    sensitive)."""
+    """``verified`` when every run converges, ``refuted`` when one settled, else ``not-run`` (undecided, sensitive,
+    or precision-limited: its dtype and its float64 twin decide differently)."""
     verdicts = {s["verdict"] for s in summaries}
     if "settled" in verdicts:
         return "refuted"
@@ -105,12 +134,18 @@ def _findings(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> str:
 
 def _how_to_decide(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> str:
     open_runs = [f"{s['run']} ({s['verdict']})" for s in summaries if s["verdict"] in ("undecided", "sensitive")]
-    if not open_runs:
-        return ""
-    return (f" Undecided or sensitive (the cells disagree, or need more passes than were run): "
-            f"{'; '.join(open_runs)}. Rerun with more passes, e.g. `python -m empirical run ... --until-decided "
-            f"--passes {2 * rule.horizon} --out DIR` (every cell needs up to twice the horizon; a rerun into the same "
-            f"folder resumes).")
+    limited = [f"{s['run']} ({_twin_column(s)})" for s in summaries if s["verdict"] == "precision-limited"]
+    advice = ""
+    if open_runs:
+        advice += (f" Undecided or sensitive (the cells disagree, or need more passes than were run): "
+                   f"{'; '.join(open_runs)}. Rerun with more passes, e.g. `python -m empirical run ... --until-decided "
+                   f"--passes {2 * rule.horizon} --out DIR` (every cell needs up to twice the horizon; a rerun into the "
+                   f"same folder resumes).")
+    if limited:
+        advice += (f" Precision-limited (the run's dtype and its float64 twin decide differently on the same prompts): "
+                   f"{'; '.join(limited)}. Rerun in float64: `python -m empirical run ... --dtype float64 "
+                   f"--until-decided --out DIR`.")
+    return advice
 
 
 def _record(claim: str, verdict: str, detail: str, runs, summaries, rule: CollapseRule, figure: Figure,
@@ -148,7 +183,7 @@ def _source(manifest: dict) -> str:
 
 _OUTCOME = {"verified": "Every run converges, in every cell of the grid",
             "refuted": "A run settled (E stays at a level well above the floor), in every cell of the grid",
-            "not-run": "No verdict yet: a run is undecided or sensitive"}
+            "not-run": "No verdict yet: a run is undecided, sensitive or precision-limited"}
 
 
 @check("emp.no-ffn", method="empirical")

@@ -102,7 +102,12 @@ def _run(args) -> int:
     base = decision["cells"]["base"]
     differ = [f"{name}: {cell['verdict']}" for name, cell in decision["cells"].items()
               if cell["verdict"] != base["verdict"]]
-    print(f"floor of E in this dtype {results['E_floor']:.2g}; collapse test: {decision['verdict']} (base cell: "
+    if results.get("precision"):
+        precision = results["precision"]
+        print(f"on the twinned prompts: {precision['dtype_verdict']} in this dtype, {precision['float64_verdict']} in "
+              f"float64 ({'they agree' if precision['agree'] else 'they differ: precision-limited'})")
+    print(f"floor of E in this dtype {results['E_floor']:.2g}; run's verdict: {results['verdict']}; collapse test: "
+          f"{decision['verdict']} (base cell: "
           f"{base['verdict']}, {base['reason']}; {'; '.join(differ) or 'every cell agrees'}); "
           f"monotone: {'yes' if decision['monotone'] else 'no'}")
     print(f"wrote {args.out / 'results.json'}, {args.out / 'manifest.json'} and {args.out / 'E.png'}")
@@ -111,15 +116,19 @@ def _run(args) -> int:
 
 def run_summary(results: dict, out: Path) -> dict:
     """``run --json``: ``{"results", "manifest", "figure"}`` (the paths written), ``E_pass_end`` (E_mean after the
-    embeddings and after each pass), ``E_floor``, ``verdict`` and ``monotone`` (the collapse test's), ``cells``
+    embeddings and after each pass), ``E_floor``, ``verdict`` (the run's: the grid's, or ``precision-limited``), ``grid_verdict`` and ``monotone``
+    (the collapse test's), ``cells``
     (each cell's verdict) and ``twin`` (null without ``--twin``: prompts, divergence_max, effective_floor)."""
     decision, twin = results["decision"], results.get("twin")
     return {"results": str(out / "results.json"), "manifest": str(out / "manifest.json"), "figure": str(out / "E.png"),
-            "E_pass_end": results["E_pass_end"], "E_floor": results["E_floor"], "verdict": decision["verdict"],
+            "E_pass_end": results["E_pass_end"], "E_floor": results["E_floor"], "verdict": results["verdict"],
+            "grid_verdict": decision["verdict"],
             "monotone": decision["monotone"],
             "cells": {name: cell["verdict"] for name, cell in decision["cells"].items()},
             "twin": None if not twin else {"prompts": twin["prompts"], "divergence_max": twin["divergence_max"],
-                                           "effective_floor": results["effective_floor"]}}
+                                           "effective_floor": results["effective_floor"],
+                                           "dtype_verdict": results["precision"]["dtype_verdict"],
+                                           "float64_verdict": results["precision"]["float64_verdict"]}}
 
 
 #: The figure ``plot --out DIR`` writes when DIR is an existing folder.

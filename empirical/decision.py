@@ -16,7 +16,9 @@ with one-sided bounds from the larger of the ordinary and the Newey-West standar
 * ``undecided``: otherwise, or the run is shorter than the horizon (and not at the floor).
 
 :func:`decide_grid` recomputes the verdict with each constant halved and doubled (one at a time): a verdict only
-where every cell agrees, else ``sensitive``.
+where every cell agrees, else ``sensitive``. A run with a float64 twin is also decided on its twinned prompts twice
+(:func:`precision_check`): in its dtype with its effective floor, and in float64 with float64's floor; where the two
+grid verdicts differ, the run's verdict (:func:`run_verdict`) is ``precision-limited``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ FLOOR_MARGIN = 10.0
 VERDICTS = ("converging", "settled", "undecided")
 #: A run's verdict over the grid: one of VERDICTS where every cell agrees, else "sensitive".
 GRID_VERDICTS = (*VERDICTS, "sensitive")
+#: A run's verdict: its grid's, or "precision-limited" where its dtype and its float64 twin decide differently.
+RUN_VERDICTS = (*GRID_VERDICTS, "precision-limited")
 
 
 @dataclass(frozen=True)
@@ -252,3 +256,51 @@ def grid_needs_more_passes(E: Sequence[float], layers: int, floor: float | Seque
                            rule: CollapseRule = CollapseRule()) -> bool:
     """Whether more passes could change a cell of ``rule``'s grid (the longest needs twice the horizon)."""
     return any(needs_more_passes(E, layers, floor, cell) for cell in rule.grid().values())
+
+
+def float64_floor(E_floor: float, dtype_eps: float) -> float:
+    """The floor of E in float64 for a run whose dtype has unit roundoff ``dtype_eps`` and measured floor ``E_floor``:
+    ``E_floor * eps(float64) / dtype_eps``. Reason: the measured floor is rounding of one pass from a near-consensus
+    state, proportional to the unit roundoff (docs/empirical.md: about ``sqrt(width) * eps``), so float64's is the
+    same multiple of its own eps. Never above ``E_floor``."""
+    if not (math.isfinite(E_floor) and E_floor > 0 and 0 < dtype_eps < 1):
+        raise ValueError(f"E_floor={E_floor!r} must be positive and finite and dtype_eps={dtype_eps!r} in (0, 1).")
+    return E_floor * min(1.0, float(np.finfo(np.float64).eps) / dtype_eps)
+
+
+@dataclass(frozen=True)
+class PrecisionCheck:
+    """A run and its float64 twin decided on the same (twinned) prompts: ``dtype`` is the grid decision of the run's
+    mean E over those prompts with the run's effective floor, ``float64`` the twin's with float64's floor
+    (:func:`float64_floor`); they ``agree`` when the two grid verdicts are the same."""
+
+    prompts: int
+    dtype: GridDecision
+    float64: GridDecision
+    float64_floor: float
+
+    @property
+    def agree(self) -> bool:
+        return self.dtype.verdict == self.float64.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prompts": self.prompts, "agree": self.agree, "dtype_verdict": self.dtype.verdict,
+                "float64_verdict": self.float64.verdict, "float64_floor": self.float64_floor,
+                "dtype": self.dtype.to_json(), "float64": self.float64.to_json()}
+
+
+def precision_check(E_dtype: Sequence[float], E_float64: Sequence[float], layers: int, prompts: int,
+                    floor: float | Sequence[float], floor_float64: float,
+                    rule: CollapseRule = CollapseRule()) -> PrecisionCheck:
+    """:func:`decide_grid` on the run's mean E over its twinned ``prompts`` (``E_dtype``, with its effective
+    ``floor``) and on its float64 twin's (``E_float64``, the same measurements, with ``floor_float64``)."""
+    if len(E_dtype) != len(E_float64):
+        raise ValueError(f"the run's E ({len(E_dtype)} values) and its twin's ({len(E_float64)}) must be the same "
+                         "measurements.")
+    return PrecisionCheck(prompts, decide_grid(E_dtype, layers, floor, rule),
+                          decide_grid(E_float64, layers, floor_float64, rule), floor_float64)
+
+
+def run_verdict(grid: GridDecision, precision: PrecisionCheck | None) -> str:
+    """A run's verdict: ``precision-limited`` where its dtype and its float64 twin disagree, else its grid's."""
+    return "precision-limited" if precision is not None and not precision.agree else grid.verdict

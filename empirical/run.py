@@ -30,7 +30,8 @@ from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder,
                              say_rebuilt, unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
-from .decision import CollapseRule, decide_grid, needs_more_passes, pass_ends
+from .decision import (CollapseRule, PrecisionCheck, decide_grid, float64_floor, needs_more_passes, pass_ends,
+                       precision_check, run_verdict)
 from .figures import plot_run
 from .floor import measure_floor
 from .loop import NonFiniteActivations, check_variant, embed, run_pass
@@ -148,9 +149,7 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
     write_json(out / "manifest.json", manifest)
     writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule, twin)
     layers = adapter.num_layers
-    stop = (lambda E: len(E) > 1 and not any(
-        needs_more_passes(E, layers, effective_floor_fields(floor["E_floor"], state.E, twin)["effective_floor"], r)
-        for r in until)) \
+    stop = (lambda E: len(E) > 1 and not _undecided(E, state, twin, layers, floor["E_floor"], until)) \
         if until else None
     try:
         loop_seconds = _run_passes(settings, model, adapter, state, writer, progress, after_pass, stop)
@@ -340,6 +339,7 @@ class _Twin:
     x: torch.Tensor
     columns: list[torch.Tensor]
     inputs: BlockInputs
+    run_eps: float
     seconds: float = 0.0
 
     @classmethod
@@ -351,13 +351,14 @@ class _Twin:
         if device_map is not None:
             raise ValueError("--twin float64 is not supported for a model sharded over several GPUs; use one GPU "
                              "or leave --twin out.")
+        run_eps = float(torch.finfo(next(model.parameters()).dtype).eps)
         twin_model = float64_copy(model)
         adapter = adapter_for(twin_model)
         prompts = min(settings.twin_prompts, settings.prompts)
         ids = torch.tensor(state.ids[:prompts], device=_input_device(twin_model, state.x.device))
         x, e0 = embed(adapter, ids, metric=settings.metric)
         inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
-        twin = cls(settings, twin_model, adapter, prompts, x, [e0[:, None].double()], inputs)
+        twin = cls(settings, twin_model, adapter, prompts, x, [e0[:, None].double()], inputs, run_eps)
         if checkpoint is not None:
             twin._resume(checkpoint, state.done)
         return twin
@@ -414,6 +415,15 @@ class _Twin:
         return {"dtype": "float64", "prompts": self.prompts, "prompt_indices": list(range(self.prompts)),
                 "divergence": divergence.tolist(), "divergence_max": float(divergence.max()),
                 "E": mine.tolist(), "E_mean": mine.mean(0).tolist()}
+
+    def precision(self, E: torch.Tensor, layers: int, columns: int, E_floor: float, effective_floor: float,
+                  rule: CollapseRule) -> PrecisionCheck:
+        """The run's ``E`` ``(prompts, ...)`` and the twin decided on the twinned prompts, the first ``columns``
+        measurements (:func:`empirical.decision.precision_check`; float64's floor from the run's measured
+        ``E_floor``: :func:`empirical.decision.float64_floor`)."""
+        return precision_check(E[: self.prompts, :columns].double().mean(0).tolist(),
+                               self.E[:, :columns].mean(0).tolist(), layers, self.prompts, effective_floor,
+                               float64_floor(E_floor, self.run_eps), rule)
 
     def release(self) -> None:
         """Drop the float64 model and state (their memory goes back with the run)."""
@@ -596,6 +606,19 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
     return total
 
 
+def _undecided(E_mean: list[float], state: _Progress, twin: "_Twin | None", layers: int, E_floor: float,
+               until: Sequence[CollapseRule]) -> bool:
+    """Whether more passes could change a rule of ``until``: on the run's mean E (with its effective floor) or, with a
+    twin, on the twin's float64 mean E (with float64's floor), so that the two decide on as many passes."""
+    effective = effective_floor_fields(E_floor, state.E, twin)["effective_floor"]
+    if any(needs_more_passes(E_mean, layers, effective, rule) for rule in until):
+        return True
+    if twin is None:
+        return False
+    twin_mean = twin.E.mean(0).tolist()
+    return any(needs_more_passes(twin_mean, layers, float64_floor(E_floor, twin.run_eps), rule) for rule in until)
+
+
 def _means(state: _Progress, layers: int) -> list[float]:
     """The mean E over the prompts of ``state`` so far: the embeddings', then after every block of every pass."""
     return state.E[:, : state.done * layers + 1].double().mean(0).tolist()
@@ -613,13 +636,17 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
     ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
     the pass ends, the dtype's floor of E, the effective floor (:func:`effective_floor_fields`), the float64
-    twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`) and ``rule``'s grid decision on every block
-    (:func:`decide_grid`), which reads nothing below the effective floor."""
-    twin_record = twin.record(E, passes * layers + 1) if twin is not None else None
-    effective = effective_floor_fields(floor, E[:, : passes * layers + 1], twin)["effective_floor"]
-    E = E[:, : passes * layers + 1].double()
+    twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`), ``rule``'s grid decision on every block
+    (:func:`decide_grid`), which reads nothing below the effective floor, the twin's precision check (``precision``:
+    :meth:`_Twin.precision`) and the run's ``verdict`` (:func:`empirical.decision.run_verdict`)."""
+    columns = passes * layers + 1
+    twin_record = twin.record(E, columns) if twin is not None else None
+    effective = effective_floor_fields(floor, E[:, :columns], twin)["effective_floor"]
+    precision = twin.precision(E, layers, columns, floor, effective, rule) if twin is not None and passes else None
+    E = E[:, :columns].double()
     mean = E.mean(0).tolist()
     ends = pass_ends(mean, layers, passes)
+    grid = decide_grid(mean, layers, effective, rule) if passes else None
     return {"schema_version": SCHEMA_VERSIONS["results"], "E": E.tolist(), "E_mean": mean,
             "E_std": (E.std(0) if E.shape[0] > 1 else torch.zeros(E.shape[1])).tolist(),
             "layers": layers, "passes": passes,
@@ -627,7 +654,9 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
             "block": [0] + [b for _ in range(passes) for b in range(1, layers + 1)],
             "pass_end_index": [k * layers for k in range(passes + 1)], "E_pass_end": ends,
             "E_floor": floor, "effective_floor": effective, "twin": twin_record,
-            "decision": decide_grid(mean, layers, effective, rule).to_json() if passes else None}
+            "decision": grid.to_json() if grid else None,
+            "precision": precision.to_json() if precision else None,
+            "verdict": run_verdict(grid, precision) if grid else None}
 
 
 def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):

@@ -16,6 +16,8 @@ import numpy as np
 from reports.checks import check, claim_result
 from reports.records import CheckResult, ReportSection, Table
 
+from ..decision import FLOOR_MARGIN
+from ..figures import floor_of
 from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
 from .grading import SURFACE_TOL_FLOAT32
 from .measure import AuditSettings, comparison, rate_summary
@@ -168,7 +170,8 @@ def rate_table(results: list[dict[str, Any]], extra: list[dict[str, Any]] = ()) 
 def run_rates(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
     """Rate fits of ``python -m empirical run`` outputs: ``(label, manifest, results)`` -> rate items for
     :func:`audit_section` (``group`` pairs the runs of one model and weights with and without FFN). Values at or below
-    a run's floor of E are left out (runs made before floors: float32's, ``rates.E_FLOOR``)."""
+    ``FLOOR_MARGIN`` x a run's effective floor of E are left out, as the collapse test leaves them (SPEC section 5:
+    nothing is read below 10 x the effective floor; runs made before floors: float32's, ``rates.E_FLOOR``)."""
     items = []
     for label, manifest, results in runs:
         settings = manifest.get("settings", {})
@@ -176,7 +179,7 @@ def run_rates(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[di
         items.append({"source": label, "group": group, "ffn": settings.get("ffn"), "model": settings.get("model"),
                       "weights": settings.get("weights"),
                       "rate": rate_summary(np.asarray(results["E"], dtype=np.float64),
-                                           (manifest.get("floor") or {}).get("E_floor", E_FLOOR))})
+                                           FLOOR_MARGIN * (floor_of(manifest) or E_FLOOR))})
     return items
 
 

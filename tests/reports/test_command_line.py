@@ -150,12 +150,17 @@ def test_replay_json_has_one_shape(capsys):
 def test_run_json_has_one_shape():
     from empirical.cli import run_summary
 
-    results = {"E_pass_end": [0.5, 0.1], "E_floor": 1e-7, "effective_floor": 1e-7, "twin": None,
+    results = {"E_pass_end": [0.5, 0.1], "E_floor": 1e-7, "effective_floor": 1e-7, "twin": None, "precision": None,
+               "verdict": "settled",
                "decision": {"verdict": "settled", "monotone": True, "cells": {"base": {"verdict": "settled"}}}}
-    with_twin = {**results, "twin": {"prompts": 2, "divergence_max": 1e-6}}
+    with_twin = {**results, "twin": {"prompts": 2, "divergence_max": 1e-6}, "verdict": "precision-limited",
+                 "precision": {"dtype_verdict": "settled", "float64_verdict": "converging"}}
     shapes = [run_summary(r, Path("out")) for r in (results, with_twin)]
     assert list(shapes[0]) == list(shapes[1]) and shapes[0]["twin"] is None
-    assert shapes[1]["twin"] == {"prompts": 2, "divergence_max": 1e-6, "effective_floor": 1e-7}
+    assert shapes[1]["twin"] == {"prompts": 2, "divergence_max": 1e-6, "effective_floor": 1e-7,
+                                 "dtype_verdict": "settled", "float64_verdict": "converging"}
+    assert (shapes[0]["verdict"], shapes[1]["verdict"]) == ("settled", "precision-limited")
+    assert shapes[1]["grid_verdict"] == "settled"
 
 
 def _ended_by_a_closed_pipe(command: list[str]) -> subprocess.CompletedProcess:
