@@ -85,6 +85,7 @@ def _measure(check: GpuCheck, settings: RunSettings, folder: Path) -> dict[str, 
              "other_s": timings["end_to_end_s"] - sum(timings[name] for name in PHASES),
              "E_floor": manifest["floor"]["E_floor"], "floor": manifest["floor"],
              "E_pass_end": results["E_pass_end"], "E_min": min(results["E_mean"]), "decision": results["decision"],
+             "verdict": results["verdict"], "precision": results["precision"],
              **_twin_entry(manifest, results)}
     if check.speed_target:
         entry["targets"] = {"model_build_s < %g" % BUILD_TARGET_S: timings["model_build_s"] < BUILD_TARGET_S,
@@ -127,7 +128,7 @@ def _line(entry: dict[str, Any]) -> str:
     return (f"{entry['key']}: end to end {entry['end_to_end_s']:.1f} s ({phases}, other {entry['other_s']:.1f} s), "
             f"floor of E {entry['E_floor']:.1e}, effective floor {entry['effective_floor']:.1e}"
             + (f" (float64 twin of {entry['twin_prompts']} prompts, {entry['twin_s']:.1f} s)" if entry["twin_prompts"]
-               else "") + f", min mean E {entry['E_min']:.1e}, {entry['decision']['verdict']}"
+               else "") + f", min mean E {entry['E_min']:.1e}, {entry['verdict']}"
             + "".join(f"; {name}: {'yes' if held else 'NO'}" for name, held in entry.get("targets", {}).items()))
 
 
