@@ -314,15 +314,21 @@ class ParameterFingerprint:
 FINGERPRINT_SAMPLE = 256
 
 
-def fingerprint(model: nn.Module) -> dict[str, ParameterFingerprint]:
-    """Per-parameter fingerprints (a few KB in total, whatever the model size)."""
+def fingerprint(model: nn.Module, *, statistics: bool = True) -> dict[str, ParameterFingerprint]:
+    """Per-parameter fingerprints (a few KB in total, whatever the model size). Without ``statistics`` only the
+    sample is taken (mean and std NaN): what :func:`verify_draw` compares a draw against, at no cost (measured on
+    random GPT-2 XL, 2 shared cores: 7.5 s a pass for the mean and std of its 1.6e9 entries)."""
     prints = {}
     for name, parameter in model.named_parameters():
         flat = parameter.detach().reshape(-1)
         step = max(1, flat.numel() // FINGERPRINT_SAMPLE)
-        values = flat.float()
-        prints[name] = ParameterFingerprint(flat[::step][:FINGERPRINT_SAMPLE].float().cpu().clone(),
-                                            float(values.mean()), float(values.std()) if flat.numel() > 1 else 0.0,
+        mean = std = math.nan
+        if statistics:
+            if flat.numel() > 1:
+                std, mean = (float(v) for v in torch.std_mean(flat.float()))  # one call: one read of the entries
+            else:
+                std, mean = 0.0, float(flat.float().mean())
+        prints[name] = ParameterFingerprint(flat[::step][:FINGERPRINT_SAMPLE].float().cpu().clone(), mean, std,
                                             flat.numel())
     return prints
 

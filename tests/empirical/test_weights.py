@@ -59,15 +59,29 @@ def test_redraw_of_loaded_weights_changes_them(loaded):
     assert verify_draw(adapter, before)["random_parameters"] > 0
 
 
-def test_control_library_reinitialisation_of_loaded_weights_is_caught(loaded):
+@pytest.mark.parametrize("statistics", [True, False], ids=["full-fingerprint", "sample-only"])
+def test_control_library_reinitialisation_of_loaded_weights_is_caught(loaded, statistics):
     """Negative control, the known failure mode: ``model.apply(model._init_weights)`` (the authors' call) on
-    loaded weights does nothing in transformers >= 5 (tensors are marked initialised); the check rejects it."""
+    loaded weights does nothing in transformers >= 5 (tensors are marked initialised); the check rejects it, also
+    against the sample-only fingerprint a redrawn run takes before each draw."""
     adapter = adapter_for(loaded)
-    before = fingerprint(loaded)
+    before = fingerprint(loaded, statistics=statistics)
     with torch.no_grad():
         loaded.apply(loaded._init_weights)
     with pytest.raises(RuntimeError, match="unchanged by the draw"):
         verify_draw(adapter, before)
+
+
+def test_a_sample_only_fingerprint_has_the_same_sample_and_no_statistics():
+    model = load_model("tiny-llama", "random", seed=0)
+    full, sample = fingerprint(model), fingerprint(model, statistics=False)
+    assert full.keys() == sample.keys()
+    for name in full:
+        assert torch.equal(full[name].sample, sample[name].sample) and full[name].size == sample[name].size
+        assert sample[name].mean != sample[name].mean and sample[name].std != sample[name].std  # NaN
+    weight = dict(model.named_parameters())["model.layers.0.mlp.up_proj.weight"].detach()
+    assert full["model.layers.0.mlp.up_proj.weight"].std == pytest.approx(float(weight.std()), rel=1e-6)
+    assert full["model.layers.0.mlp.up_proj.weight"].mean == pytest.approx(float(weight.mean()), abs=1e-7)
 
 
 def test_control_wrong_statistics_are_caught():
