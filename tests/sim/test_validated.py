@@ -219,9 +219,14 @@ def test_a_certificates_summary_shows_verdict_numbers_eigenvalues_and_float64_pa
 
 
 def test_a_chart_is_centred_on_the_unit_tokens_of_any_scaled_centre():
-    """Chart.at normalises its centre: y(0) of the chart at 3 c is c. Control: the unit centre itself."""
+    """Chart.at normalises its centre: the chart at 3 c is the chart at c (its point y(0) and its velocities du/dt,
+    which a frame [3 c | B] would scale by 9). Control: the unit centre itself."""
+    ydot = TRIANGLE @ ROTATION.T  # tangent at the centre
+    unit = Chart.at(TRIANGLE, exact=False)
     for scale in (3.0, 1.0):
-        np.testing.assert_allclose(Chart.at(scale * TRIANGLE, exact=False).point(np.zeros(3)), TRIANGLE, atol=1e-15)
+        chart = Chart.at(scale * TRIANGLE, exact=False)
+        np.testing.assert_allclose(chart.point(np.zeros(3)), TRIANGLE, atol=1e-15)
+        np.testing.assert_allclose(chart.velocity(np.zeros(3), ydot), unit.velocity(np.zeros(3), ydot), atol=1e-15)
 
 
 @pytest.mark.parametrize("generator, commuting", [(ROTATION, True), (np.eye(2), False), (np.zeros((2, 2)), False)],
@@ -368,8 +373,10 @@ def test_a_start_on_the_orbit_is_bounded_over_the_whole_interval_of_angles(angle
 
 
 def test_the_norm_bound_holds_for_every_vector_in_the_balls():
-    """Balls around 0 of radius 1: the largest vector has norm sqrt(2). Control: exact entries (3, 4) give 5."""
+    """Balls around 0 of radius 1: the largest vector has norm sqrt(2); the ball 1 +- 0.5 reaches 1.5 (its lower
+    end 0.5 is no bound). Control: exact entries (3, 4) give 5."""
     from sim.conjectures.validated import _norm_upper
 
+    assert _norm_upper(np.array([arb(1, 0.5)], dtype=object)) == pytest.approx(1.5, rel=1e-8)
     assert _norm_upper(np.array([arb(0, 1), arb(0, 1)], dtype=object)) == pytest.approx(np.sqrt(2), rel=1e-8)
     assert _norm_upper(np.array([arb(3), arb(4)], dtype=object)) == 5.0
