@@ -200,3 +200,183 @@ def test_an_equilibrium_off_the_chart_centre_has_its_basin_measured_from_it():
 
 #: The tight box's first radius (sim.conjectures.validated.TIGHT_RADII[0]).
 TIGHTEST = 1e-12
+
+
+# --- what the mutation run of validated.py (issue 42 item 1) found untested, each with its control ---------------------
+def test_a_certificates_summary_shows_verdict_numbers_eigenvalues_and_float64_parts_line_by_line():
+    """The printed certificate (``python -m sim replay``): the verdict and reason, one line per number, the
+    eigenvalue balls joined by '; ', one line per float64 part. Control: a rejection without eigenvalues has no
+    eigenvalue line."""
+    from sim.conjectures.validated import ValidatedCertificate
+
+    certified = ValidatedCertificate(True, "why", np.zeros((1, 2)), eigenvalues=["e1", "e2"],
+                                     numbers={"a": 1, "b": 2.5}, float64_parts=["p1", "p2"])
+    assert certified.summary().split("\n") == [
+        "CERTIFIED: why", "  a: 1", "  b: 2.5", "  eigenvalue enclosures (balls): e1; e2",
+        "  float64, not validated: p1", "  float64, not validated: p2"]
+    rejected = ValidatedCertificate(False, "no", np.zeros((1, 2)), numbers={"a": 1})
+    assert rejected.summary().split("\n") == ["REJECTED: no", "  a: 1"]
+
+
+def test_a_chart_is_centred_on_the_unit_tokens_of_any_scaled_centre():
+    """Chart.at normalises its centre: the chart at 3 c is the chart at c (its point y(0) and its velocities du/dt,
+    which a frame [3 c | B] would scale by 9). Control: the unit centre itself."""
+    ydot = TRIANGLE @ ROTATION.T  # tangent at the centre
+    unit = Chart.at(TRIANGLE, exact=False)
+    for scale in (3.0, 1.0):
+        chart = Chart.at(scale * TRIANGLE, exact=False)
+        np.testing.assert_allclose(chart.point(np.zeros(3)), TRIANGLE, atol=1e-15)
+        np.testing.assert_allclose(chart.velocity(np.zeros(3), ydot), unit.velocity(np.zeros(3), ydot), atol=1e-15)
+
+
+@pytest.mark.parametrize("generator, commuting", [(ROTATION, True), (np.eye(2), False), (np.zeros((2, 2)), False)],
+                         ids=["rotation (control)", "identity: commutes but is not skew", "zero"])
+def test_only_a_nonzero_skew_generator_counts_as_a_symmetry(generator, commuting):
+    """The identity commutes with every P and U but generates no rotation; the zero matrix generates nothing."""
+    from sim.conjectures.validated import commutes
+
+    assert commutes(Problem(TRIANGLE_P, IDENTITY, causal=False, generator=generator)) is commuting
+
+
+def _value_full_witness():
+    from sim.conjectures.replay import _problem
+
+    path = next(Path(__file__).parents[2].glob("sim/conjectures/witnesses/conj.value-full/chunk00000-*.json"))
+    witness = json.loads(path.read_text())
+    return _problem(witness), np.asarray(witness["equilibrium"])
+
+
+def test_newton_converges_quadratically_from_a_start_1e_3_off():
+    """Three float64 Newton steps in one chart carry a start 1e-3 from the value-full witness's equilibrium to
+    within 1e-12 of it (1e-3 -> 1e-6 -> 1e-12 -> rounding): the Jacobian is the field's own (a Jacobian off by a
+    factor 2 leaves 1e-3 / 8). Control: after two steps the start is still ~3e-14 off."""
+    problem, y_star = _value_full_witness()
+    start = Chart.at(y_star, exact=False).point(np.array([1e-3, 0.0]))
+    assert np.max(np.abs(refine(problem, start, rounds=1, steps=3) - y_star)) < 1e-12
+    assert np.max(np.abs(refine(problem, start, rounds=1, steps=2) - y_star)) > 1e-15
+
+
+def test_krawczyk_reads_the_upper_end_of_its_image():
+    """F(x) = x + x^2 / 10 - 0.9 on [-1, 1]: J(X) = 1 +- 0.2, so K(X) = 0.9 +- 0.2 = [0.7, 1.1] leaves the box (its
+    upper end 1.1 > 1): not proved, although the lower end 0.7 lies inside. Control: on [-2, 2], J(X) = 1 +- 0.4 and
+    K(X) = 0.9 +- 0.8 = [0.1, 1.7] lies inside: proved."""
+    quadratic = lambda x: (np.array([x[0] + arb(0.1) * x[0] * x[0] - arb(0.9)], dtype=object), None)  # noqa: E731
+    wide = krawczyk(quadratic, 1, 1.0)
+    assert not wide["unique"] and wide["K"][0] == pytest.approx(1.1, rel=1e-8)
+    assert krawczyk(quadratic, 1, 2.0)["unique"]
+
+
+def test_the_residual_at_the_centre_bounds_the_field_from_above():
+    """F(0) known only as a ball of radius 1e-4 around 0: the residual reported is its upper bound, 1e-4 (rel 1e-8:
+    Arb's radius is rounded up). Control: a point value 2e-4 is reported as itself."""
+    for value, residual in ((arb(0, 1e-4), 1e-4), (arb(2e-4), 2e-4)):
+        F = lambda x, value=value: (np.array([x[0] - value], dtype=object), None)  # noqa: E731
+        assert krawczyk(F, 1, 1e-3)["residual"] == pytest.approx(residual, rel=1e-8)
+
+
+def test_a_double_eigenvalue_is_enclosed_and_a_simple_spectrum_too():
+    """diag(-1, -1): Arb cannot isolate a double eigenvalue, so the spectrum is enclosed as a cluster (two balls at
+    -1), not given up ([]). Control: diag(-1, -2) is isolated at once."""
+    from sim.conjectures.validated import spectrum
+
+    for diagonal in ((-1.0, -1.0), (-1.0, -2.0)):
+        J = np.array([[arb(diagonal[0]), arb(0)], [arb(0), arb(diagonal[1])]], dtype=object)
+        eigenvalues = spectrum(J)
+        assert sorted(float(ball.real.mid()) for ball in eigenvalues) == sorted(diagonal)
+
+
+@pytest.mark.parametrize("J", [[[arb(1.0)]], [[arb(-1.0, 1.5)]]], ids=["unstable point +1", "ball [-2.5, 0.5]"])
+def test_an_unstable_jacobian_gets_no_certificate(J):
+    """J = +1 exactly: Q = -1/2 solves the Lyapunov equation with E = 0, so only the leading minor (Q itself < 0)
+    refuses it; J = -1 +- 1.5: |E| reaches 1.5 at the ball's upper end (0 at its lower one). Control: J = -1."""
+    from sim.conjectures.validated import attraction
+
+    assert attraction(np.array(J, dtype=object), [0.0], 1e-3) is None
+    assert attraction(np.array([[arb(-1.0)]], dtype=object), [0.0], 1e-3) is not None
+
+
+def test_the_ball_of_attraction_shrinks_by_the_zeros_offset_in_the_box():
+    """J = -1 on [-r, r] (Q = 1/2): with u* known within |u*| <= r/2, the ball {V <= rho} inside the box has radius
+    r - r/2 = r/2 (rho = (r - K)^2 / Q^{-1}_{11}, radius sqrt(rho / trace Q)). Control: u* = 0 gives r."""
+    from sim.conjectures.validated import attraction
+
+    J = np.array([[arb(-1.0)]], dtype=object)
+    assert attraction(J, [5e-4], 1e-3).basin_radius == pytest.approx(5e-4, rel=1e-12)
+    assert attraction(J, [0.0], 1e-3).basin_radius == pytest.approx(1e-3, rel=1e-12)
+
+
+def test_a_saddle_rejection_shows_its_eigenvalues_and_box():
+    """The rejection of a saddle is a certificate too: certified is False, its numbers (box radius, Krawczyk bound)
+    and the eigenvalue balls, one with a positive real part, are reported."""
+    P = (saddle_scale(1e-3) * np.eye(2))[None]
+    certificate = certify(Problem(P, IDENTITY, causal=False, generator=ROTATION), np.array([[1.0, 0.0], [-1.0, 0.0]]))
+    assert certificate.certified is False and certificate.numbers["box_radius"] == 1e-3
+    assert certificate.numbers["krawczyk_max"] < 1e-3 and certificate.numbers["unknowns"] == 1
+    assert len(certificate.eigenvalues) == 1 and certificate.eigenvalues[0].startswith("(0.001 +- ")
+
+
+def test_no_isolated_equilibrium_is_a_rejection_with_its_reason():
+    certificate = certify(Problem(TRIANGLE_P, IDENTITY, causal=False), TRIANGLE)
+    assert certificate.certified is False and certificate.reason == (
+        "Krawczyk's operator did not map any box into its interior: no isolated equilibrium certified")
+
+
+def test_a_zero_3e_4_off_the_chart_centre_is_enclosed_by_the_certified_box_itself():
+    """No tight box (at most 1e-4 < 3e-4) holds the zero, so its enclosure is the certified box's own Krawczyk
+    image (zero box radius = box radius) and the ball of attraction shrinks accordingly. Control: the chart at the
+    equilibrium has its zero in the tightest box."""
+    from flint import ctx
+
+    from sim.conjectures.validated import PRECISION, _certify
+
+    problem, y_star = _value_full_witness()
+    old, ctx.prec = ctx.prec, PRECISION
+    try:
+        off = _certify(problem, Chart.at(y_star, exact=False).point(np.array([3e-4, 0.0])))
+        on = _certify(problem, y_star)
+    finally:
+        ctx.prec = old
+    assert off.certified and off.numbers["zero_box_radius"] == off.numbers["box_radius"] == 1e-3
+    assert off.numbers["basin_radius"] < 1e-3 - 3e-4
+    assert on.certified and on.numbers["zero_box_radius"] == 1e-12
+
+
+def test_start_distances_invert_the_chart_and_refuse_points_off_it():
+    """|u(y(u))| = |u| for a point of the chart; a token orthogonal to its centre token (w_0 = 0) or the antipodal
+    configuration lies off the chart: inf, with or without the rotation."""
+    from sim.conjectures.validated import start_distance
+
+    rotating = Problem(TRIANGLE_P, IDENTITY, causal=False, generator=ROTATION)
+    y_star = refine(rotating, TRIANGLE)
+    fixed = Problem(TRIANGLE_P, IDENTITY, causal=False)
+    u = np.array([0.3, -0.2, 0.1])
+    assert start_distance(fixed, y_star, Chart.at(y_star, exact=False).point(u)) == pytest.approx(
+        np.linalg.norm(u), rel=1e-12)
+    orthogonal = y_star.copy()
+    orthogonal[0] = y_star[0] @ ROTATION.T
+    assert start_distance(fixed, y_star, orthogonal) == float("inf")
+    assert start_distance(rotating, y_star, -y_star) == float("inf")
+    assert start_distance(fixed, y_star, -y_star) == float("inf")
+
+
+@pytest.mark.parametrize("angle", [0.3, 2.5, -3.0])
+def test_a_start_on_the_orbit_is_bounded_over_the_whole_interval_of_angles(angle):
+    """The rotating triangle turned by any angle (near +-pi too) is on the attractor's orbit; its slice distance is
+    bounded over [theta - delta, theta + delta], delta = 1e-12 (1 + |theta|): the bound is not 0 (the interval
+    turns the tokens by ~1e-12) and below 1e-10."""
+    from sim.conjectures.validated import start_distance
+
+    problem = Problem(TRIANGLE_P, IDENTITY, causal=False, generator=ROTATION)
+    y_star = refine(problem, TRIANGLE)
+    c, s = np.cos(angle), np.sin(angle)
+    assert 1e-13 < start_distance(problem, y_star, y_star @ np.array([[c, -s], [s, c]]).T) < 1e-10
+
+
+def test_the_norm_bound_holds_for_every_vector_in_the_balls():
+    """Balls around 0 of radius 1: the largest vector has norm sqrt(2); the ball 1 +- 0.5 reaches 1.5 (its lower
+    end 0.5 is no bound). Control: exact entries (3, 4) give 5."""
+    from sim.conjectures.validated import _norm_upper
+
+    assert _norm_upper(np.array([arb(1, 0.5)], dtype=object)) == pytest.approx(1.5, rel=1e-8)
+    assert _norm_upper(np.array([arb(0, 1), arb(0, 1)], dtype=object)) == pytest.approx(np.sqrt(2), rel=1e-8)
+    assert _norm_upper(np.array([arb(3), arb(4)], dtype=object)) == 5.0
