@@ -63,6 +63,7 @@ class ValidatedCertificate:
     certified: bool
     reason: str
     equilibrium: np.ndarray
+    #: With a generator: the midpoint of the ball of the rigid rotation's speed mu (its radius is in ``numbers``).
     rotation_speed: float | None = None
     eigenvalues: list[str] = field(default_factory=list)
     numbers: dict = field(default_factory=dict)
@@ -319,6 +320,7 @@ def _certify(problem: Problem, y_star: np.ndarray) -> ValidatedCertificate:
         if problem.generator is not None:
             _, mu = F(np.array([arb(0)] * m, dtype=object))
             numbers["rotation_speed"] = f"{float(mu.mid()):.12g} +- {float(mu.rad()):.2g}"
+            common["rotation_speed"] = float(mu.mid())
         shown = [show(ball) for ball in eigenvalues]
         if any(float(ball.real.lower()) > 0 for ball in eigenvalues):
             return ValidatedCertificate(False, f"unstable: an eigenvalue has a certified positive real part "

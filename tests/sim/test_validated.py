@@ -76,7 +76,7 @@ def test_a_rotating_triangle_is_certified_in_the_co_rotating_frame():
     certificate = certify(Problem(TRIANGLE_P, IDENTITY, causal=False, generator=ROTATION), TRIANGLE + 0.01)
     assert certificate.certified, certificate.summary()
     assert certificate.numbers["real_part_bound"] < 0 and certificate.numbers["basin_radius"] > 0
-    speed = float(certificate.numbers["rotation_speed"].split()[0])
+    speed = certificate.rotation_speed
     # the float64 flow moves the triangle rigidly at that speed: compare with the field's angular velocity
     y = certificate.equilibrium
     velocity = attention_field(TRIANGLE_P, IDENTITY, False)(0.0, y)
