@@ -1,4 +1,4 @@
-"""Check functions for the ``emp.*`` claims: pure, they return :class:`reports.records.CheckResult`.
+"""Check functions for the ``emp.*`` claims: pure, they return :class:`foundation.records.CheckResult`.
 
 Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse test of
 :mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure, Table
+from foundation.checks import check, claim_result
+from foundation.records import CheckResult, Figure, Table
 
 from .decision import CollapseRule, decide_grid, pass_ends
 from .figures import describe, floor_of, plot_families, plot_overlay

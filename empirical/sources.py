@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import reports.weights_dirs as reports_weights_dirs
+import foundation.weights_dirs as reports_weights_dirs
 
 from .models import PAPER_MODEL_ALIASES
 
@@ -151,7 +151,7 @@ def parse_weights_dirs(items: Sequence[str]) -> dict[str, Path]:
 
 
 def report_weights_dirs() -> dict[str, Path]:
-    """The folders that ``python -m reports build --weights-dir`` named to this process (reports/weights_dirs.py),
+    """The folders that ``python -m reports build --weights-dir`` named to this process (foundation/weights_dirs.py),
     under canonical model ids; a model the report does not run trained is an error."""
     folders = reports_weights_dirs.weights_dirs_from_environment()
     unknown = [model for model in folders if canonical(model) not in WEIGHTS_DIR_ENV]

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
                     check_reused_sections, read_section)
-from .helpformat import Parser, parse
-from .manifest import git_revision
-from .memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
-from .scale import REPORT_SCALE_ENV, SCALES
-from .outputs import OutputError, check_output_folder, claim_output_folder, output_lock
+from foundation.helpformat import Parser, parse
+from foundation.manifest import git_revision
+from foundation.memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
+from foundation.scale import REPORT_SCALE_ENV, SCALES
+from foundation.outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from .pytest_plugin import BUILD_FOLDER_ENV, FULL_ENV
-from .weights_dirs import parse_weights_dirs, weights_dirs_environment
+from foundation.weights_dirs import parse_weights_dirs, weights_dirs_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +140,7 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     """Run the benchmarks and the full test suite; return pytest's exit status (2: an unusable ``out`` or reused
     section, 4 or 5: pytest arguments refused before anything ran; 3: the report's peak memory exceeded ``max_rss``
     bytes, default half of the machine). ``weights_env`` names folders of trained paper-model weights to the tests
-    (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``; ``run_jobs``: the model jobs before
+    (``--weights-dir``; foundation/weights_dirs.py); ``scale``: ``foundation.scale``; ``run_jobs``: the model jobs before
     the tests (:func:`run_report_jobs`)."""
     try:
         with output_lock(out, command="reports build"):

@@ -21,7 +21,7 @@ MODEL_EQUATION = (
     r"\qquad T_y\pi_W = I - y\,y^\top W \ \ (y \in E_W)"
 )
 
-#: Claim id -> the LaTeX of the formula its statement (reports/registry.py) states, "as printed" where it says so.
+#: Claim id -> the LaTeX of the formula its statement (foundation/registry.py) states, "as printed" where it says so.
 CLAIM_TEX: dict[str, str] = {
     "model.projection": (r"\begin{aligned}&\pi_W(x) = x\,\|x\|_W^{-1},\\&"
                          r" T_x\pi_W\cdot X = \|x\|_W^{-1}\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\\&"

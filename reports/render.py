@@ -18,8 +18,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from . import formulas
-from .records import NO_CHECK
-from .registry import ORIGIN_LABELS
+from foundation.records import NO_CHECK
+from foundation.registry import ORIGIN_LABELS
 
 MATHJAX_PACKAGE = "django-static-mathjax"
 #: MathJax's own folder inside the package's ``mathjax`` module (its package.json gives the MathJax version).

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from reports.helpformat import Parser, command_parser, parse
+from foundation.helpformat import Parser, command_parser, parse
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:

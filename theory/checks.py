@@ -1,7 +1,7 @@
 """The symbolic and numeric checks of theory by claim id: what ``python -m theory check`` runs.
 
 The checks are the functions of the theory modules registered with ``@check(claim, method=...)``
-(``reports.checks``); each returns one :class:`reports.records.CheckResult` or a list of them. The default
+(``foundation.checks``); each returns one :class:`foundation.records.CheckResult` or a list of them. The default
 arguments are the paper's model; the tests under ``tests/theory`` call the same functions, and their negative
 controls call them with a deliberately broken model.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from reports.checks import REGISTERED
-from reports.records import CheckResult
-from reports.registry import CLAIMS, get_claim
+from foundation.checks import REGISTERED
+from foundation.records import CheckResult
+from foundation.registry import CLAIMS, get_claim
 
 from . import causal, conjectures, full_attention, gradient, layernorm, model, wendel
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure, Table
+from foundation.checks import check, claim_result
+from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
 from .results import Identity, identities_result

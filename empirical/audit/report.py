@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, ReportSection, Table
+from foundation.checks import check, claim_result
+from foundation.records import CheckResult, ReportSection, Table
 
 from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate
 from .grading import SURFACE_TOL_FLOAT32

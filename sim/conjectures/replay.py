@@ -1,6 +1,6 @@
 """Witnesses of refuted conjectures: written once, replayed by anyone (``python -m sim replay WITNESS.json``).
 
-A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, reports/schemas/witness.schema.json) holds an instance
+A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, foundation/schemas/witness.schema.json) holds an instance
 (P, U, causal), an attractor (``equilibrium``, and a skew ``generator`` when the configuration rotates rigidly), a start
 ``y0`` meeting the conjecture's hypotheses, and the certificate it was stored with. A replay recomputes everything from
 P, U and the equilibrium:
@@ -16,7 +16,7 @@ P, U and the equilibrium:
 Before any of it, the witness is checked against its claim (:func:`mismatches`): shapes, finite entries in range,
 the mask (``causal``) equal to the claim family's, and every hypothesis of the claim on the witness's own P, U and
 y0 (the family's ``hypotheses``: head count, U = I or U = P, symmetry or non-symmetry, spectra certified in Arb
-balls, hemisphere sets). A file is also validated against reports/schemas/witness.schema.json on load
+balls, hemisphere sets). A file is also validated against foundation/schemas/witness.schema.json on load
 (:func:`load`); ``python -m sim replay`` refuses a malformed or mismatched witness with exit 2 and one line.
 
 "Inside the certified ball" is measured from the certified zero u*, not from the chart centre: |u(y0)| (an upper
@@ -35,10 +35,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.spatial import ConvexHull
 
-from reports.checks import check
-from reports.outputs import SCHEMA_VERSIONS
-from reports.records import CheckResult
-from reports.registry import SEARCHED
+from foundation.checks import check
+from foundation.outputs import SCHEMA_VERSIONS
+from foundation.records import CheckResult
+from foundation.registry import SEARCHED
 
 from sim.conjectures.certify import AWAY, attention_field, run
 from sim.conjectures.families import FAMILIES, Family, top_eigenpair
@@ -54,7 +54,7 @@ EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
 #: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
 EVIDENCE_HORIZON = 1000.0
 #: The witness schema (validated on load; its version is ``SCHEMA_VERSIONS["witness"]``).
-SCHEMA = Path(__file__).resolve().parents[2] / "reports" / "schemas" / "witness.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "foundation" / "schemas" / "witness.schema.json"
 #: A witness is a few kB (the largest stored one ~10 kB); a bigger file is refused before it is parsed.
 MAX_BYTES = 1 << 20
 #: |entry| of P, U and the generator (the schema's bound too): 20x the largest |P|_2 any search draws (50).
@@ -285,7 +285,7 @@ def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.n
 def load(path: Path | str) -> dict:
     """A witness file, checked before anything is computed from it; a ValueError of one line naming the file and
     what failed otherwise: unreadable or not strict JSON (NaN and Infinity refused, too deep), not valid against
-    reports/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
+    foundation/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
     that does not match its claim (:func:`mismatches`), or bytes that the witness index beside it does not record
     (:func:`sim.conjectures.witness_index.check_indexed`)."""
     import jsonschema

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy.linalg import expm
 
-from reports.records import Figure, Table
+from foundation.records import Figure, Table
 
 from sim.conjectures.certify import attention_field, run
 

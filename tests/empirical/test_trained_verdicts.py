@@ -24,7 +24,7 @@ from empirical.run import RunSettings, load_results, run_experiment
 from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderError, locate, parse_weights_dirs,
                                report_weights_dirs)
 from empirical.suite import split_by_weights, trained_paper_runs, variants
-from reports.weights_dirs import WEIGHTS_DIRS_ENV
+from foundation.weights_dirs import WEIGHTS_DIRS_ENV
 
 from .tiny_trained import BUDGET, REVISION, RULE, save_to_hub_cache, tiny_model
 

@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from reports.checks import check
+from foundation.checks import check
 from sim import AdaptiveStepSize, Dopri5, SaveAt, hemisphere_lyapunov, misalignment, solve
 
 from .models import MODEL

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reports.records import ReportSection, Table
+from foundation.records import ReportSection, Table
 from tests.properties.control import summary_rows
 
 TEXT = (

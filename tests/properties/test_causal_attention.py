@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from hypothesis import example, given
 
-from reports.checks import check
+from foundation.checks import check
 from tests.properties import strategies as S
 from tests.properties.checks import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
                                      check_token_lyapunov_monotone, check_tracking_radius)

@@ -2,7 +2,7 @@
 
 from hypothesis import example, given
 
-from reports.checks import check
+from foundation.checks import check
 from tests.properties import strategies as S
 from tests.properties.checks import (check_attention_bounds, check_consensus_returns, check_full_convergence,
                                      check_full_invariance, check_full_lyapunov)

@@ -2,7 +2,7 @@
 
 from hypothesis import given
 
-from reports.checks import check
+from foundation.checks import check
 from tests.properties import strategies as S
 from tests.properties.checks import check_potential_monotone
 from tests.properties.control import budget, control_record, find_violation, observe

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from reports.checks import REGISTERED, Check, coverage, gaps, naming_problems, resolve
-from reports.registry import CLAIMS, get_claim
+from foundation.checks import REGISTERED, Check, coverage, gaps, naming_problems, resolve
+from foundation.registry import CLAIMS, get_claim
 
 #: The packages whose modules hold the registered check functions (tests/properties/checks.py among the tests).
 PACKAGES = ("theory", "sim", "empirical", "tests")
@@ -60,7 +60,7 @@ def test_naming_problems_report_a_missing_check_an_unnamed_one_and_a_gap():
 
 def test_a_name_of_an_unregistered_function_does_not_resolve():
     with pytest.raises(LookupError, match="not a registered check"):
-        resolve("reports.checks:coverage")
+        resolve("foundation.checks:coverage")
     with pytest.raises(LookupError, match="no such function"):
         resolve("sim.no_such_module:check")
 

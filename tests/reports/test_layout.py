@@ -117,8 +117,8 @@ def test_every_import_follows_the_layout_table():
 def test_the_table_rows_as_the_layout_page_writes_them():
     """The reading of the table itself: backticked names only, commentary ignored, an empty cell allows nothing."""
     rules = import_rules(LAYOUT.read_text())
-    assert rules["reports"] == set()
-    assert rules["consensus"] == {"theory", "sim", "empirical", "reports"}
+    assert rules["foundation"] == set()
+    assert rules["consensus"] == {"theory", "sim", "empirical", "reports", "foundation"}
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

@@ -8,8 +8,8 @@ import pytest
 
 from reports import render
 from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, STATEMENT_FRAGMENTS, typeset_fragments
-from reports.records import NO_CHECK, VERDICTS, CheckResult
-from reports.registry import CLAIMS_BY_ID, ORIGIN_LABELS
+from foundation.records import NO_CHECK, VERDICTS, CheckResult
+from foundation.registry import CLAIMS_BY_ID, ORIGIN_LABELS
 from theory.wendel import CORRECTED as WENDEL_CORRECTED
 from theory.wendel import PRINTED as WENDEL_PRINTED
 

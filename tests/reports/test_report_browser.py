@@ -17,14 +17,14 @@ import pytest
 
 from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX
 from reports.pytest_plugin import FULL_ENV
-from reports.registry import CLAIMS
+from foundation.registry import CLAIMS
 
 pytest_plugins = ["pytester"]
 
 SUITE = '''
 import pytest
 from reports.formulas import AUDIT_FRAGMENTS
-from reports.records import CheckResult, Figure, ReportSection, Table
+from foundation.records import CheckResult, Figure, ReportSection, Table
 
 def _png(tmp_path, name):
     import matplotlib

@@ -1,4 +1,4 @@
-"""The machine-readable outputs and their JSON Schemas (reports/schemas/): each schema is valid, carries the version
+"""The machine-readable outputs and their JSON Schemas (foundation/schemas/): each schema is valid, carries the version
 the writers write, and real outputs of the commands validate against it; a file missing a core key does not."""
 
 import json
@@ -8,13 +8,13 @@ import jsonschema
 import pytest
 
 from consensus import cli
-from reports.outputs import SCHEMA_VERSIONS, SETTINGS_FILE
+from foundation.outputs import SCHEMA_VERSIONS, SETTINGS_FILE
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import run_search
 from sim.conjectures.search import planted
 from tests.sim.test_conjectures import _repulsive, _repulsive_hypotheses
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "reports" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "foundation" / "schemas"
 
 pytest_plugins = ["pytester"]
 
@@ -68,7 +68,7 @@ def test_a_search_writes_a_summary_and_witnesses_that_validate(tmp_path):
 
 def test_a_test_run_writes_verdicts_that_validate(pytester):
     pytester.makepyfile(test_one=(
-        "from reports.checks import check\n"
+        "from foundation.checks import check\n"
         "@check('full.wendel', method='exact')\n"
         "def test_one():\n    pass\n"))
     pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=1)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from reports.outputs import OutputError
+from foundation.outputs import OutputError
 from sim import AttentionField
 from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
@@ -209,7 +209,7 @@ def _tree(folder):
 
 def _tamper_chunk(folder, sign):
     """Chunk 0 rewritten as an attacker would: 999 hits and no witnesses; ``sign``: its new sha256 recorded too."""
-    from reports.files import sha256
+    from foundation.files import sha256
 
     path = folder / "chunks" / "chunk-00000.json"
     chunk = json.loads(path.read_text())
@@ -260,7 +260,7 @@ def test_a_chunk_the_index_does_not_list_is_searched_again(repulsive_family, tmp
 
 
 def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_path):
-    from reports.files import sha256
+    from foundation.files import sha256
 
     run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
     path = tmp_path / "chunks" / "chunk-00000.json"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from reports.checks import check
-from reports.records import ReportSection, Table
+from foundation.checks import check
+from foundation.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
                  SaveAt, SolveOptions, integrate_fixed, solve)
 from sim.solvers.checks import (ORDER_SLACK, check_continuum, convergence_order, order_guide, plot_orders,

@@ -12,7 +12,7 @@ from theory.checks import CHECKS
 
 
 def test_every_check_is_registered_under_a_claim_with_symbolic_exact_or_proof_evidence():
-    from reports.registry import get_claim
+    from foundation.registry import get_claim
     for claim in CHECKS:
         assert {"symbolic", "exact", "proof"} & set(get_claim(claim).evidence), claim
 

@@ -5,8 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-from reports.checks import check
-from reports.scale import report_scale
+from foundation.checks import check
+from foundation.scale import report_scale
 from theory import wendel
 
 
@@ -16,7 +16,7 @@ def test_formula_with_d_equal_n_plus_1_matches_classical_closed_forms(record):
 
 
 # A test of two helper formulas agreeing, not of the claim's statement: it marks no claim, so its pass adds no record
-# to full.wendel (reports/evidence.py); check_closed_forms and monte_carlo check the claim.
+# to full.wendel (foundation/evidence.py); check_closed_forms and monte_carlo check the claim.
 @pytest.mark.parametrize("points, dimension", [(1, 1), (2, 1), (5, 3), (10, 3), (30, 7), (50, 500)])
 def test_wendel_closed_form_equals_cover_recursion(points, dimension):
     assert wendel.wendel_probability(points, dimension) == Fraction(wendel.cover_count(points, dimension), 2 ** points)
@@ -44,7 +44,7 @@ def test_monte_carlo_check_accepts_the_true_formula_and_flags_a_shifted_one():
 @pytest.mark.full
 @check(wendel.monte_carlo)
 def test_monte_carlo_with_many_samples_and_gpt2_size(record, tmp_path):
-    smoke = report_scale() == "smoke"  # a report build's smoke scale (reports/scale.py): the path, on few samples
+    smoke = report_scale() == "smoke"  # a report build's smoke scale (foundation/scale.py): the path, on few samples
     result = wendel.monte_carlo(seed=20250113, samples=500 if smoke else 5000, large_samples=30 if smoke else 300,
                                 pairs=(*wendel.PAIRS, (200, 1599)))
     record(dataclasses.replace(result, figures=(wendel.plot_probabilities(result, tmp_path / "wendel-full.png"),)))

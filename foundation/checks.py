@@ -95,7 +95,7 @@ _RUNNING: contextvars.ContextVar[tuple[Check, ...]] = contextvars.ContextVar("ru
 
 def claim_result(verdict: str, *, claim: str | None = None, **fields: Any) -> CheckResult:
     """A record of the running registered check: its claim and method, ``verdict`` and the other fields of
-    :class:`~reports.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
+    :class:`~foundation.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
     running = _RUNNING.get()
     if not running:
         raise RuntimeError("claim_result() builds a record inside a function decorated with @check; none is running.")

@@ -33,7 +33,7 @@ class Claim:
     origin: str = "paper"
     #: The claim's registered checks, "module:qualname" of each function decorated with ``@check`` for it (the
     #: tests that call a check name it in their own ``@check``): registry -> check module -> test. The names are
-    #: checked, never trusted (``reports.checks.naming_problems``).
+    #: checked, never trusted (``foundation.checks.naming_problems``).
     checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -437,5 +437,5 @@ def get_claim(claim_id: str) -> Claim:
     try:
         return CLAIMS_BY_ID[claim_id]
     except KeyError:
-        raise KeyError(f"claim id {claim_id!r} is not in the registry (reports/registry.py); known ids: "
+        raise KeyError(f"claim id {claim_id!r} is not in the registry (foundation/registry.py); known ids: "
                        f"{', '.join(CLAIMS_BY_ID)}") from None

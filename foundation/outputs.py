@@ -34,7 +34,7 @@ SETTINGS_FILE = "settings.json"
 #: the system's: fcntl.flock on the folder itself, released when the process ends, however it ends.
 LOCK_HOLDER = ".lock.json"
 #: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
-#: ``reports/schemas/<name>.schema.json`` (bump both when a required key changes).
+#: ``foundation/schemas/<name>.schema.json`` (bump both when a required key changes).
 SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 2, "verdicts": 1}
 
 
