@@ -36,7 +36,7 @@ from scipy.integrate import solve_ivp
 from scipy.spatial import ConvexHull
 
 from foundation.checks import check
-from foundation.outputs import SCHEMA_VERSIONS
+from foundation.outputs import SCHEMA_VERSIONS, schema_path
 from foundation.records import CheckResult
 from foundation.registry import SEARCHED
 
@@ -54,7 +54,7 @@ EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
 #: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
 EVIDENCE_HORIZON = 1000.0
 #: The witness schema (validated on load; its version is ``SCHEMA_VERSIONS["witness"]``).
-SCHEMA = Path(__file__).resolve().parents[2] / "foundation" / "schemas" / "witness.schema.json"
+SCHEMA = schema_path("witness")
 #: A witness is a few kB (the largest stored one ~10 kB); a bigger file is refused before it is parsed.
 MAX_BYTES = 1 << 20
 #: |entry| of P, U and the generator (the schema's bound too): 20x the largest |P|_2 any search draws (50).

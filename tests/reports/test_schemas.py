@@ -8,13 +8,12 @@ import jsonschema
 import pytest
 
 from consensus import cli
-from foundation.outputs import SCHEMA_VERSIONS, SETTINGS_FILE
+from foundation.outputs import SCHEMA_VERSIONS, SCHEMAS, SETTINGS_FILE, schema_path
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import run_search
 from sim.conjectures.search import planted
 from tests.sim.test_conjectures import _repulsive, _repulsive_hypotheses
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "foundation" / "schemas"
 
 pytest_plugins = ["pytester"]
 
@@ -102,3 +101,10 @@ def test_a_witness_without_its_certificate_does_not_validate():
     del witness["certificate"]["numbers"]["basin_radius"]
     with pytest.raises(jsonschema.ValidationError, match="basin_radius"):
         jsonschema.validate(witness, schema("witness"), cls=jsonschema.Draft202012Validator)
+
+
+def test_every_output_has_its_schema_file_and_an_unknown_name_none():
+    """sim.conjectures.replay finds the witness schema through foundation.outputs.schema_path, not a path of its own."""
+    assert all(schema_path(name).is_file() for name in SCHEMA_VERSIONS)
+    with pytest.raises(KeyError, match="no output named 'witnesses'"):
+        schema_path("witnesses")
