@@ -110,7 +110,7 @@ CLAIMS: tuple[Claim, ...] = (
         "(Lojasiewicz inequality; Phi and g are real analytic).",
         ("symbolic", "numeric", "property"),
         checks=("theory.gradient:counterexamples", "theory.gradient:check_potential_monotone",
-                "theory.gradient:numeric_convergence", "tests.properties.checks:check_potential_monotone"),
+                "theory.gradient:numeric_convergence", "sim.properties.conclusions:check_potential_monotone"),
     ),
     Claim(
         "grad.stable-consensus", "sec. 3.3 text", "-",
@@ -126,14 +126,14 @@ CLAIMS: tuple[Claim, ...] = (
         "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
         ("symbolic", "numeric", "property"),
         checks=("theory.full_attention:check_attention_bounds", "theory.full_attention:bounds_spot_check",
-                "tests.properties.checks:check_attention_bounds"),
+                "sim.properties.conclusions:check_attention_bounds"),
     ),
     Claim(
         "full.invariance", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Under Hypothesis 4.1 (U_eta = I, h >= 1, P_eta(t) bounded and uniformly continuous) the set H+(v)^l, "
         "H+(v) = {y in E_W : v^T y > 0}, is forward invariant: the vector field points into its interior.",
         ("symbolic", "property"),
-        checks=("theory.full_attention:check_invariance", "tests.properties.checks:check_full_invariance"),
+        checks=("theory.full_attention:check_invariance", "sim.properties.conclusions:check_full_invariance"),
     ),
     Claim(
         "full.equilibria", "Theorem 4.1 (proof)", "Theorem 3.2",
@@ -147,20 +147,20 @@ CLAIMS: tuple[Claim, ...] = (
         "equality if and only if y is a consensus point.",
         ("symbolic", "property"),
         checks=("theory.full_attention:check_lyapunov", "theory.full_attention:lyapunov_spot_check",
-                "tests.properties.checks:check_full_lyapunov"),
+                "sim.properties.conclusions:check_full_lyapunov"),
     ),
     Claim(
         "full.convergence", "Theorem 4.1", "Theorem 3.2",
         "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
         "in an open hemisphere converges to consensus.",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_full_convergence_figure", "tests.properties.checks:check_full_convergence"),
+        checks=("sim.figures.theorems:check_full_convergence_figure", "sim.properties.conclusions:check_full_convergence"),
     ),
     Claim(
         "full.autonomous", "Remark 4.1", "-",
         "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
         ("numeric",),
-        checks=("sim.figures.stability:check_asymptotic_stability", "tests.properties.checks:check_consensus_returns"),
+        checks=("sim.figures.stability:check_asymptotic_stability", "sim.properties.conclusions:check_consensus_returns"),
     ),
     Claim(
         "full.wendel", "Remark 4.3", "Remark 3.4",
@@ -174,7 +174,7 @@ CLAIMS: tuple[Claim, ...] = (
         "causal.first-token", "sec. 5.1", "sec. 4.1",
         "In the auto-regressive model with U_eta = I the first token is fixed: dy_1/dt = 0.",
         ("symbolic", "property"),
-        checks=("theory.causal:check_first_token", "tests.properties.checks:check_first_token_fixed"),
+        checks=("theory.causal:check_first_token", "sim.properties.conclusions:check_first_token_fixed"),
     ),
     Claim(
         "causal.scalar", "Lemma 5.1, eq. 12-13", "Lemma 4.1",
@@ -188,7 +188,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
         "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
+        checks=("sim.figures.theorems:check_causal_identity_figure", "sim.properties.conclusions:check_causal_consensus"),
     ),
     Claim(
         "causal.karagodin-thm1", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
@@ -224,7 +224,7 @@ CLAIMS: tuple[Claim, ...] = (
         "equilibria are unstable.",
         ("symbolic", "numeric", "property"),
         checks=("theory.causal:check_first_token_symmetric", "theory.causal:numeric_first_token_symmetric",
-                "tests.properties.checks:check_token_lyapunov_monotone"),
+                "sim.properties.conclusions:check_token_lyapunov_monotone"),
     ),
     Claim(
         "causal.symmetric", "Theorem 5.2", "Theorem 4.5",
@@ -233,7 +233,7 @@ CLAIMS: tuple[Claim, ...] = (
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
         checks=("sim.figures.theorems:check_causal_symmetric_figure",
-                "tests.properties.checks:check_symmetric_consensus"),
+                "sim.properties.conclusions:check_symmetric_consensus"),
     ),
     Claim(
         "causal.symmetric-iss", "Theorem 5.2 (proof, eq. 18-19)", "-",
@@ -250,7 +250,7 @@ CLAIMS: tuple[Claim, ...] = (
         "consensus is exact when v is constant.",
         ("symbolic", "property"),
         checks=("theory.causal:check_time_varying", "theory.causal:numeric_time_varying",
-                "tests.properties.checks:check_tracking_radius"),
+                "sim.properties.conclusions:check_tracking_radius"),
     ),
     # --- Simulations: figures 1-6 -------------------------------------------------------------
     Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",

@@ -4,7 +4,7 @@ from hypothesis import given
 
 from foundation.checks import check
 from tests.properties import strategies as S
-from tests.properties.checks import check_potential_monotone
+from sim.properties.conclusions import check_potential_monotone
 from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection
 

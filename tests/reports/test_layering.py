@@ -17,7 +17,7 @@ FOUNDATION = 0
 #: Each module of reports and its layer: a module may import only modules of lower layers (the foundation's among
 #: them). A new module must be placed here.
 LAYERS = {
-    "reports": 1, "reports.formulas": 1, "reports.render": 2,
+    "reports": 1, "reports.formulas": 1, "reports.named_checks": 1, "reports.render": 2,
     "reports.build": 3, "reports.compare": 3, "reports.screenshot": 3,
     "reports.pytest_plugin": 4,
     "reports.__main__": 5,
