@@ -167,7 +167,7 @@ CLAIMS: tuple[Claim, ...] = (
         "For l tokens drawn uniformly on S^n, the probability that they lie in a common hemisphere is "
         "2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) (as printed); in particular it equals 1 whenever n >= l.",
         ("exact", "monte-carlo"),
-        checks=("theory.wendel:check_closed_forms", "theory.wendel:monte_carlo"),
+        checks=("theory.wendel:check_closed_forms", "theory.wendel:check_monte_carlo"),
     ),
     # --- Section 5 (long) / 4 (ICML): causal attention ---------------------------------------
     Claim(

@@ -40,7 +40,7 @@ from foundation.outputs import SCHEMA_VERSIONS, schema_path
 from foundation.records import CheckResult
 from foundation.registry import SEARCHED
 
-from sim.conjectures.certify import AWAY, attention_field, run
+from sim.conjectures.certify import AWAY, attention_field, integrate
 from sim.conjectures.families import FAMILIES, Family, top_eigenpair
 from sim.conjectures.witness_index import check_indexed
 from sim.field.eq6 import eq6
@@ -201,7 +201,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
 def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
     """Float64: sim's Dopri5 and SciPy's LSODA from ``y0``; chart distances of the ends from the attractor."""
     t1 = EVIDENCE_HORIZON
-    ours = run(attention_field(problem.P, problem.U, problem.causal), y0, t1, EVIDENCE)[-1]
+    ours = integrate(attention_field(problem.P, problem.U, problem.causal), y0, t1, EVIDENCE)[-1]
 
     def rhs(t, flat):
         y = flat.reshape(y0.shape)

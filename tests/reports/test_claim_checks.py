@@ -44,7 +44,7 @@ def test_naming_problems_report_a_missing_check_an_unnamed_one_and_a_gap():
     """Negative control: planted entries with a name leading nowhere, a name of another claim's check, a registered
     check left unnamed, and a declared kind without a check are each reported."""
     wendel = get_claim("full.wendel")
-    exact, monte_carlo = (f"theory.wendel:{name}" for name in ("check_closed_forms", "monte_carlo"))
+    exact, monte_carlo = (f"theory.wendel:{name}" for name in ("check_closed_forms", "check_monte_carlo"))
     planted = [replace(wendel, checks=(exact, "theory.wendel:no_such_check")),
                replace(get_claim("causal.scalar"), checks=(exact, "theory.causal:check_scalar",
                                                             "theory.causal:numeric_scalar"))]
