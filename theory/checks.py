@@ -1,33 +1,33 @@
 """The symbolic and numeric checks of theory by claim id: what ``python -m theory check`` runs.
 
-The checks are the functions of the theory modules registered with ``@check(claim, method=...)``
-(``foundation.checks``); each returns one :class:`foundation.records.CheckResult` or a list of them. The default
-arguments are the paper's model; the tests under ``tests/theory`` call the same functions, and their negative
-controls call them with a deliberately broken model.
+The checks are the functions of the theory modules that the registry names for each claim (``Claim.checks``;
+each is registered with ``@check(claim, method=...)``, ``foundation.checks``); each returns one
+:class:`foundation.records.CheckResult` or a list of them. The default arguments are the paper's model; the tests
+under ``tests/theory`` call the same functions, and their negative controls call them with a deliberately broken
+model.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Iterable
 
-from foundation.checks import REGISTERED
 from foundation.records import CheckResult
 from foundation.registry import CLAIMS, get_claim
 
-from . import causal, conjectures, full_attention, gradient, layernorm, model, wendel
 
-MODULES = (causal, conjectures, full_attention, gradient, layernorm, model, wendel)
+def _theory_function(name: str) -> Callable[[], CheckResult | list[CheckResult]]:
+    """The function of theory named ``module:qualname`` in a registry entry (a name on theory's own floor)."""
+    module, _, qualname = name.partition(":")
+    return getattr(importlib.import_module(module), qualname)
 
 
 def _theory_checks() -> dict[str, tuple[Callable[[], CheckResult | list[CheckResult]], ...]]:
-    """Claim id -> the registered check functions of the theory modules, in registry order, each module's in
-    source order."""
-    names = {module.__name__ for module in MODULES}
-    by_claim: dict[str, list[Callable]] = {}
-    for registered in REGISTERED:
-        if registered.name.split(":")[0] in names:
-            by_claim.setdefault(registered.claim, []).append(registered.function)
-    return {c.id: tuple(by_claim[c.id]) for c in CLAIMS if c.id in by_claim}
+    """Claim id -> the check functions of theory that the claim's registry entry names (``Claim.checks``, the
+    names in theory's modules), in registry order and each entry's order: the registry is the one list of them."""
+    by_claim = {claim.id: tuple(_theory_function(name) for name in claim.checks if name.startswith("theory."))
+                for claim in CLAIMS}
+    return {claim: functions for claim, functions in by_claim.items() if functions}
 
 
 CHECKS = _theory_checks()

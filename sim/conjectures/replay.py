@@ -1,15 +1,15 @@
 """Witnesses of refuted conjectures: written once, replayed by anyone (``python -m sim replay WITNESS.json``).
 
-A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, foundation/schemas/witness.schema.json) holds an instance
-(P, U, causal), an attractor (``equilibrium``, and a skew ``generator`` when the configuration rotates rigidly), a start
-``y0`` meeting the conjecture's hypotheses, and the certificate it was stored with. A replay recomputes everything from
-P, U and the equilibrium:
+A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, foundation/schemas/witness.schema.json) holds an
+instance (P, U, causal), an attractor (``equilibrium``, and a skew ``generator`` when the configuration rotates
+rigidly), a start ``y0`` meeting the conjecture's hypotheses, and the certificate it was stored with. A replay
+recomputes everything from P, U and the equilibrium:
 
 * validated (Arb balls, :mod:`sim.conjectures.validated`): a unique attractor in a box, its spectrum in Re < 0, a ball
   of attraction;
 * float64 with a stated margin: the attractor lies away from the claimed outcome (distance >= ``AWAY``, against a
-  box radius <= 1e-3) and the start lies inside the hypothesis set by ``hypothesis_margin`` (an open set: starts
-  near y0 meet the hypotheses too);
+  box radius <= 1e-3) and the start lies inside the hypothesis set by the family's ``state_margin`` (an open set:
+  starts near y0 meet the hypotheses too);
 * float64 evidence, only where y0 is not already inside the certified ball: two integrators (sim's Dopri5 and
   SciPy's LSODA on eq. 6 written independently, ``sim.field.eq6``) carry y0 into the ball.
 
@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.spatial import ConvexHull
 
 from foundation.checks import check
 from foundation.outputs import SCHEMA_VERSIONS, schema_path
@@ -41,7 +40,7 @@ from foundation.records import CheckResult
 from foundation.registry import SEARCHED
 
 from sim.conjectures.certify import AWAY, attention_field, integrate
-from sim.conjectures.families import FAMILIES, Family, top_eigenpair
+from sim.conjectures.families import FAMILIES, Family
 from sim.conjectures.witness_index import check_indexed
 from sim.field.eq6 import eq6
 from sim.solvers import AdaptiveStepSize
@@ -81,26 +80,6 @@ class Replay:
         head = f"{self.claim}: {'REFUTED by this witness' if self.refuted else 'NOT a witness'} ({self.reason})"
         numbers = [f"  {key}: {value}" for key, value in self.numbers.items()]
         return "\n".join([head, *numbers, "certificate:", self.certificate.summary()])
-
-
-def hypothesis_margin(claim: str, P: np.ndarray, U: np.ndarray, y: np.ndarray) -> float:
-    """How far (float64) the state ``y`` lies inside the claim's hypothesis set on states; inf where the claim
-    restricts no state ("almost every initial state")."""
-    if claim.startswith("conj.multihead-causal"):
-        _, _, v = top_eigenpair(np.sum(U, axis=0))
-        return float(np.min(y @ v))                       # D^l(v) = {v^T y_i > 0}
-    if claim.startswith("conj.nonsymmetric"):
-        return inradius(y)                               # no open hemisphere: 0 inside the tokens' hull
-    return float("inf")
-
-
-def inradius(y: np.ndarray) -> float:
-    """The radius of the largest ball around 0 inside the convex hull of the tokens (0 if 0 is not interior)."""
-    try:
-        hull = ConvexHull(y)
-    except Exception:  # fewer than d + 1 affinely independent tokens: the hull has no interior
-        return 0.0
-    return float(max(0.0, np.min(-hull.equations[:, -1])))
 
 
 def mismatches(witness: dict, family: Family) -> list[str]:
@@ -173,7 +152,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
     distance = float(family.distance(P[None], U[None], y_star[None])[0])
-    margin = hypothesis_margin(claim, P, U, y0)
+    margin = float(family.state_margin(U, y0[None])[0])
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
 
     def result(refuted: bool, reason: str) -> Replay:
