@@ -28,7 +28,7 @@ RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seco
 
 def test_module_name_drops_the_function_and_the_mutant_number():
     assert module_name("sim.field.manifold.xǁSphereǁproject__mutmut_3") == "sim.field.manifold"
-    assert module_name("empirical.consensus.x_misalignment__mutmut_12") == "empirical.consensus"
+    assert module_name("empirical.eq9.x_misalignment__mutmut_12") == "empirical.eq9"
     assert module_name("sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.field.kernels"
     for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift"):
         with pytest.raises(ValueError, match="mutant="):

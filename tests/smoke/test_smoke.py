@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from empirical import adapter_for, load_model
-from empirical.consensus import misalignment
+from empirical.eq9 import misalignment
 from empirical.loop import looped_consensus, run_pass
 from empirical.models import TINY_MODELS
 from reports.build import claim_entries
