@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Figure, Table
 
 from .decision import CollapseRule, decide_grid, pass_ends

@@ -33,7 +33,7 @@ class Claim:
     origin: str = "paper"
     #: The claim's registered checks, "module:qualname" of each function decorated with ``@check`` for it (the
     #: tests that call a check name it in their own ``@check``): registry -> check module -> test. The names are
-    #: checked, never trusted (``foundation.checks.naming_problems``).
+    #: checked, never trusted (``foundation.registration.naming_problems``).
     checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

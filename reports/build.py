@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from foundation.checks import COVERED, GAP, coverage as registered_coverage
+from foundation.registration import COVERED, GAP, coverage as registered_coverage
 from foundation.evidence import TestEvidence, records_of
 from foundation.manifest import run_manifest
 from foundation.memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
@@ -62,7 +62,7 @@ def check_reused_sections(folder: Path, revision: str) -> None:
 def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str]] | None = None) -> list[dict]:
     """One entry per registry claim, in registry order: its verdict, records, the tests behind them, and for each
     declared evidence kind whether a check of it exists (``covered``) or not (``gap``). A kind is covered by a
-    registered check (``covered``, by default ``foundation.checks.coverage`` of the checks registered in this process)
+    registered check (``covered``, by default ``foundation.registration.coverage`` of the checks registered in this process)
     or by a record of that method handed over outside a negative control (a search names its conjecture in its
     record, not on the test)."""
     covered = registered_coverage() if covered is None else covered
@@ -117,7 +117,7 @@ def memory_record() -> dict | None:
 def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["ReportSection"], started: float,
                  exitstatus: int, full: bool, covered: dict[str, dict[str, str]] | None = None) -> Path:
     """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path. ``covered``: the evidence kinds
-    with a check, per claim (``foundation.checks.coverage``; by default of the checks registered in this process)."""
+    with a check, per claim (``foundation.registration.coverage``; by default of the checks registered in this process)."""
     out.mkdir(parents=True, exist_ok=True)
     entries = claim_entries(evidence, covered)
     sections = sorted([*sections, *_load_extra_sections()], key=lambda s: (s.order, s.title))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable
 
-from foundation.checks import Check, registrations
+from foundation.registration import Check, registrations
 from foundation.registry import Claim
 
 

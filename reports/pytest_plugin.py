@@ -1,6 +1,6 @@
 """The pytest plugin that turns a test run into the verification report.
 
-Tests declare the claim they check with ``@check("full.invariance", method="property")`` (``foundation.checks``; the
+Tests declare the claim they check with ``@check("full.invariance", method="property")`` (``foundation.registration``; the
 marker ``@pytest.mark.claim(...)`` of the same arguments is read too) and may hand result records to the ``record``
 fixture. The claims are validated when the tests are collected: an id outside the registry stops the run, naming
 the test and the id. At the end of every run the plugin writes ``index.html`` and ``verdicts.json`` into
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from .build import write_report
-from foundation.checks import COVERED, Check, coverage, registrations
-from foundation.checks import REGISTERED as REGISTERED_CHECKS
+from foundation.registration import COVERED, Check, coverage, registrations
+from foundation.registration import REGISTERED as REGISTERED_CHECKS
 from foundation.evidence import TestEvidence
 from foundation.memory import TEST_PROCESS, own_peak_bytes, record_stage
 from foundation.outputs import OutputError, check_output_folder, claim_output_folder

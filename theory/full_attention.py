@@ -8,7 +8,7 @@ import numpy as np
 import sympy as sp
 
 import sim
-from foundation.checks import check
+from foundation.registration import check
 from foundation.records import CheckResult
 
 from .attention import ROOT_D, AttentionField, tokens

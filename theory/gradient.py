@@ -12,7 +12,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens

@@ -30,7 +30,7 @@ from __future__ import annotations
 import sympy as sp
 from flint import arb, ctx
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult
 
 from .results import is_zero, render

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Table
 
 from .gram import Form, vector

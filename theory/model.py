@@ -10,7 +10,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.checks import check
+from foundation.registration import check
 from foundation.records import CheckResult, Table
 
 from .ellipsoid import Ellipsoid, random_spd

@@ -11,7 +11,7 @@ from typing import Mapping
 
 import sympy as sp
 
-from foundation.checks import claim_result
+from foundation.registration import claim_result
 from foundation.records import CheckResult
 
 from .gram import Vector, reduce

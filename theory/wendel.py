@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, ReportSection, Table
 
 from ..sources import GPT2_XL, GPT_NEO, PAPER_MODELS, canonical, get_command, locate

@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from foundation.checks import check
+from foundation.registration import check
 from foundation.files import sha256, write_json
 from foundation.outputs import (SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, output_lock,
                              read_json, say_rebuilt)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Table
 
 from sim.field.dynamics import AttentionField, misalignment

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from foundation.checks import check
+from foundation.registration import check
 from foundation.outputs import SCHEMA_VERSIONS, schema_path
 from foundation.records import CheckResult
 from foundation.registry import SEARCHED

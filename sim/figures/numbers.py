@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, FIG4_REASON, FIG4_TOL, MONOTONE_REASON, MONOTONE_TOL,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
 from foundation.records import CheckResult, Figure
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult
 
 from sim.field.dynamics import AttentionField

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector

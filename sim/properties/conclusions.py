@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from foundation.checks import check
+from foundation.registration import check
 from sim.field.dynamics import AttentionField, hemisphere_lyapunov, misalignment
 from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from foundation.checks import check, claim_result
+from foundation.registration import check, claim_result
 from foundation.records import CheckResult, Figure, Table
 
 from sim.solvers import AdaptiveStepSize, Dopri5, Solver, integrate_fixed, solve

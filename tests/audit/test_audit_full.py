@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from foundation.checks import check
+from foundation.registration import check
 from empirical.audit import cached_audit
 from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)

@@ -17,7 +17,7 @@ from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
 from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant_apart, trained_paper_runs,
                              trained_variants)
-from foundation.checks import check
+from foundation.registration import check
 from foundation.records import ReportSection, Table
 from foundation.scale import report_scale, scaled
 

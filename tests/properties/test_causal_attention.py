@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from hypothesis import example, given
 
-from foundation.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
 from sim.properties.conclusions import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
                                      check_token_lyapunov_monotone, check_tracking_radius)

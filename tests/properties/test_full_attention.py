@@ -2,7 +2,7 @@
 
 from hypothesis import example, given
 
-from foundation.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
 from sim.properties.conclusions import (check_attention_bounds, check_consensus_returns, check_full_convergence,
                                      check_full_invariance, check_full_lyapunov)

@@ -2,7 +2,7 @@
 
 from hypothesis import given
 
-from foundation.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
 from sim.properties.conclusions import check_potential_monotone
 from tests.properties.control import budget, control_record, find_violation, observe

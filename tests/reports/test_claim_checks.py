@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from foundation.checks import REGISTERED, Check, coverage, gaps
+from foundation.registration import REGISTERED, Check, coverage, gaps
 from foundation.registry import CLAIMS, get_claim
 from reports.named_checks import naming_problems, resolve
 
@@ -62,7 +62,7 @@ def test_naming_problems_report_a_missing_check_an_unnamed_one_and_a_gap():
 
 def test_a_name_of_an_unregistered_function_does_not_resolve():
     with pytest.raises(LookupError, match="not a registered check"):
-        resolve("foundation.checks:coverage")
+        resolve("foundation.registration:coverage")
     with pytest.raises(LookupError, match="no such function"):
         resolve("sim.no_such_module:check")
 

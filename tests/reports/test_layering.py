@@ -1,4 +1,4 @@
-"""The ground floor and the report in layers: every module of ``foundation`` (registry, records, checks, evidence,
+"""The ground floor and the report in layers: every module of ``foundation`` (registry, records, registration, evidence,
 manifest, files, ...) imports nothing of ours outside it; the report (``reports``) sits on it, in layers: the
 formulas, the rendering, the build, the pytest plugin on the build, the orchestration (__main__) on top; no cycle.
 Read from the source (every import, also those inside functions), with negative controls. Which packages may import

@@ -67,7 +67,7 @@ def test_a_search_writes_a_summary_and_witnesses_that_validate(tmp_path):
 
 def test_a_test_run_writes_verdicts_that_validate(pytester):
     pytester.makepyfile(test_one=(
-        "from foundation.checks import check\n"
+        "from foundation.registration import check\n"
         "@check('full.wendel', method='exact')\n"
         "def test_one():\n    pass\n"))
     pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=1)

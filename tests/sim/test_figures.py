@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from foundation.checks import check
+from foundation.registration import check
 from foundation.scale import report_scale
 from sim.field.reversed import TimeReversed
 from sim.figures.numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6

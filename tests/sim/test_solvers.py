@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from foundation.checks import check
+from foundation.registration import check
 from foundation.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
                  SaveAt, SolveOptions, integrate_fixed, solve)

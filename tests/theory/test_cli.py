@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from theory.__main__ import main
-from theory.checks import CHECKS
+from theory.claim_checks import CHECKS
 
 
 def test_every_check_is_registered_under_a_claim_with_symbolic_exact_or_proof_evidence():

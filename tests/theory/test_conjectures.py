@@ -3,7 +3,7 @@ conj.multihead-causal-common (reading B), each beside a broken model it must rej
 
 import sympy as sp
 
-from foundation.checks import check
+from foundation.registration import check
 from theory.conjectures import check_gradient_equilibria_proof, check_multihead_common_scalar
 
 

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from foundation.checks import check
+from foundation.registration import check
 from foundation.scale import report_scale
 from theory import wendel
 

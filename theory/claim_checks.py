@@ -1,7 +1,7 @@
 """The symbolic and numeric checks of theory by claim id: what ``python -m theory check`` runs.
 
 The checks are the functions of the theory modules that the registry names for each claim (``Claim.checks``;
-each is registered with ``@check(claim, method=...)``, ``foundation.checks``); each returns one
+each is registered with ``@check(claim, method=...)``, ``foundation.registration``); each returns one
 :class:`foundation.records.CheckResult` or a list of them. The default arguments are the paper's model; the tests
 under ``tests/theory`` call the same functions, and their negative controls call them with a deliberately broken
 model.
