@@ -59,7 +59,7 @@ report: $(STAMP)
 # The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
 # A module moved must be renamed here, in [tool.mutmut] and in tests/mutation/compiled.toml: tests/mutation/
 # test_targets.py names every entry that no longer matches a file.
-MUTANTS_SCOPE := 'reports.records.*' 'empirical.consensus.*' 'sim.field.manifold.*' 'theory.gram.*' \
+MUTANTS_SCOPE := 'foundation.records.*' 'empirical.eq9.*' 'sim.field.manifold.*' 'theory.gram.*' \
   'sim.solvers.euler.*' 'sim.solvers.rk4.*' 'sim.solvers.discrete.*' 'sim.solvers.dopri5.*' \
   'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
   'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \

@@ -2,7 +2,7 @@
 
 The paper's section 6.2 (ICML 5.2) as a tool: model adapters (:mod:`empirical.adapters`), model
 loading and seeded weight draws (:mod:`empirical.models`), the misalignment E of eq. 9
-(:mod:`empirical.consensus`), the looped forward (:mod:`empirical.loop`), the authors' prompts
+(:mod:`empirical.eq9`), the looped forward (:mod:`empirical.loop`), the authors' prompts
 (:mod:`empirical.prompts`), the precision floor of E (:mod:`empirical.floor`), the collapse rule
 (:mod:`empirical.decision`) and the figures of E over depth (:mod:`empirical.figures`); the hypothesis audit is the subpackage :mod:`empirical.audit`. The command line is
 ``python -m empirical`` (:mod:`empirical.cli`).
@@ -23,7 +23,7 @@ _EXPORTS = {
     "OPTAdapter": ".adapters",
     "adapter_class": ".adapters",
     "adapter_for": ".adapters",
-    "misalignment": ".consensus",
+    "misalignment": ".eq9",
     "CollapseRule": ".decision",
     "Decision": ".decision",
     "GridDecision": ".decision",

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from .consensus import misalignment
+from .eq9 import misalignment
 
 VARIANTS = ("measured", "bare", "plain", "authors")
 

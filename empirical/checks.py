@@ -1,4 +1,4 @@
-"""Check functions for the ``emp.*`` claims: pure, they return :class:`reports.records.CheckResult`.
+"""Check functions for the ``emp.*`` claims: pure, they return :class:`foundation.records.CheckResult`.
 
 Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse test of
 :mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Figure, Table
 
 import numpy as np
 import torch

@@ -14,8 +14,8 @@ import sys
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
-from reports.helpformat import Parser, parse
-from reports.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
+from foundation.helpformat import Parser, parse
+from foundation.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
                              output_lock, say_rebuilt)
 
 from .prompts import GPT2_VOCAB_SIZE, MAX_LENGTH, MAX_PROMPTS
@@ -176,7 +176,7 @@ def _gpu_checks(args) -> int:
 
 
 def _suite_distributed(args, chosen, folders, status: int) -> int:
-    from reports.dask_tls import tls_config
+    from foundation.dask_tls import tls_config
 
     from .distributed import VariantOptions, run_suite
 

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from .adapters import BlockInputs, LoopAdapter
-from .consensus import misalignment
+from .eq9 import misalignment
 from .loop import NonFiniteActivations, run_pass
 
 #: Prompts the probe loops (the first ones of the run): the probe's E varies little between prompts (its
@@ -43,7 +43,7 @@ PROBE_SEED = 0
 
 
 def evaluation_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype :func:`empirical.consensus.misalignment` computes E in for hidden states of ``dtype``."""
+    """The dtype :func:`empirical.eq9.misalignment` computes E in for hidden states of ``dtype``."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 

@@ -5,7 +5,7 @@ a reference to a finished model (a cache, a fixture, a reference cycle the colle
 allocator's arenas) adds to the next one's: `make report` was killed by the kernel at 23.2 GB that way. In a child
 process, nothing of a run outlives it: :func:`in_child` runs a function in a fresh interpreter (``spawn``: no
 inherited state, no forked thread pools) and returns its result; the child's peak resident memory is recorded as a
-stage of the report's memory ledger (:mod:`reports.memory`).
+stage of the report's memory ledger (:mod:`foundation.memory`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any, Callable
 
-from reports.memory import CHILD, own_peak_bytes, own_rss_bytes, record_stage
+from foundation.memory import CHILD, own_peak_bytes, own_rss_bytes, record_stage
 
 
 def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int]:
@@ -28,7 +28,7 @@ def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[
 
 def give_back_memory() -> int:
     """Collect garbage and hand the allocator's free memory back to the system (glibc's ``malloc_trim``, where there
-    is one); return this process's resident memory in bytes afterwards (:func:`reports.memory.own_rss_bytes`)."""
+    is one); return this process's resident memory in bytes afterwards (:func:`foundation.memory.own_rss_bytes`)."""
     gc.collect()
     if sys.platform.startswith("linux"):
         try:

@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 
 from .adapters import BlockInputs, LoopAdapter
-from .consensus import misalignment
+from .eq9 import misalignment
 from .settings import LOOP_VARIANTS, METRICS, check_variant  # noqa: F401 (re-exported)
 
 

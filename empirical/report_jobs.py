@@ -4,11 +4,11 @@ A float32 GPT-Neo 2.7B run peaks at 11.0 GiB of resident memory (measured: 4 pro
 GPT-2 XL at 6.8 GiB; the project's machine has 23 GiB, and the report must stay under half of it. Run inside the
 test process, or in a child beside it, a model adds to whatever the test process holds (up to 4.8 GiB after the
 whole suite). So ``python -m reports build`` runs each job below as a command of its own, alone, before pytest
-(``python -m empirical.report_jobs --run NAME``, its peak measured: ``reports.memory``); the tests then read the
+(``python -m empirical.report_jobs --run NAME``, its peak measured: ``foundation.memory``); the tests then read the
 runs and audits the jobs left under ``build/`` (``run_variant`` and ``cached_audit`` reuse a finished run or audit
 of the same settings), and compute anything missing themselves, in a child process.
 
-``python -m empirical.report_jobs --list`` prints the job names of the report's scale (``reports.scale``), one a line.
+``python -m empirical.report_jobs --list`` prints the job names of the report's scale (``foundation.scale``), one a line.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports.scale import report_scale, scaled
+from foundation.scale import report_scale, scaled
 
 from .audit.measure import AuditSettings
 from .audit.store import cached_audit

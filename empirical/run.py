@@ -25,8 +25,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import torch
 
-from reports.files import atomic_write, sha256, write_json
-from reports.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, output_lock,
+from foundation.files import atomic_write, sha256, write_json
+from foundation.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, output_lock,
                              say_rebuilt, unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
@@ -66,12 +66,12 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 def environment() -> dict[str, Any]:
     """Versions, machine and git revision, for the manifest. The revision is the report manifest's
-    (``reports.manifest.git_revision``: ``git describe``, ``-dirty`` when the tree has uncommitted changes)."""
+    (``foundation.manifest.git_revision``: ``git describe``, ``-dirty`` when the tree has uncommitted changes)."""
     import platform
 
     import transformers
 
-    from reports.manifest import git_revision
+    from foundation.manifest import git_revision
 
     return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
             "machine": platform.machine(), "processor": platform.processor(), "threads": torch.get_num_threads(),
@@ -115,7 +115,7 @@ def run_experiment(settings: RunSettings, out: Path, *, progress: bool = True,
     horizon (``settings.passes`` stays the run's maximum; ``until`` is usually every cell of a rule's grid).
     Without rules the run does ``settings.passes`` passes. ``results.json`` carries the grid decision of ``rule``
     (default: the first of ``until``, else the stated test, :class:`empirical.decision.CollapseRule`). The run
-    holds ``out``'s one-writer lock (:func:`reports.outputs.output_lock`) from start to end: a second writer is
+    holds ``out``'s one-writer lock (:func:`foundation.outputs.output_lock`) from start to end: a second writer is
     refused at once.
     """
     with output_lock(out, command="empirical run"):
@@ -721,13 +721,13 @@ class Checkpoint:
              before_replace: Callable[[str], None] | None = None, twin: dict[str, torch.Tensor] | None = None) -> str:
         """Keep ``passes`` finished passes: ``hidden`` (the state after the last), E ``(prompts, passes * layers + 1)``
         and the ``draws``' verifications; ``twin``: the float64 twin's ``{"hidden", "E"}`` after as many passes;
-        return the file's sha256 (``before_replace``: see :func:`reports.files.atomic_write`)."""
+        return the file's sha256 (``before_replace``: see :func:`foundation.files.atomic_write`)."""
         state = {"passes": passes, "hidden": hidden.cpu(), "E": E, "draws_json": json.dumps(draws or []),
                  "settings_identity": self.settings.identity()}
         if twin is not None:
             state["twin"] = twin
         # Not flushed to the disk (fsync) before the rename: a checkpoint is rewritten after every pass and a
-        # flush costs more than a GPU pass (reports.files.atomic_write). A checkpoint a power cut tears is
+        # flush costs more than a GPU pass (foundation.files.atomic_write). A checkpoint a power cut tears is
         # refused on resume with a way out (load).
         try:
             return atomic_write(self.path, lambda stream: torch.save(state, stream), binary=True, durable=False,

@@ -17,12 +17,11 @@ id or folder is looked up the same way (a folder given as ``--model``; the cache
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
-
-import reports.weights_dirs as reports_weights_dirs
 
 from .models import PAPER_MODEL_ALIASES
 
@@ -34,6 +33,9 @@ PAPER_MODELS = (GPT2_XL, GPT_NEO)
 SHORT_NAMES = {GPT2_XL: "gpt2-xl", GPT_NEO: "gpt-neo-2.7b"}
 #: The environment variable naming a folder with each paper model's trained weights.
 WEIGHTS_DIR_ENV = {GPT2_XL: "CONSENSUS_WEIGHTS_GPT2_XL", GPT_NEO: "CONSENSUS_WEIGHTS_GPT_NEO_2_7B"}
+#: The environment variable in which ``python -m reports build --weights-dir`` names folders to its tests: a JSON
+#: object, model name -> absolute folder (:func:`weights_dirs_environment`, read by :func:`report_weights_dirs`).
+WEIGHTS_DIRS_ENV = "CONSENSUS_WEIGHTS_DIRS"
 #: Hub ids under which the cache may hold each paper model (gpt2-xl moved to openai-community/).
 HUB_IDS = {GPT2_XL: ("gpt2-xl", "openai-community/gpt2-xl"), GPT_NEO: ("EleutherAI/gpt-neo-2.7B",)}
 #: Files that hold a checkpoint's weights (one of them must be present, next to ``config.json``).
@@ -145,20 +147,43 @@ def locate(model: str, folders: Mapping[str, Path] | None = None) -> WeightsSour
 
 
 def parse_weights_dirs(items: Sequence[str]) -> dict[str, Path]:
-    """``["gpt2-xl=DIR", ...]`` (``--weights-dir``) -> ``{"gpt2-xl": DIR}`` under canonical model ids, with a
-    clear error."""
-    return {canonical(model): folder for model, folder in reports_weights_dirs.parse_weights_dirs(items).items()}
+    """``["gpt2-xl=DIR", ...]`` (``--weights-dir``) -> ``{"gpt2-xl": DIR}`` under canonical model ids, each folder
+    made absolute (the tests of a report build run in the project folder, not necessarily the caller's), with a
+    clear error for an item without ``=``."""
+    folders = {}
+    for item in items:
+        model, separator, folder = item.partition("=")
+        if not separator or not model or not folder:
+            raise ValueError(f"--weights-dir {item!r} must be MODEL=DIR, e.g. gpt2-xl=/data/gpt2-xl.")
+        folders[canonical(model)] = Path(folder).expanduser().resolve()
+    return folders
 
 
-def report_weights_dirs() -> dict[str, Path]:
-    """The folders that ``python -m reports build --weights-dir`` named to this process (reports/weights_dirs.py),
-    under canonical model ids; a model the report does not run trained is an error."""
-    folders = reports_weights_dirs.weights_dirs_from_environment()
+def weights_dirs_environment(folders: Mapping[str, Path]) -> dict[str, str]:
+    """The environment that names ``folders`` to a report build's test process (empty when there are none)."""
+    if not folders:
+        return {}
+    return {WEIGHTS_DIRS_ENV: json.dumps({model: str(folder) for model, folder in folders.items()})}
+
+
+def report_weights_dirs(environ: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """The folders that ``python -m reports build --weights-dir`` named to this process (:data:`WEIGHTS_DIRS_ENV`
+    in ``environ``; empty when it is unset), under canonical model ids; a model the report does not run trained,
+    or a value that is not a JSON object of model name -> folder, is an error."""
+    text = environ.get(WEIGHTS_DIRS_ENV, "")
+    if not text:
+        return {}
+    try:
+        folders = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{WEIGHTS_DIRS_ENV}={text!r} must be a JSON object of model name -> folder.") from error
+    if not isinstance(folders, dict) or not all(isinstance(v, str) for v in folders.values()):
+        raise ValueError(f"{WEIGHTS_DIRS_ENV}={text!r} must be a JSON object of model name -> folder.")
     unknown = [model for model in folders if canonical(model) not in WEIGHTS_DIR_ENV]
     if unknown:
         raise ValueError(f"--weights-dir names {unknown}; the report runs trained weights of {list(PAPER_MODELS)} "
                          "only.")
-    return {canonical(model): folder for model, folder in folders.items()}
+    return {canonical(model): Path(folder) for model, folder in folders.items()}
 
 
 def get_command(model: str) -> str:

@@ -23,7 +23,7 @@ from .decision import HORIZON, CollapseRule, needs_more_passes
 from .embedded import GEMMA3
 from .figures import floor_of
 from .isolation import in_child
-from reports.scale import report_scale
+from foundation.scale import report_scale
 from .models import SMOLLM2
 from .run import RunSettings, load_results, run_experiment
 from .sources import GPT2_XL, GPT_NEO, PAPER_MODELS, SHORT_NAMES, get_command, locate
@@ -121,7 +121,7 @@ PROFILES["smoke"] = tuple(
 
 def report_variants(*keys: str) -> tuple[Variant, ...]:
     """The variants of the report's cpu profile named by ``keys`` (keys of the ``cpu`` profile), at the report's
-    scale (:func:`reports.scale.report_scale`): the ``cpu`` profile's own, or at ``smoke`` scale their stand-ins."""
+    scale (:func:`foundation.scale.report_scale`): the ``cpu`` profile's own, or at ``smoke`` scale their stand-ins."""
     by_key = {v.key: v for v in PROFILES["cpu"]}
     unknown = [key for key in keys if key not in by_key]
     if unknown:

@@ -1,7 +1,6 @@
-"""The claim registry, result records and the HTML verification report."""
+"""The verification report: the pytest plugin that collects the checks' records, the HTML report and
+``verdicts.json`` built from them, the comparison of two reports, and the command line ``python -m reports``.
 
-from .records import VERDICTS, CheckResult, Figure, ReportSection, Table, worst_verdict
-from .registry import CLAIMS, CLAIMS_BY_ID, Claim, get_claim
-
-__all__ = ["CLAIMS", "CLAIMS_BY_ID", "VERDICTS", "CheckResult", "Claim", "Figure", "ReportSection", "Table",
-           "get_claim", "worst_verdict"]
+It sits on top of every package it reports on; the claim registry, the result records and the checks' registration
+it reads are the ground floor, :mod:`foundation` (docs/layout.md).
+"""

@@ -19,13 +19,12 @@ from pathlib import Path
 
 from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
                     check_reused_sections, read_section)
+from foundation.helpformat import Parser, parse
+from foundation.manifest import git_revision
+from foundation.memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
+from foundation.scale import REPORT_SCALE_ENV, SCALES
+from foundation.outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from .checkout import BUILD_FOLDER_ENV, FULL_ENV, report_prerequisites
-from .helpformat import Parser, parse
-from .manifest import git_revision
-from .memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
-from .scale import REPORT_SCALE_ENV, SCALES
-from .outputs import OutputError, check_output_folder, claim_output_folder, output_lock
-from .weights_dirs import parse_weights_dirs, weights_dirs_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +139,7 @@ def build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_en
     """Run the benchmarks and the full test suite; return pytest's exit status (2: no checkout to run the tests
     from (:func:`reports.checkout.report_prerequisites`, nothing run), an unusable ``out`` or reused section, 4 or 5: pytest arguments refused before anything ran; 3: the report's peak memory exceeded ``max_rss``
     bytes, default half of the machine). ``weights_env`` names folders of trained paper-model weights to the tests
-    (``--weights-dir``; reports/weights_dirs.py); ``scale``: ``reports.scale``; ``run_jobs``: the model jobs before
+    (``--weights-dir``; empirical.sources.weights_dirs_environment); ``scale``: ``foundation.scale``; ``run_jobs``: the model jobs before
     the tests (:func:`run_report_jobs`)."""
     missing = report_prerequisites(ROOT)
     if missing is not None:
@@ -242,10 +241,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         from .compare import main as compare
 
         return compare(args.old, args.new, args.expected, as_json=args.json)
-    try:
-        weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
-    except ValueError as error:
-        build_parser.error(str(error))
+    weights_env = {}
+    if args.weights_dir:
+        from empirical.sources import parse_weights_dirs, weights_dirs_environment  # (torch: only when named)
+
+        try:
+            weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
+        except ValueError as error:
+            build_parser.error(str(error))
     if args.max_rss is not None and not args.max_rss > 0:
         build_parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
     return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env,

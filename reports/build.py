@@ -1,4 +1,4 @@
-"""Build the HTML verification report and ``verdicts.json`` (schema: reports/schemas/verdicts.schema.json) from
+"""Build the HTML verification report and ``verdicts.json`` (schema: foundation/schemas/verdicts.schema.json) from
 collected evidence."""
 
 from __future__ import annotations
@@ -9,22 +9,22 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .checks import COVERED, GAP, coverage as registered_coverage
-from .evidence import TestEvidence, records_of
-from .manifest import run_manifest
-from .memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
-from .outputs import SCHEMA_VERSIONS
-from .records import CheckResult, worst_verdict
-from .registry import CLAIMS
-from .scale import report_scale
+from foundation.registration import COVERED, GAP, coverage as registered_coverage
+from foundation.evidence import TestEvidence, records_of
+from foundation.manifest import run_manifest
+from foundation.memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
+from foundation.outputs import SCHEMA_VERSIONS
+from foundation.records import CheckResult, worst_verdict
+from foundation.registry import CLAIMS
+from foundation.scale import report_scale
 from .render import mathjax_bundle, render_html
 
 if TYPE_CHECKING:
-    from .records import ReportSection
+    from foundation.records import ReportSection
 
 EXTRA_SECTIONS_DIR_ENV = "CONSENSUS_SECTIONS_DIR"
 #: The key a report section written by a benchmark carries once the build has checked it: the git revision it
-#: was measured at (``reports.manifest.git_revision``).
+#: was measured at (``foundation.manifest.git_revision``).
 SECTION_REVISION_KEY = "git_revision"
 #: Set by ``python -m reports build --max-rss``: the bound of the report's peak resident memory, in bytes.
 MEMORY_BOUND_ENV = "CONSENSUS_MEMORY_BOUND_BYTES"
@@ -62,7 +62,7 @@ def check_reused_sections(folder: Path, revision: str) -> None:
 def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str]] | None = None) -> list[dict]:
     """One entry per registry claim, in registry order: its verdict, records, the tests behind them, and for each
     declared evidence kind whether a check of it exists (``covered``) or not (``gap``). A kind is covered by a
-    registered check (``covered``, by default ``reports.checks.coverage`` of the checks registered in this process)
+    registered check (``covered``, by default ``foundation.registration.coverage`` of the checks registered in this process)
     or by a record of that method handed over outside a negative control (a search names its conjecture in its
     record, not on the test)."""
     covered = registered_coverage() if covered is None else covered
@@ -97,7 +97,7 @@ def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str
 
 def _load_extra_sections() -> list["ReportSection"]:
     """Sections written by commands run before pytest (benchmarks), as JSON files in a folder."""
-    from .records import ReportSection
+    from foundation.records import ReportSection
 
     folder = os.environ.get(EXTRA_SECTIONS_DIR_ENV)
     if not folder or not Path(folder).is_dir():
@@ -106,7 +106,7 @@ def _load_extra_sections() -> list["ReportSection"]:
 
 
 def memory_record() -> dict | None:
-    """The memory of the report's stages so far (``reports.memory``), when a build names a ledger; else ``None``."""
+    """The memory of the report's stages so far (``foundation.memory``), when a build names a ledger; else ``None``."""
     ledger = os.environ.get(MEMORY_LEDGER_ENV)
     if not ledger:
         return None
@@ -117,7 +117,7 @@ def memory_record() -> dict | None:
 def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["ReportSection"], started: float,
                  exitstatus: int, full: bool, covered: dict[str, dict[str, str]] | None = None) -> Path:
     """Write ``out/index.html`` and ``out/verdicts.json``; return the HTML path. ``covered``: the evidence kinds
-    with a check, per claim (``reports.checks.coverage``; by default of the checks registered in this process)."""
+    with a check, per claim (``foundation.registration.coverage``; by default of the checks registered in this process)."""
     out.mkdir(parents=True, exist_ok=True)
     entries = claim_entries(evidence, covered)
     sections = sorted([*sections, *_load_extra_sections()], key=lambda s: (s.order, s.title))

@@ -3,7 +3,7 @@
 ``verdicts.json`` and the registry keep the ASCII statements; these are their typeset forms:
 
 * :data:`MODEL_EQUATION`: the continuous-time model, eq. 6 (ICML and long version), with its attention weights;
-* :data:`CLAIM_TEX`: claim id -> the formula of the claim's statement (claims whose statement has none are absent);
+* the formula of each claim's statement is the claim's own (``Claim.formula``, foundation/registry.py);
 * :data:`AUDIT_FRAGMENTS`: ASCII formulas as the audit writes them (hypothesis names, prose, table columns)
   -> LaTeX; :func:`typeset_fragments` marks them up wherever they occur in a text.
 """
@@ -20,57 +20,6 @@ MODEL_EQUATION = (
     r"\qquad \alpha_{ij}^{\eta} = \frac{e^{y_i^\top P_\eta(t)\,y_j}}{\sqrt{n+1}\,\sum_{k=1}^{l} e^{y_i^\top P_\eta(t)\,y_k}},"
     r"\qquad T_y\pi_W = I - y\,y^\top W \ \ (y \in E_W)"
 )
-
-#: Claim id -> the LaTeX of the formula its statement (reports/registry.py) states, "as printed" where it says so.
-CLAIM_TEX: dict[str, str] = {
-    "model.projection": (r"\begin{aligned}&\pi_W(x) = x\,\|x\|_W^{-1},\\&"
-                         r" T_x\pi_W\cdot X = \|x\|_W^{-1}\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\\&"
-                         r" T_y\pi_W\cdot X = (I - y y^\top W)X\ \ (y \in E_W)\end{aligned}"),
-    "model.continuum": (r"\dot y_i = T_{y_i}\pi_W\Bigl(\sum_\eta\sum_j \alpha_{ij}^\eta U_\eta y_j\Bigr),\qquad"
-                        r"\frac{d}{d\tau}\pi_W(y + \tau f)\Big|_{\tau=0} = P_y f"),
-    "model.layernorm": (r"\begin{aligned}&N(x) = \frac{x - \mu(x)\mathbf{1}}{\sigma(x)}\,\gamma + \beta,\\&"
-                        r"\gamma = \gamma_0\mathbf{1} \;\Rightarrow\; \|N(x) - \beta\| = (n+1)\,\gamma_0^2"
-                        r"\ \ \text{(as printed)}\end{aligned}"),
-    "grad.projection": (r"g_y(X, Y) = \sum_i Z_i(y)\,X_i^\top W Y_i,\qquad "
-                        r"\operatorname{proj}^{g}_{T_y (E_W)^l} = T\pi_W \ \ (W = P)"),
-    "grad.field": r"\Phi(y) = \tfrac12 \sum_{i,j} e^{y_i^\top P y_j},\qquad \dot y = \operatorname{grad}_g \Phi(y)",
-    "grad.convergence": r"\frac{d\Phi}{dt} = \|\operatorname{grad}_g \Phi\|_g^2 \ge 0",
-    "grad.stable-consensus": r"P = I:\ \text{asymptotically stable equilibria} = \text{consensus equilibria}",
-    "full.bounds": r"\|P_\eta(t)\| \le p\ \ \forall t \;\Rightarrow\; 0 < a \le \alpha_{ij}^\eta(t, y) \le b",
-    "full.invariance": r"H^+(v) = \{y \in E_W : v^\top y > 0\},\qquad H^+(v)^l\ \text{forward invariant}",
-    "full.equilibria": r"(y, \dots, y),\ y \in E_W:\ \dot y_i = 0\ \ \forall i",
-    "full.lyapunov": (r"\begin{aligned}&V(y) = \max_i\,(1 - v^\top y_i),\\& D^+V \le 0\ \text{on}\ H^+(v)^l,"
-                      r"\quad D^+V = 0 \iff y\ \text{consensus}\end{aligned}"),
-    "full.convergence": r"y(0) \in H^+(v)^l \;\Rightarrow\; y(t) \to \text{consensus}",
-    "full.autonomous": r"\dot P_\eta = 0 \;\Rightarrow\; \text{consensus set asymptotically stable}",
-    "full.wendel": (r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n-1} \binom{l-1}{\mu}\ \ \text{(as printed)},"
-                    r"\qquad P_{l,n} = 1 \ \text{if}\ n \ge l"),
-    "causal.first-token": r"\dot y_1 = 0",
-    "causal.scalar": (r"\begin{aligned}&b = y_1^\top y_2:\ \ \text{equilibria}\ b = \pm 1,\\&"
-                      r"\text{domain of attraction of}\ b = 1:\ (-1, 1]\end{aligned}"),
-    "causal.identity": r"\{y : y_j \ne -y_1,\ j \ge 2\} \subset \text{domain of attraction of}\ (y_1, \dots, y_1)",
-    "causal.identity-iss": r"e_j = y_j - y_1,\qquad b = y_1^\top y_i",
-    "causal.first-token-symmetric": (r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"
-                                     r"\ \{\pm v^\top y > 0\}"),
-    "causal.symmetric": r"D^l(v) = \{y : v^\top y_i > 0\ \ \forall i\} \subset \text{domain of attraction of}\ (v, \dots, v)",
-    "causal.symmetric-iss": r"y_j = v + e_j,\qquad b = v^\top y_i,\qquad V = 1 - b",
-    "causal.time-varying": r"\limsup_{t\to\infty} \|y_i(t) - v(t)\| \le r\bigl(\sup_t \|\dot v(t)\|\bigr),\quad r(0) = 0",
-    "sim.fig1": r"\|P_1(t)\|_F,\ \ \|P_2(t)\|_F",
-    "sim.fig3": r"V(y) = \max_i\,(1 - v^\top y_i),\qquad v = (1, 0, 0)",
-    "sim.fig4": r"E(y) = 1 - \frac1l \sum_i \cos(y_1, y_i) \to 0\qquad (l = 50,\ S^{499},\ h = 2,\ U = I)",
-    "sim.fig6": r"V_1 = 1 - y_1^\top v,\qquad V_2 = 1 - y_2^\top v",
-    "emp.no-ffn": r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0",
-    "emp.audit-hemisphere": r"\exists v:\ v^\top y_i > 0\ \ \forall i\quad (l \le n + 1,\ \text{every layer})",
-    "emp.theory-scope": r"U_\eta = I\quad \text{or}\quad \bigl(h = 1,\ U = U^\top,\ \lambda_{\max}(U)\ \text{simple}, > 0\bigr)",
-    "conj.multihead-causal": (r"\begin{aligned}&h \ge 2,\quad \Bigl(\sum_\eta U_\eta\Bigr) v = \lambda v:\\&"
-                              r"D^l(v) \subset \text{domain of attraction of}\ (v, \dots, v)\end{aligned}"),
-    "conj.value-causal": r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0",
-    "conj.value-full": r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0",
-    "conj.gradient-equilibria": r"h = 1,\ U = I,\ W = P = P^\top \succ 0,\ P \ne I",
-    "conj.gradient-value": r"W = I,\ \ U = P = P^\top",
-    "conj.nonsymmetric-full": r"U = I,\ \ P \ne P^\top",
-    "conj.nonsymmetric-attractive": r"U = I,\ \ P + P^\top \succ 0,\ \ P \ne P^\top",
-}
 
 #: ASCII formulas of the audit (empirical: hypothesis names, the "Theory meets practice" prose, table titles and
 #: columns) -> LaTeX. Matched longest first, so "U_eta = I" wins over "U_eta".

@@ -1,12 +1,12 @@
 """The pytest plugin that turns a test run into the verification report.
 
-Tests declare the claim they check with ``@check("full.invariance", method="property")`` (``reports.checks``; the
+Tests declare the claim they check with ``@check("full.invariance", method="property")`` (``foundation.registration``; the
 marker ``@pytest.mark.claim(...)`` of the same arguments is read too) and may hand result records to the ``record``
 fixture. The claims are validated when the tests are collected: an id outside the registry stops the run, naming
 the test and the id. At the end of every run the plugin writes ``index.html`` and ``verdicts.json`` into
 ``--report-dir`` (default ``build/test-report``: never ``build/report``, which ``make report`` fills), with each claim's declared evidence kinds that no collected or
 registered check covers listed as gaps. What a test stands for (passed, failed, skipped, with or without
-records) is the rule of ``reports.evidence``; ``control=True`` marks a negative control: a test showing the check
+records) is the rule of ``foundation.evidence``; ``control=True`` marks a negative control: a test showing the check
 rejects a deliberately broken model.
 """
 
@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 from .build import write_report
-from .checks import COVERED, Check, coverage, registrations
+from foundation.registration import COVERED, Check, coverage, registrations
+from foundation.registration import REGISTERED as REGISTERED_CHECKS
 from .checkout import BUILD_FOLDER_ENV, FULL_ENV
-from .checks import REGISTERED as REGISTERED_CHECKS
-from .evidence import TestEvidence
-from .memory import TEST_PROCESS, own_peak_bytes, record_stage
-from .outputs import OutputError, check_output_folder, claim_output_folder
-from .records import CheckResult, ReportSection
-from .registry import EVIDENCE_KINDS, get_claim
+from foundation.evidence import TestEvidence
+from foundation.memory import TEST_PROCESS, own_peak_bytes, record_stage
+from foundation.outputs import OutputError, check_output_folder, claim_output_folder
+from foundation.records import CheckResult, ReportSection
+from foundation.registry import EVIDENCE_KINDS, get_claim
 
 #: Where a test run writes the report of what it ran: its own folder, apart from the full report's.
 TEST_REPORT_DIR = "build/test-report"
@@ -269,17 +269,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _check_claim_option(config: pytest.Config) -> None:
     """Every ``--claim`` must be a registry id or an area prefix ending in '.' that some id starts with; else a usage
     error listing the known ids (pytest then stops before it collects, runs or writes anything)."""
-    from .registry import CLAIMS_BY_ID
+    from foundation.registry import CLAIMS_BY_ID
 
     for wanted in config.getoption("claim") or ():
         known = wanted in CLAIMS_BY_ID or (wanted.endswith(".") and any(c.startswith(wanted) for c in CLAIMS_BY_ID))
         if not known:
-            raise pytest.UsageError(f"--claim {wanted!r} is not a claim id of the registry (reports/registry.py) nor an "
+            raise pytest.UsageError(f"--claim {wanted!r} is not a claim id of the registry (foundation/registry.py) nor an "
                                     f"area prefix ending in '.'; known ids: {', '.join(CLAIMS_BY_ID)}")
 
 
 def _report_folder(config: pytest.Config) -> Path | None:
-    """``--report-dir`` (relative to the root), checked by ``reports.outputs`` and claimed before any test runs (a
+    """``--report-dir`` (relative to the root), checked by ``foundation.outputs`` and claimed before any test runs (a
     folder of another command, such as the full report of ``make report``, is refused); None with ``--no-report``."""
     if config.getoption("no_report") or hasattr(config, "workerinput"):
         return None  # a pytest-xdist worker: the controller writes the report

@@ -18,8 +18,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from . import formulas
-from .records import NO_CHECK
-from .registry import ORIGIN_LABELS
+from foundation.records import NO_CHECK
+from foundation.registry import ORIGIN_LABELS
 
 MATHJAX_PACKAGE = "django-static-mathjax"
 #: MathJax's own folder inside the package's ``mathjax`` module (its package.json gives the MathJax version).
@@ -112,7 +112,7 @@ def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: 
     formulas as TeX source (the page then says so)."""
     return environment().get_template("report.html").render(
         entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
-        first=overview(entries), groups=verdict_groups(entries), origin_labels=ORIGIN_LABELS, claim_tex=formulas.CLAIM_TEX, model_equation=formulas.MODEL_EQUATION,
+        first=overview(entries), groups=verdict_groups(entries), origin_labels=ORIGIN_LABELS, model_equation=formulas.MODEL_EQUATION,
         css=Markup((Path(__file__).parent / "templates" / "report.css").read_text()),
         mathjax_version=mathjax[0] if mathjax else None, mathjax_script=Markup(mathjax[1]) if mathjax else None,
         mathjax_licence=mathjax[2] if mathjax else None,

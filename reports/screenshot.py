@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .files import write_json
-from .helpformat import Parser
+from foundation.files import write_json
+from foundation.helpformat import Parser
 
 #: The report the README's picture is made from: the full verification (``make report``), the one readers get.
 DEFAULT_REPORT = Path("build/report")

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from reports.helpformat import Parser, command_parser, parse
+from foundation.helpformat import Parser, command_parser, parse
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _figure(args) -> int:
-    from reports.outputs import OutputError
+    from foundation.outputs import OutputError
 
     from sim.figures.plots import make_figure
 
@@ -281,10 +281,10 @@ def _positive_seconds(text: str) -> float:
 
 
 def _search(parser: argparse.ArgumentParser, args) -> int:
-    from reports.outputs import OutputError
+    from foundation.outputs import OutputError
 
     from sim.conjectures.families import FAMILIES
-    from reports.dask_tls import tls_config
+    from foundation.dask_tls import tls_config
     from sim.conjectures.distributed import CHUNK_SIZE, run_search
 
     if args.claim not in FAMILIES:

@@ -26,7 +26,6 @@ import numpy  # noqa: E402,F401
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from reports.weights_dirs import WEIGHTS_DIRS_ENV  # noqa: E402
 
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, print_blob=True,
@@ -39,8 +38,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def pytest_configure(config):
     _share_the_cores_between_workers()
     """A report build's --weights-dir naming a model the report does not run trained is refused before any test
-    runs (reports/weights_dirs.py hands the folders over unchecked: reports imports nothing of empirical)."""
-    if os.environ.get(WEIGHTS_DIRS_ENV):
+    runs (also when the environment variable was set by hand rather than by the build's command line)."""
+    if os.environ.get("CONSENSUS_WEIGHTS_DIRS"):  # empirical.sources.WEIGHTS_DIRS_ENV, read without importing torch
         from empirical.sources import report_weights_dirs  # (torch: only when a report build named folders)
 
         try:

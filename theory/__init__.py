@@ -4,8 +4,8 @@ reductions, with float64 spot checks in high dimension. ``python -m theory check
 import importlib
 
 _EXPORTS = {
-    "CHECKS": ".checks",
-    "run_checks": ".checks",
+    "CHECKS": ".claim_checks",
+    "run_checks": ".claim_checks",
     "Ellipsoid": ".ellipsoid",
     "Form": ".gram",
     "Vector": ".gram",

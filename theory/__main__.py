@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from reports.helpformat import Parser, command_parser, parse
+from foundation.helpformat import Parser, command_parser, parse
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                        help="with --json: print the whole result records (expression, numbers, printed/corrected, seeds)")
     check.add_argument("--verbose", action="store_true", help="also print each verified expression")
     args = parse(parser, sys.argv[1:] if argv is None else list(argv), prog)
-    from .checks import run_checks
+    from .claim_checks import run_checks
 
     try:
         started = time.perf_counter()

@@ -11,8 +11,8 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
 from .ellipsoid import Ellipsoid

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult
 
 from .results import is_zero, render
 

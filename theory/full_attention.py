@@ -8,8 +8,8 @@ import numpy as np
 import sympy as sp
 
 import sim
-from reports.checks import check
-from reports.records import CheckResult
+from foundation.registration import check
+from foundation.records import CheckResult
 
 from .attention import ROOT_D, AttentionField, tokens
 from .ellipsoid import Ellipsoid, random_spd

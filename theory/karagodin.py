@@ -30,8 +30,8 @@ from __future__ import annotations
 import sympy as sp
 from flint import arb, ctx
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult
 
 from .results import is_zero, render
 

@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Table
 
 from .gram import Form, vector
 from .results import Identity, identities_result, numeric_result

@@ -10,8 +10,8 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from reports.checks import check
-from reports.records import CheckResult, Table
+from foundation.registration import check
+from foundation.records import CheckResult, Table
 
 from .ellipsoid import Ellipsoid, random_spd
 from .gram import Vector, vector

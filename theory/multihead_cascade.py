@@ -56,8 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult
 
 import sim
 

@@ -1,4 +1,4 @@
-"""Turning identities into result records (``reports.records.CheckResult``).
+"""Turning identities into result records (``foundation.records.CheckResult``).
 
 A symbolic identity is a residual (lhs - rhs, a scalar or a :class:`~theory.gram.Vector`) and the
 relations substituted before simplifying; it holds when the reduced residual is exactly zero.
@@ -11,8 +11,8 @@ from typing import Mapping
 
 import sympy as sp
 
-from reports.checks import claim_result
-from reports.records import CheckResult
+from foundation.registration import claim_result
+from foundation.records import CheckResult
 
 from .gram import Vector, reduce
 

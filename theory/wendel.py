@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
 from .results import Identity, identities_result
@@ -88,7 +88,7 @@ def check_closed_forms() -> CheckResult:
 
 
 @check("full.wendel", method="monte-carlo")
-def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
+def check_monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
                 printed=printed_probability) -> CheckResult:
     """full.wendel: printed formula, Wendel with d = n+1, Cover's recursion, and a Monte Carlo estimate (LP
     hemisphere test, Wilson 99.9% interval) for each (l, n). ``printed`` replaces the formula under test."""
@@ -131,18 +131,18 @@ def monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_sam
         printed=PRINTED, corrected=CORRECTED, **common)
 
 
-#: The Monte Carlo table's title (:func:`monte_carlo`), which :func:`probability_series` reads.
+#: The Monte Carlo table's title (:func:`check_monte_carlo`), which :func:`probability_series` reads.
 TABLE_TITLE = "common-hemisphere probability"
 
 
 def probability_series(result: CheckResult) -> dict[str, list]:
     """The columns :func:`plot_probabilities` draws, read from the Monte Carlo record's table: ``labels`` ("l, n"),
     ``printed``, ``true`` (Wendel, d = n+1), ``estimate`` (Monte Carlo) and its Wilson interval ``low``, ``high``
-    (recomputed from the estimate and the sample count, as :func:`monte_carlo` computed it)."""
+    (recomputed from the estimate and the sample count, as :func:`check_monte_carlo` computed it)."""
     tables = [t for t in result.tables if t.title == TABLE_TITLE]
     if not tables:
         raise ValueError(f"the record of {result.claim} ({result.method}) must hold the table {TABLE_TITLE!r} of "
-                         "wendel.monte_carlo; it has " + repr([t.title for t in result.tables]) + ".")
+                         "wendel.check_monte_carlo; it has " + repr([t.title for t in result.tables]) + ".")
     series = {key: [] for key in ("labels", "printed", "true", "estimate", "low", "high")}
     for l, n, printed, true, _cover, estimate, _interval, samples in tables[0].rows:
         low, high = wilson_interval(round(estimate * samples), samples)

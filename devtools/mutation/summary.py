@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from reports.records import ReportSection, Table
+from foundation.records import ReportSection, Table
 
 from .compiled import LEFT_TO_MUTMUT
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, ReportSection, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, ReportSection, Table
 
 from ..decision import FLOOR_MARGIN
 from ..figures import floor_of

@@ -10,8 +10,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from reports.files import write_json
-from reports.records import jsonable
+from foundation.files import write_json
+from foundation.records import jsonable
 
 from .measure import AuditSettings, audit_model, rate_summary
 from .rates import E_FLOOR

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reports.manifest import run_manifest
+from foundation.manifest import run_manifest
 
 from sim.conjectures.families import FAMILIES, chunk_seed, get_family
 from sim.field.products import limit_threads

@@ -23,7 +23,7 @@ import torch
 from scipy.integrate import solve_ivp
 from threadpoolctl import threadpool_info
 
-from reports.files import atomic_write
+from foundation.files import atomic_write
 
 from sim.field.dynamics import AttentionField
 from sim.field.manifold import Ellipsoid

@@ -62,7 +62,7 @@ def attention_field(P: np.ndarray, U: np.ndarray, causal: bool) -> AttentionFiel
     return AttentionField(P=tuple(np.asarray(P, float)), U=tuple(np.asarray(U, float)), causal=causal)
 
 
-def run(field_: AttentionField, y0: np.ndarray, t1: float, controller=TIGHT, ts=None) -> np.ndarray:
+def integrate(field_: AttentionField, y0: np.ndarray, t1: float, controller=TIGHT, ts=None) -> np.ndarray:
     """The states at ``ts`` (or at t1 only), shape=[len(ts), ..., l, d]."""
     saveat = SaveAt(ts=tuple(ts)) if ts is not None else SaveAt()
     return solve(field_, Dopri5(), 0.0, t1, y0, saveat=saveat, controller=controller,
@@ -133,7 +133,7 @@ def certify_equilibrium(P, U, causal: bool, y0: np.ndarray, t1: float,
     # e^-25 of the perturbation after 25 time constants of the slowest mode (transients of a non-normal
     # Jacobian are covered by the margin 1e-3 / 1e-7 = 1e4).
     horizon = min(25.0 / abs(largest), 1e5)
-    returned = run(field_, starts, horizon)[-1]
+    returned = integrate(field_, starts, horizon)[-1]
     worst = float(np.max(np.linalg.norm(returned - y_star, axis=-1)))
     numbers.update(return_horizon=horizon, return_distance=worst, perturbations=PERTURBED_RUNS,
                    perturbation_seed=seed)

@@ -13,7 +13,7 @@ stopped between the two writes). At the end ``out/summary.json`` and
 counterexample is removed on a chunk's word (only one of a chunk beyond a smaller rerun's last).
 
 Security: a Dask scheduler without TLS runs the code of anyone who reaches it, in its workers and, through the
-pickled results, in this process. Within :func:`reports.dask_tls.tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
+pickled results, in this process. Within :func:`foundation.dask_tls.tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
 ``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local cluster (``workers=``) listens
 on 127.0.0.1 only, with its dashboard off.
 """
@@ -25,12 +25,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from reports.checks import check
-from reports.files import sha256, write_json
-from reports.outputs import (SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, output_lock,
+from foundation.registration import check
+from foundation.files import sha256, write_json
+from foundation.outputs import (SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, output_lock,
                              read_json, say_rebuilt)
-from reports.records import CheckResult
-from reports.registry import SEARCHED, get_claim
+from foundation.records import CheckResult
+from foundation.registry import SEARCHED, get_claim
 
 import numpy as np
 

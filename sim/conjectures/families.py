@@ -8,7 +8,9 @@ instance of a chunk has the same shape (heads h, tokens l, dimension d), drawn f
 chunk integrates as one batch.
 
 ``distance(P, U, y)`` measures how far a state is from the conclusion the conjecture claims (0 at it): the
-diameter max_ij |y_i - y_j| for "consensus", max_i |y_i - v| for "(v, ..., v)".
+diameter max_ij |y_i - y_j| for "consensus", max_i |y_i - v| for "(v, ..., v)". ``state_margin(U, ys)`` measures
+how far inside the claim's hypotheses on the state each state lies (> 0 inside): the one definition that the seeking
+search scores equilibria by and the replay of a witness holds its start to.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from flint import acb_mat, arb_mat, ctx
 
 from sim.field.dynamics import leading_eigenpair
-from sim.field.hemisphere import in_open_hemisphere
+from sim.field.hemisphere import hull_inradius, in_open_hemisphere
 
 #: ||P_eta||_2 <= P_MAX (the "bounded P" of the hypotheses, for the search: constant matrices of norm up to 20,
 #: so scores y_i^T P y_j span up to 40 between tokens and attention can be almost hard).
@@ -48,6 +50,12 @@ class Batch:
     valid: np.ndarray
 
 
+def no_state_hypothesis(U: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """+inf for each state of ``ys : shape=[N, l, d]``, shape=[N]: the claim restricts no state ("almost every
+    initial state")."""
+    return np.full(len(ys), np.inf)
+
+
 @dataclass(frozen=True)
 class Family:
     """The search space of one conjecture (see the module docstring)."""
@@ -62,6 +70,11 @@ class Family:
     decode: Callable[[np.ndarray, Shape], Batch]
     distance: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     hypotheses: Callable[[np.ndarray, np.ndarray, np.ndarray], list[str]]
+    state_margin: Callable[[np.ndarray, np.ndarray], np.ndarray] = no_state_hypothesis
+    #: How the seeking search's structured draws (``sim.conjectures.structured``) may form U: "symmetric" (multi-head,
+    #: U_eta symmetric), "top-real" (U with a real, simple, positive top eigenvalue), "equal-P" (U = P symmetric),
+    #: "identity" (U = I); None: the search draws only the claim's random family.
+    value_rule: str | None = None
 
     def parameters(self, shape: Shape) -> int:
         """Length of the normal vector that ``decode`` turns into one instance of ``shape``."""
@@ -398,28 +411,43 @@ def _hypotheses_attractive(P, U, y0) -> list[str]:
     return problems + attractive_problems(P)
 
 
+def margin_in_cone(U: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """min_i v^T y_i for each state of ``ys : shape=[N, l, d]`` (> 0 exactly in D^l(v)), shape=[N], v the top
+    eigenvector of sum_eta U_eta (``U : shape=[h, d, d]``); -inf for every state when that eigenvalue is not simple
+    and positive (there is no D^l(v) to lie in)."""
+    ok, _, v = top_eigenpair(np.sum(U, axis=0))
+    return np.min(ys @ v, axis=-1) if ok else np.full(len(ys), -np.inf)
+
+
+def margin_in_no_hemisphere(U: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """The inradius around 0 of each state's convex hull (``sim.field.hemisphere.hull_inradius``), shape=[N] for
+    ``ys : shape=[N, l, d]``: > 0 when the tokens lie in no closed hemisphere, with that much room to move them."""
+    return np.array([hull_inradius(y) for y in ys])
+
+
 FAMILIES: dict[str, Family] = {
     "conj.multihead-causal": Family(
         "conj.multihead-causal", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h in {2, 3} heads, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P_eta = c_eta G_eta/|G_eta|_2 "
         "(G normal, c in (0, 20)); U_eta = s_eta S_eta/|S_eta|_2 (S symmetrised normal, s in (0, 2)), kept when the "
         "top eigenvalue of sum_eta U_eta is simple and positive; y0 uniform on D^l(v)",
-        _decode_multihead, distance_from_v, _hypotheses_multihead),
+        _decode_multihead, distance_from_v, _hypotheses_multihead, margin_in_cone, value_rule="symmetric"),
     "conj.multihead-causal-common": Family(
         "conj.multihead-causal-common", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h in {2, 3}, l in {2..5}, d in {2, 3, 4}; P_eta as conj.multihead-causal; U_eta = Q diag(s_eta, "
         "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2)); "
         "y0 uniform on D^l(v)",
-        _decode_multihead_common, distance_from_v, _hypotheses_multihead_common),
+        _decode_multihead_common, distance_from_v, _hypotheses_multihead_common, margin_in_cone),
     "conj.value-causal": Family(
         "conj.value-causal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h = 1, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P = c G/|G|_2 (G normal, c in (0, 20)); "
         "U = G'/|G'|_2 (normal, not symmetrised), kept when its eigenvalue of largest real part is real, simple "
         "and positive; y0 uniform on (S^{d-1})^l",
-        _decode_value, diameter, _hypotheses_value),
+        _decode_value, diameter, _hypotheses_value, value_rule="top-real"),
     "conj.value-full": Family(
         "conj.value-full", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
-        "full attention, otherwise as conj.value-causal", _decode_value, diameter, _hypotheses_value),
+        "full attention, otherwise as conj.value-causal", _decode_value, diameter, _hypotheses_value,
+        value_rule="top-real"),
     "conj.value-causal-antipodal": Family(
         "conj.value-causal-antipodal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "as conj.value-causal; the claimed outcome is every token at +v or -v", _decode_value,
@@ -437,14 +465,14 @@ FAMILIES: dict[str, Family] = {
         "conj.gradient-value", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "W = I, U = P = c S/|S|_2 (S symmetrised normal, indefinite allowed, c in (0, 20)), h = 1, full attention, "
         "l in {2..5}, d in {2, 3, 4}, y0 uniform",
-        _decode_gradient_value, diameter, _hypotheses_gradient_value),
+        _decode_gradient_value, diameter, _hypotheses_gradient_value, value_rule="equal-P"),
     "conj.nonsymmetric-full": Family(
         "conj.nonsymmetric-full", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = c_eta G_eta/|G_eta|_2 (G normal: non-symmetric, with "
         "rotation parts; c in (0, 20)), l in {4..8} tokens (l > d: fewer lie in a hemisphere), d in {2, 3}; y0 on (S^{d-1})^l, kept when "
         "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
         "noise 0.5 N(0, I), normalised) so that most draws qualify",
-        _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric),
+        _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric, margin_in_no_hemisphere, value_rule="identity"),
     "conj.nonsymmetric-attractive": Family(
         "conj.nonsymmetric-attractive", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = S_eta + K_eta: S_eta = c_eta (M M^T/|M M^T|_2 + 0.05 I)/1.05 "
@@ -452,7 +480,7 @@ FAMILIES: dict[str, Family] = {
         "(G normal; skew, k in (0, 40)); kept when sym(P_eta) is positive definite in exact rational arithmetic "
         "(leading minors) and some skew(P_eta) != 0; l in {4..8}, d in {2, 3}; y0 as conj.nonsymmetric-full "
         "(in no open hemisphere, exact LP)",
-        _decode_attractive, diameter, _hypotheses_attractive),
+        _decode_attractive, diameter, _hypotheses_attractive, margin_in_no_hemisphere),
 }
 
 

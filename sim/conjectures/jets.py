@@ -79,7 +79,7 @@ def _sqrt(x):
     return np.sqrt(x) if isinstance(x, float) else x.sqrt()
 
 
-def seed(values, zero, one) -> np.ndarray:
+def independent_jets(values, zero, one) -> np.ndarray:
     """Independent variables: jet k has value ``values[k]`` and gradient e_k (built from ``zero``, ``one``)."""
     m = len(values)
     jets = np.empty(m, dtype=object)
@@ -90,7 +90,7 @@ def seed(values, zero, one) -> np.ndarray:
     return jets
 
 
-def split(jets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def values_and_jacobian(jets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(values : shape=[n], Jacobian : shape=[n, m]) of a vector of jets (object arrays)."""
     flat = list(np.ravel(jets))
     return np.array([j.value for j in flat], dtype=object), np.array([list(j.grad) for j in flat], dtype=object)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Table
 
 from sim.field.dynamics import AttentionField, misalignment
 from sim.solvers import AdaptiveStepSize, Dopri5, solve

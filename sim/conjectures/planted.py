@@ -32,7 +32,7 @@ def plantable(claim: str, shape: Shape) -> bool:
     """Whether the value entries outnumber the equations l (d-1) of an equilibrium, with one to spare for the
     top eigenvalue (h d (d+1)/2 entries of symmetric heads, h d^2 otherwise)."""
     h, l, d = shape.heads, shape.tokens, shape.dim
-    free = h * d * (d + 1) // 2 if claim.startswith("conj.multihead") else h * d * d
+    free = h * d * (d + 1) // 2 if get_family(claim).value_rule == "symmetric" else h * d * d
     return free > l * (d - 1) + 1
 
 
@@ -78,7 +78,7 @@ def decode_planted(claim: str, shape: Shape, theta: np.ndarray) -> tuple[np.ndar
     P = rawP.reshape(h, d, d)
     P = P / np.linalg.norm(P, ord=2, axis=(1, 2), keepdims=True) * (P_MAX * 0.5 * (1 + np.tanh(zP)))[:, None, None]
     y = rawy.reshape(l, d) / np.linalg.norm(rawy.reshape(l, d), axis=1, keepdims=True)
-    symmetric = claim.startswith("conj.multihead")
+    symmetric = family.value_rule == "symmetric"
     if symmetric:
         y[1:] *= np.where(y[1:] @ y[0] < 0, -1.0, 1.0)[:, None]
     S = rawU.reshape(h, d, d)

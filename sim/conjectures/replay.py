@@ -1,22 +1,22 @@
 """Witnesses of refuted conjectures: written once, replayed by anyone (``python -m sim replay WITNESS.json``).
 
-A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, reports/schemas/witness.schema.json) holds an instance
-(P, U, causal), an attractor (``equilibrium``, and a skew ``generator`` when the configuration rotates rigidly), a start
-``y0`` meeting the conjecture's hypotheses, and the certificate it was stored with. A replay recomputes everything from
-P, U and the equilibrium:
+A witness (JSON, schema version ``SCHEMA_VERSIONS["witness"]``, foundation/schemas/witness.schema.json) holds an
+instance (P, U, causal), an attractor (``equilibrium``, and a skew ``generator`` when the configuration rotates
+rigidly), a start ``y0`` meeting the conjecture's hypotheses, and the certificate it was stored with. A replay
+recomputes everything from P, U and the equilibrium:
 
 * validated (Arb balls, :mod:`sim.conjectures.validated`): a unique attractor in a box, its spectrum in Re < 0, a ball
   of attraction;
 * float64 with a stated margin: the attractor lies away from the claimed outcome (distance >= ``AWAY``, against a
-  box radius <= 1e-3) and the start lies inside the hypothesis set by ``hypothesis_margin`` (an open set: starts
-  near y0 meet the hypotheses too);
+  box radius <= 1e-3) and the start lies inside the hypothesis set by the family's ``state_margin`` (an open set:
+  starts near y0 meet the hypotheses too);
 * float64 evidence, only where y0 is not already inside the certified ball: two integrators (sim's Dopri5 and
   SciPy's LSODA on eq. 6 written independently, ``sim.field.eq6``) carry y0 into the ball.
 
 Before any of it, the witness is checked against its claim (:func:`mismatches`): shapes, finite entries in range,
 the mask (``causal``) equal to the claim family's, and every hypothesis of the claim on the witness's own P, U and
 y0 (the family's ``hypotheses``: head count, U = I or U = P, symmetry or non-symmetry, spectra certified in Arb
-balls, hemisphere sets). A file is also validated against reports/schemas/witness.schema.json on load
+balls, hemisphere sets). A file is also validated against foundation/schemas/witness.schema.json on load
 (:func:`load`); ``python -m sim replay`` refuses a malformed or mismatched witness with exit 2 and one line.
 
 "Inside the certified ball" is measured from the certified zero u*, not from the chart centre: |u(y0)| (an upper
@@ -33,15 +33,14 @@ from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.spatial import ConvexHull
 
-from reports.checks import check
-from reports.outputs import SCHEMA_VERSIONS
-from reports.records import CheckResult
-from reports.registry import SEARCHED
+from foundation.registration import check
+from foundation.outputs import SCHEMA_VERSIONS, schema_path
+from foundation.records import CheckResult
+from foundation.registry import SEARCHED
 
-from sim.conjectures.certify import AWAY, attention_field, run
-from sim.conjectures.families import FAMILIES, Family, top_eigenpair
+from sim.conjectures.certify import AWAY, attention_field, integrate
+from sim.conjectures.families import FAMILIES, Family
 from sim.conjectures.witness_index import check_indexed
 from sim.field.eq6 import eq6
 from sim.solvers import AdaptiveStepSize
@@ -54,7 +53,7 @@ EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
 #: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
 EVIDENCE_HORIZON = 1000.0
 #: The witness schema (validated on load; its version is ``SCHEMA_VERSIONS["witness"]``).
-SCHEMA = Path(__file__).resolve().parents[2] / "reports" / "schemas" / "witness.schema.json"
+SCHEMA = schema_path("witness")
 #: A witness is a few kB (the largest stored one ~10 kB); a bigger file is refused before it is parsed.
 MAX_BYTES = 1 << 20
 #: |entry| of P, U and the generator (the schema's bound too): 20x the largest |P|_2 any search draws (50).
@@ -81,26 +80,6 @@ class Replay:
         head = f"{self.claim}: {'REFUTED by this witness' if self.refuted else 'NOT a witness'} ({self.reason})"
         numbers = [f"  {key}: {value}" for key, value in self.numbers.items()]
         return "\n".join([head, *numbers, "certificate:", self.certificate.summary()])
-
-
-def hypothesis_margin(claim: str, P: np.ndarray, U: np.ndarray, y: np.ndarray) -> float:
-    """How far (float64) the state ``y`` lies inside the claim's hypothesis set on states; inf where the claim
-    restricts no state ("almost every initial state")."""
-    if claim.startswith("conj.multihead-causal"):
-        _, _, v = top_eigenpair(np.sum(U, axis=0))
-        return float(np.min(y @ v))                       # D^l(v) = {v^T y_i > 0}
-    if claim.startswith("conj.nonsymmetric"):
-        return inradius(y)                               # no open hemisphere: 0 inside the tokens' hull
-    return float("inf")
-
-
-def inradius(y: np.ndarray) -> float:
-    """The radius of the largest ball around 0 inside the convex hull of the tokens (0 if 0 is not interior)."""
-    try:
-        hull = ConvexHull(y)
-    except Exception:  # fewer than d + 1 affinely independent tokens: the hull has no interior
-        return 0.0
-    return float(max(0.0, np.min(-hull.equations[:, -1])))
 
 
 def mismatches(witness: dict, family: Family) -> list[str]:
@@ -173,7 +152,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
     distance = float(family.distance(P[None], U[None], y_star[None])[0])
-    margin = hypothesis_margin(claim, P, U, y0)
+    margin = float(family.state_margin(U, y0[None])[0])
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
 
     def result(refuted: bool, reason: str) -> Replay:
@@ -201,7 +180,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
 def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
     """Float64: sim's Dopri5 and SciPy's LSODA from ``y0``; chart distances of the ends from the attractor."""
     t1 = EVIDENCE_HORIZON
-    ours = run(attention_field(problem.P, problem.U, problem.causal), y0, t1, EVIDENCE)[-1]
+    ours = integrate(attention_field(problem.P, problem.U, problem.causal), y0, t1, EVIDENCE)[-1]
 
     def rhs(t, flat):
         y = flat.reshape(y0.shape)
@@ -285,7 +264,7 @@ def make_witness(claim: str, problem: Problem, equilibrium: np.ndarray, y0: np.n
 def load(path: Path | str) -> dict:
     """A witness file, checked before anything is computed from it; a ValueError of one line naming the file and
     what failed otherwise: unreadable or not strict JSON (NaN and Infinity refused, too deep), not valid against
-    reports/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
+    foundation/schemas/witness.schema.json (types, ``schema_version``, ranges), a claim without a family, or a witness
     that does not match its claim (:func:`mismatches`), or bytes that the witness index beside it does not record
     (:func:`sim.conjectures.witness_index.check_indexed`)."""
     import jsonschema

@@ -3,20 +3,20 @@
 For one instance (``sim.conjectures.structured``: a structured or random draw meeting the claim's hypotheses on the
 heads):
 
-1. equilibria by deflated Newton from many starts (``sim.conjectures.equilibria``): tokens at +-v, at +-eigenvectors of
-every
-   U_eta and of sum_eta U_eta, antipodal splits, random points (uniform, and reflected into the hemisphere of v);
+1. equilibria by deflated Newton from many starts (``sim.conjectures.equilibria``): tokens at +-v, at +-eigenvectors
+   of every U_eta and of sum_eta U_eta, antipodal splits, random points (uniform, and reflected into the hemisphere
+   of v);
 2. the score: at each equilibrium away from the claimed outcome (``family.distance`` >=
-``sim.conjectures.certify.AWAY``),
-   max(largest real part of the tangent spectrum, -(margin inside the claim's state hypotheses)); the instance's
+   ``sim.conjectures.certify.AWAY``), max(largest real part of the tangent spectrum, -(margin inside the claim's
+   state hypotheses, ``family.state_margin``, the margin the replay holds a witness's start to)); the instance's
    score is the least of these, negative exactly when some such equilibrium is linearly stable and admissible
-   (for the multi-head claim the margin is min_i v^T y_i, so the equilibrium lies in D^l(v));
+   (for the multi-head claim the margin is min_i v^T y_i, so the equilibrium lies in D^l(v); for "in no open
+   hemisphere" the inradius of the tokens' hull around 0);
 3. while the score is not negative, a (1+lambda) evolution strategy with the one-fifth success rule (Rechenberg,
    1973) moves the instance's parameter vector, Newton warm-started from the parent's equilibria;
-4. the candidates (negative score, most negative first) go to ``sim.conjectures.validated.certify``; a **certified hit**
-is a
-   certified attractor away from the claimed outcome that meets the claim's hypotheses with the equilibrium as the
-   start (``certified_hit``). At most one hit is counted per instance drawn.
+4. the candidates (negative score, most negative first) go to ``sim.conjectures.validated.certify``; a **certified
+   hit** is a certified attractor away from the claimed outcome that meets the claim's hypotheses with the
+   equilibrium as the start (``certified_hit``). At most one hit is counted per instance drawn.
 
 ``seek`` repeats this for a CPU budget, drawing each instance from the source (structure, heads, tokens, dimension)
 that Thompson sampling (``sim.conjectures.allocation``) expects to give the most certified hits per CPU second.
@@ -35,7 +35,6 @@ from sim.conjectures.families import Family, Shape, get_family, top_eigenpair
 from sim.conjectures.equilibria import Instance, find_equilibria, tangent_spectrum
 from sim.conjectures.structured import (Draw, NoInstance, decode_with_state, draw_structured, instance_problems, shapes,
                                         structures)
-from sim.field.hemisphere import in_open_hemisphere
 from sim.conjectures.replay import draft, replay
 from sim.conjectures.validated import Problem
 
@@ -80,18 +79,6 @@ class HitCheck:
     equilibrium: np.ndarray | None = None
 
 
-def state_margins(claim: str, U: np.ndarray, roots: np.ndarray) -> np.ndarray:
-    """How far inside the claim's hypotheses on the state each of ``roots : shape=[N, l, d]`` is (> 0 inside),
-    shape=[N]: min_i v^T y_i for D^l(v) of the multi-head claim (v of sum_eta U_eta), +-1 for "in no open
-    hemisphere", +inf for claims without hypotheses on the state."""
-    if claim.startswith("conj.multihead"):
-        ok, _, v = top_eigenpair(np.sum(U, axis=0))
-        return np.min(roots @ v, axis=-1) if ok else np.full(len(roots), -np.inf)
-    if claim.startswith("conj.nonsymmetric"):
-        return np.array([-1.0 if in_open_hemisphere(y) else 1.0 for y in roots])
-    return np.full(len(roots), np.inf)
-
-
 def assess(family: Family, instance: Instance, roots: np.ndarray) -> list[Equilibrium]:
     """The roots away from the claimed outcome (shape=[N, l, d]) with their scores, best (most negative) first."""
     if len(roots) == 0:
@@ -103,7 +90,7 @@ def assess(family: Family, instance: Instance, roots: np.ndarray) -> list[Equili
     if len(away) == 0:
         return []
     largest = tangent_spectrum(roots[away], instance).real.max(axis=-1)
-    margins = state_margins(family.claim, U, roots[away])
+    margins = family.state_margin(U, roots[away])
     found = [Equilibrium(roots[k], float(real), float(distances[k]), float(margin))
              for k, real, margin in zip(away, largest, margins)]
     return sorted(found, key=lambda e: e.score)

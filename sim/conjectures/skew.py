@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.conjectures.certify import attention_field, run
+from sim.conjectures.certify import attention_field, integrate
 from sim.conjectures.families import symmetrised
 from sim.conjectures.validated import Problem, certify, commutes
 
@@ -41,7 +41,7 @@ def skew_matters(witness: dict) -> dict:
         if commutes(Problem(P, U, causal, generator)):
             generators.insert(0, generator)
     certified = any(certify(Problem(P, U, causal, g), y_star).certified for g in generators)
-    end = np.asarray(run(attention_field(P, U, causal), y0, EVIDENCE_HORIZON, EVIDENCE))[-1]
+    end = np.asarray(integrate(attention_field(P, U, causal), y0, EVIDENCE_HORIZON, EVIDENCE))[-1]
     diameter = float(np.max(np.linalg.norm(end[:, None] - end[None], axis=-1)))
     return {"certified_without_skew": certified, "diameter_without_skew": diameter,
             "matters": not certified and diameter < CONSENSUS}

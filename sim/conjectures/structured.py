@@ -44,12 +44,6 @@ MAX_DRAWS = 100
 
 P_STRUCTURES = ("pm-identity", "commuting", "skew", "low-rank")
 SOURCES = ("random", *P_STRUCTURES, "planted")
-#: How each claim's U is formed: "symmetric" (multi-head, U_eta symmetric), "top-real" (U with a real, simple,
-#: positive top eigenvalue), "equal-P" (U = P symmetric), "identity" (U = I).
-U_RULES = {"conj.multihead-causal": "symmetric", "conj.value-causal": "top-real", "conj.value-full": "top-real",
-           "conj.gradient-value": "equal-P", "conj.nonsymmetric-full": "identity"}
-
-
 class NoInstance(Exception):
     """No instance of a structure meets the claim's hypotheses at a shape (the search counts the attempt)."""
 
@@ -83,7 +77,7 @@ def parameters(claim: str, structure: str, shape: Shape) -> int:
         return get_family(claim).parameters(shape)
     if structure == "planted":
         return planted_parameters(shape)
-    h, d, rule = shape.heads, shape.dim, U_RULES[claim]
+    h, d, rule = shape.heads, shape.dim, get_family(claim).value_rule
     P_size = {"pm-identity": h, "commuting": h * d, "skew": h * d * d + h, "low-rank": h * 2 * d + h}[structure]
     U_size = {"symmetric": h * d * d + h, "top-real": h * d * d, "equal-P": 0, "identity": 0}[rule]
     if structure == "commuting" and rule in ("symmetric", "top-real"):
@@ -100,13 +94,13 @@ def _heads_P(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if draw.structure == "commuting":
         p = P_MAX * np.tanh(theta[:h * d].reshape(h, d))
         P = np.einsum("ik,hk,jk->hij", Q, p, Q)  # symmetric up to rounding; exactly where the claim asks it
-        return (symmetrised(P) if U_RULES[draw.claim] == "equal-P" else P), theta[h * d:]
+        return (symmetrised(P) if get_family(draw.claim).value_rule == "equal-P" else P), theta[h * d:]
     if draw.structure == "skew":
         raw = theta[:h * d * d].reshape(h, d, d)
         return _unit(raw - np.swapaxes(raw, 1, 2)) * _scale(theta[h * d * d:h * d * d + h], P_MAX)[:, None, None], \
             theta[h * d * d + h:]
     a, b = theta[:h * d].reshape(h, d), theta[h * d:2 * h * d].reshape(h, d)
-    if U_RULES[draw.claim] == "equal-P":  # P must be symmetric: s a a^T
+    if get_family(draw.claim).value_rule == "equal-P":  # P must be symmetric: s a a^T
         b = a * draw.signs[:, None]
     P = _unit(a[:, :, None] * b[:, None, :]) * _scale(theta[2 * h * d:2 * h * d + h], P_MAX)[:, None, None]
     return P, theta[2 * h * d + h:]
@@ -131,7 +125,7 @@ def decode_with_state(draw: Draw, theta: np.ndarray | None = None) -> tuple[np.n
 def _heads_and_values(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h, d = draw.shape.heads, draw.shape.dim
     P, rest = _heads_P(draw, theta)
-    rule = U_RULES[draw.claim]
+    rule = get_family(draw.claim).value_rule
     if rule == "identity":
         return P, np.broadcast_to(np.eye(d), P.shape).copy()
     if rule == "equal-P":
@@ -149,7 +143,7 @@ def _heads_and_values(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def instance_problems(claim: str, P: np.ndarray, U: np.ndarray) -> list[str]:
     """What the instance (P, U) misses of ``claim``'s hypotheses on the heads (the state is checked later)."""
-    rule = U_RULES.get(claim)  # None: a claim whose hypotheses the search checks only at the equilibrium
+    rule = get_family(claim).value_rule  # None: a claim whose hypotheses the search checks only at the equilibrium
     problems = []
     if rule == "symmetric":
         if len(P) < 2:
@@ -167,10 +161,11 @@ def structures(claim: str) -> tuple[str, ...]:
     """The sources that fit ``claim``: its random family, and the structures (skew P is not symmetric, so not for
     U = P; only the random family for claims without a U rule, e.g. P = U = I)."""
     get_family(claim)  # a clear error for an unknown claim
-    if claim not in U_RULES:
+    if get_family(claim).value_rule is None:
         return ("random",)
     # U = I claims (conj.nonsymmetric-full) are about non-symmetric P: +-c I and Q diag Q^T are symmetric
-    unfit = {"equal-P": ("skew", "planted"), "identity": ("planted", "pm-identity", "commuting")}.get(U_RULES[claim], ())
+    unfit = {"equal-P": ("skew", "planted"),
+             "identity": ("planted", "pm-identity", "commuting")}.get(get_family(claim).value_rule, ())
     return tuple(s for s in SOURCES if s not in unfit)
 
 

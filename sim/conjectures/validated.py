@@ -42,7 +42,7 @@ from flint import acb_mat, arb, arb_mat, ctx
 from scipy.linalg import null_space, solve_continuous_lyapunov
 
 from sim.field.eq6 import eq6
-from sim.conjectures.jets import seed, split
+from sim.conjectures.jets import independent_jets, values_and_jacobian
 
 #: Working precision of the balls (bits): 2x float64, so rounding never decides a certificate.
 PRECISION = 106
@@ -63,6 +63,7 @@ class ValidatedCertificate:
     certified: bool
     reason: str
     equilibrium: np.ndarray
+    #: With a generator: the midpoint of the ball of the rigid rotation's speed mu (its radius is in ``numbers``).
     rotation_speed: float | None = None
     eigenvalues: list[str] = field(default_factory=list)
     numbers: dict = field(default_factory=dict)
@@ -77,7 +78,7 @@ class ValidatedCertificate:
         return "\n".join(lines)
 
 
-def balls(array) -> np.ndarray:
+def exact_balls(array) -> np.ndarray:
     """Float entries as exact Arb balls (radius 0), same shape, object dtype."""
     array = np.asarray(array, dtype=float)
     return np.array([arb(float(x)) for x in array.ravel()], dtype=object).reshape(array.shape)
@@ -147,8 +148,8 @@ class Problem:
 
     def field(self, chart: Chart, exact: bool):
         """F(x) and, with a generator, the rotation speed mu(x): the chart field, reduced to the slice."""
-        P, U = (balls(self.P), balls(self.U)) if exact else (self.P, self.U)
-        omega = None if self.generator is None else (balls(self.generator) if exact else self.generator)
+        P, U = (exact_balls(self.P), exact_balls(self.U)) if exact else (self.P, self.U)
+        omega = None if self.generator is None else (exact_balls(self.generator) if exact else self.generator)
         slot = None if omega is None else _slice_coordinate(chart, self.generator)
 
         def F(x: np.ndarray):
@@ -178,10 +179,11 @@ def commutes(problem: Problem) -> bool:
     arithmetic on the stored floats: the symmetry must hold exactly, not to a tolerance)."""
     if problem.generator is None:
         return True
-    omega = balls(problem.generator)
+    omega = exact_balls(problem.generator)
     if not np.any(problem.generator) or not all(x == 0 for x in (omega + omega.T).ravel()):
         return False
-    return all(x == 0 for M in (*problem.P, *problem.U) for x in (balls(M) @ omega - omega @ balls(M)).ravel())
+    return all(x == 0 for M in (*problem.P, *problem.U)
+               for x in (exact_balls(M) @ omega - omega @ exact_balls(M)).ravel())
 
 
 def refine(problem: Problem, y: np.ndarray, rounds: int = 4, steps: int = 20) -> np.ndarray:
@@ -203,8 +205,8 @@ def refine(problem: Problem, y: np.ndarray, rounds: int = 4, steps: int = 20) ->
 
 def _jacobian(F, x: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     zero, one = (arb(0), arb(1)) if exact else (0.0, 1.0)
-    values, _ = F(seed(list(x), zero, one))
-    return split(values)
+    values, _ = F(independent_jets(list(x), zero, one))
+    return values_and_jacobian(values)
 
 
 def krawczyk(F, m: int, radius: float) -> dict:
@@ -216,7 +218,7 @@ def krawczyk(F, m: int, radius: float) -> dict:
         C = np.linalg.inv(np.array([[float(entry.mid()) for entry in row] for row in J]))
     except np.linalg.LinAlgError:  # a singular midpoint Jacobian: the equilibrium is not isolated in X
         return {"unique": False}
-    K = -balls(C) @ centre + (np.eye(m) - balls(C) @ J) @ X
+    K = -exact_balls(C) @ centre + (np.eye(m) - exact_balls(C) @ J) @ X
     bounds = [float(abs(k).upper()) for k in K]
     return {"unique": max(bounds) < radius, "K": bounds, "J": J, "residual": max(float(abs(c).upper())
                                                                               for c in centre)}
@@ -267,7 +269,7 @@ def attraction(J: np.ndarray, K: list[float], radius: float) -> Attraction | Non
     A = np.array([[float(entry.mid()) for entry in row] for row in J])
     Q = solve_continuous_lyapunov(A.T, -np.eye(len(A)))
     Q = 0.5 * (Q + Q.T)
-    Qb = balls(Q)
+    Qb = exact_balls(Q)
     E = -(J.T @ Qb + Qb @ J) - np.eye(len(A))
     e = sum(float(abs(entry).upper()) ** 2 for entry in E.ravel()) ** 0.5
     exact_Q = arb_mat(Q.tolist())
@@ -281,7 +283,7 @@ def attraction(J: np.ndarray, K: list[float], radius: float) -> Attraction | Non
     return Attraction(float(real_part.upper()), float((rho / trace).sqrt().lower()))
 
 
-def show(ball) -> str:
+def ball_text(ball) -> str:
     """A complex ball as (re +- radius) + (im +- radius)i."""
     return (f"({float(ball.real.mid()):.6g} +- {float(ball.real.rad()):.2g}) + "
             f"({float(ball.imag.mid()):.6g} +- {float(ball.imag.rad()):.2g})i")
@@ -319,7 +321,8 @@ def _certify(problem: Problem, y_star: np.ndarray) -> ValidatedCertificate:
         if problem.generator is not None:
             _, mu = F(np.array([arb(0)] * m, dtype=object))
             numbers["rotation_speed"] = f"{float(mu.mid()):.12g} +- {float(mu.rad()):.2g}"
-        shown = [show(ball) for ball in eigenvalues]
+            common["rotation_speed"] = float(mu.mid())
+        shown = [ball_text(ball) for ball in eigenvalues]
         if any(float(ball.real.lower()) > 0 for ball in eigenvalues):
             return ValidatedCertificate(False, f"unstable: an eigenvalue has a certified positive real part "
                                                f"(box radius {radius:g}); a saddle, not an attractor",
@@ -358,7 +361,7 @@ def start_distance(problem: Problem, centre: np.ndarray, y: np.ndarray, precisio
     try:
         chart = Chart.at(np.asarray(centre, float), exact=True)
         if problem.generator is None:
-            return _coordinate_norm(chart, balls(y))
+            return _coordinate_norm(chart, exact_balls(y))
         slot = _slice_coordinate(chart, problem.generator)
         theta = _slice_angle(problem.generator, np.asarray(centre, float), np.asarray(y, float), slot)
         if theta is None:
@@ -388,7 +391,7 @@ def _rotated(y: np.ndarray, generator: np.ndarray, theta) -> np.ndarray:
     """y exp(theta Omega)^T in balls (``theta`` an arb, possibly a whole interval)."""
     rotation = (arb_mat(np.asarray(generator, float).tolist()) * theta).exp()
     R = np.array([[rotation[i, j] for j in range(rotation.ncols())] for i in range(rotation.nrows())], dtype=object)
-    return balls(y) @ R.T
+    return exact_balls(y) @ R.T
 
 
 def _coordinates(chart: Chart, y: np.ndarray) -> np.ndarray | None:

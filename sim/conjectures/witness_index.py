@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports.files import sha256, write_json
+from foundation.files import sha256, write_json
 
 INDEX = "index.json"
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from scipy.linalg import expm
 
-from reports.records import Figure, Table
+from foundation.records import Figure, Table
 
-from sim.conjectures.certify import attention_field, run
+from sim.conjectures.certify import attention_field, integrate
 
 #: The end of the drawn trajectory counts as reaching the attractor within this distance (max over tokens, after the
 #: orbit's phase for rotating states): replay's runs end ~1e-12 away (the slowest certified rate ~0.03 over t = 1000).
@@ -72,7 +72,7 @@ def trajectory(witness: dict, horizon: float | None = None) -> dict:
     horizon = EVIDENCE_HORIZON if horizon is None else float(horizon)
     ts = np.concatenate([[0.0], np.geomspace(min(FIRST, horizon / 2), horizon, SAMPLES - 1)])
     field = attention_field(P, U, causal)
-    ys = np.asarray(run(field, y0, horizon, EVIDENCE, ts=ts))
+    ys = np.asarray(integrate(field, y0, horizon, EVIDENCE, ts=ts))
     mu = 0.0
     if generator is not None:
         direction = y_star @ generator.T                      # d/dt y* exp(mu t Omega)^T at t = 0, per unit mu

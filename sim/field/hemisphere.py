@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+from scipy.spatial import ConvexHull
 
 #: A point counts as strictly inside when its cosine with the certificate direction exceeds this.
 #: Reason: the cosine is computed in float64 from unit vectors; its rounding error is below
@@ -94,3 +95,18 @@ def in_open_hemisphere(points: np.ndarray) -> bool:
     if np.all(points @ points.mean(axis=0) > 0):
         return True
     return open_hemisphere(points, certify_outside=False).inside
+
+
+def hull_inradius(points: np.ndarray) -> float:
+    """The radius of the largest ball around 0 inside the convex hull of ``points : shape=[l, d]``; 0 when 0 is not
+    an interior point (also when the hull has no interior: fewer than d + 1 affinely independent points).
+
+    Positive exactly when the points lie in no closed hemisphere, so in no open one either, and it says by how much:
+    moving every point by less than it keeps 0 inside the hull, so every such state lies in no open hemisphere too
+    (the margin of the hypothesis "in no open hemisphere" as an open set).
+    """
+    try:
+        hull = ConvexHull(np.asarray(points, dtype=np.float64))
+    except Exception:  # scipy's QhullError: fewer than d + 1 affinely independent points, the hull has no interior
+        return 0.0
+    return float(max(0.0, np.min(-hull.equations[:, -1])))

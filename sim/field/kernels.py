@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 #: Reassociation lets LLVM vectorise the sums; "contract" lets it use fused multiply-adds.
-VECTORISED_SUMS = _VECTORISED_SUMS = {"reassoc", "contract"}
+_VECTORISED_SUMS = {"reassoc", "contract"}
 
 
 # --- the field (eq. 6) ---------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, FIG4_REASON, FIG4_TOL, MONOTONE_REASON, MONOTONE_TOL,
                                SEEDS, figure3_holds, figure4_holds, figure5_holds, figure6_holds, last_quarter_slopes)

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
-from reports.records import CheckResult, Figure
+from foundation.registration import check, claim_result
+from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
+from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import hemisphere_lyapunov, misalignment, token_lyapunov, top_eigenvector
 from sim.field.manifold import Ellipsoid
@@ -410,7 +410,7 @@ _CAPTIONS = {
 
 def make_figure(number: int, out: Path | str, *, size: str = "full") -> FigureOutput:
     """Simulate figure ``number`` (1..6), write ``out/figN.png`` and ``out/figN.json``, check the observation; ``out``
-    locked for the whole time (:func:`reports.outputs.output_lock`: a second writer is refused at once)."""
+    locked for the whole time (:func:`foundation.outputs.output_lock`: a second writer is refused at once)."""
     if number not in _SIMULATE:
         raise ValueError(f"number={number!r} must be one of 1..6 (the paper's simulated figures).")
     if size not in SIZES:

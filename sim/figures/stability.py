@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult
 
 from sim.field.dynamics import AttentionField
 from sim.field.manifold import Ellipsoid

@@ -20,8 +20,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
 from sim.figures.plots import CONSENSUS_REASON, CONSENSUS_TOL

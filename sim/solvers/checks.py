@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reports.checks import check, claim_result
-from reports.records import CheckResult, Figure, Table
+from foundation.registration import check, claim_result
+from foundation.records import CheckResult, Figure, Table
 
 from sim.solvers import AdaptiveStepSize, Dopri5, Solver, integrate_fixed, solve
 

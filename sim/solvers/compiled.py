@@ -35,14 +35,14 @@ from sim.field.products import worker_pool
 from sim.field.modulation import CosineDiagonal, Modulated
 from sim.solvers import MAX_STEPS, AdaptiveStepSize, Dopri5, MaxStepsReached
 from sim.solvers import stepsize
+from sim.solvers.dopri5 import DORMAND_PRINCE
 
-# Dormand-Prince 5(4) (the tableau of sim.solvers.Dopri5, as arrays the compiled loop reads as constants).
-_C = np.array(Dopri5._C)
-_A = np.zeros((6, 5))
-for _s, _row in enumerate(Dopri5._A):
-    _A[_s, :len(_row)] = _row
-_B = np.array(Dopri5._B)
-_E = np.array(Dopri5._E)
+# Dormand-Prince 5(4) (sim.solvers.dopri5.DORMAND_PRINCE, the tableau of sim.solvers.Dopri5, as arrays the compiled
+# loop reads as constants).
+_C = np.array(DORMAND_PRINCE.c)
+_A = DORMAND_PRINCE.a_matrix()
+_B = np.array(DORMAND_PRINCE.b)
+_E = np.array(DORMAND_PRINCE.error)
 _ORDER = Dopri5.embedded_order
 #: The step-size rule of sim.solvers (sim/solvers/stepsize.py), the same functions compiled.
 _first_guess, _starting_step, _next_step = (njit(cache=True, nogil=True)(rule) for rule in

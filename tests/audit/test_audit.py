@@ -13,7 +13,7 @@ from empirical.audit.report import audit_records, audit_section
 from empirical.audit.heads import head_factors
 from empirical.models import load_model
 from empirical.prompts import authors_prompts
-from reports.records import CheckResult, ReportSection
+from foundation.records import CheckResult, ReportSection
 
 SETTINGS = AuditSettings(prompts=3, length=10, passes=2, seed=0)
 

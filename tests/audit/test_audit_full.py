@@ -12,14 +12,14 @@ import time
 import numpy as np
 import pytest
 
-from reports.checks import check
+from foundation.registration import check
 from empirical.audit import cached_audit
 from empirical.audit.report import (audit_section, ffn_record, hemisphere_record, layernorm_records, rate_record,
                                     run_rates, scope_record, trained_paper_audits)
 from empirical.sources import PAPER_MODELS
 from empirical import report_jobs
 from empirical.suite import report_runs
-from reports.scale import report_scale, scaled
+from foundation.scale import report_scale, scaled
 
 #: The empirical suite's runs (figures 7-10 on this machine) and the audits, where the report's jobs left them
 #: (empirical/report_jobs.py: run before the tests by `make report`); reused when present, made here otherwise.

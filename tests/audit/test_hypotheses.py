@@ -12,7 +12,7 @@ from empirical.audit.hypotheses import (
                                         low_rank_summary,
                                         spectrum_summary,
                                         )
-from sim.field.hemisphere import in_open_hemisphere, open_hemisphere
+from sim.field.hemisphere import GORDAN_RESIDUAL_TOL, in_open_hemisphere, open_hemisphere
 
 
 # --- the open-hemisphere LP ---------------------------------------------------------------------
@@ -47,7 +47,7 @@ def test_antipodal_pair_is_not_inside_an_open_hemisphere():
     result = open_hemisphere(np.array([[1.0, 2.0, 0.5], [-2.0, -4.0, -1.0]]))
     assert not result.inside
     assert result.margin <= 0
-    assert result.gordan_residual < 1e-9
+    assert result.gordan_residual < GORDAN_RESIDUAL_TOL
 
 
 def test_points_on_every_axis_both_ways_are_not_inside():
@@ -55,7 +55,7 @@ def test_points_on_every_axis_both_ways_are_not_inside():
     points = np.vstack([np.eye(d), -np.eye(d)])
     result = open_hemisphere(points)
     assert not result.inside
-    assert result.gordan_residual < 1e-9
+    assert result.gordan_residual < GORDAN_RESIDUAL_TOL
 
 
 def test_points_in_every_orthant_are_not_inside():
@@ -87,7 +87,7 @@ def test_many_uniform_points_in_low_dimension_are_not_inside():
     rng = np.random.default_rng(2)
     result = open_hemisphere(rng.normal(size=(60, 3)))
     assert not result.inside
-    assert result.gordan_residual < 1e-6
+    assert result.gordan_residual < GORDAN_RESIDUAL_TOL
 
 
 def test_shifting_inside_points_across_the_boundary_is_detected():
@@ -217,7 +217,7 @@ def test_fewer_points_than_dimensions_are_decided_in_their_span():
     points[9] = -2.5 * points[2]
     outside = open_hemisphere(points)
     assert not outside.inside
-    assert outside.gordan_residual < 1e-9
+    assert outside.gordan_residual < GORDAN_RESIDUAL_TOL
 
 
 def test_antisymmetric_over_symmetric_ratio_follows_from_the_asymmetry():

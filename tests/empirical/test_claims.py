@@ -17,26 +17,26 @@ from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
 from empirical.suite import (PROFILES, report_profile, report_runs, report_variants, run_variant_apart, trained_paper_runs,
                              trained_variants)
-from reports.checks import check
-from reports.records import ReportSection, Table
-from reports.scale import report_scale, scaled
+from foundation.registration import check
+from foundation.records import ReportSection, Table
+from foundation.scale import report_scale, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = scaled(report_jobs.RUNS)  # where the report's jobs (run before its tests) leave the runs
 FIGURES = scaled(ROOT / "build" / "figures") / "empirical"
-#: At the smoke scale of a report build (reports/scale.py: tiny stand-ins, CI) the runs decide nothing about the
+#: At the smoke scale of a report build (foundation/scale.py: tiny stand-ins, CI) the runs decide nothing about the
 #: paper: the checks run and record, and what the paper's claims come to is asserted at the full scale only.
 SMOKE = report_scale() == "smoke"
 
 
 def _variants(*keys):
-    """The report's variants ``keys`` at its scale (``reports.scale``: tiny stand-ins at ``smoke`` scale)."""
+    """The report's variants ``keys`` at its scale (``foundation.scale``: tiny stand-ins at ``smoke`` scale)."""
     return list(report_variants(*keys))
 
 
 def _runs(*keys):
     """The cpu profile's variants, each run (or resumed, or reused) until its collapse rule and the doubled one decide,
-    in a child process of its own (the report's memory: reports/memory.py)."""
+    in a child process of its own (the report's memory: foundation/memory.py)."""
     return [run_variant_apart(variant, RUNS, progress=False, decide=True) for variant in _variants(*keys)]
 
 

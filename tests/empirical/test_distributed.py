@@ -77,7 +77,7 @@ def test_suite_reports_a_scheduler_that_does_not_answer(tmp_path, capsys):
 
 
 def test_suite_tls_files_need_a_scheduler_and_all_three(tmp_path, capsys):
-    """`suite` takes the TLS files of `search` (reports/dask_tls.py): without --scheduler, or with one of the three
+    """`suite` takes the TLS files of `search` (foundation/dask_tls.py): without --scheduler, or with one of the three
     missing, it is refused in one line before anything runs (the TLS connection: tests/sim/test_search_tls.py)."""
     from empirical.cli import main
 

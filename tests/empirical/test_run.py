@@ -9,7 +9,7 @@ import torch
 from empirical.__main__ import main
 from empirical.loop import NonFiniteActivations
 from empirical.run import RunSettings, load_results, run_experiment
-from reports.files import sha256
+from foundation.files import sha256
 
 TINY = dict(model="tiny-llama", prompts=3, length=16, device="cpu")
 
@@ -45,7 +45,7 @@ def test_a_run_flushes_to_the_disk_a_fixed_number_of_times_whatever_its_passes(t
     after every pass cost more than the pass); the files a finished run leaves are flushed."""
     import os
 
-    from reports import files
+    from foundation import files
 
     flushed, fsync = [], os.fsync
     monkeypatch.setattr(files.os, "fsync", lambda descriptor: flushed.append(descriptor) or fsync(descriptor))
@@ -334,7 +334,7 @@ def test_two_writers_of_one_folder_exactly_one_is_refused(tmp_path):
     import os
     import threading
 
-    from reports.outputs import OutputError
+    from foundation.outputs import OutputError
 
     start, outcomes, release = threading.Barrier(2), {}, threading.Event()
 

@@ -21,10 +21,9 @@ from empirical.audit import AuditSettings
 from empirical.audit.report import audit_section, ffn_record, rate_record, run_rates, scope_record, trained_paper_audits
 from empirical.checks import check_in_kind, check_trained
 from empirical.run import RunSettings, load_results, run_experiment
-from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WeightsFolderError, locate, parse_weights_dirs,
-                               report_weights_dirs)
+from empirical.sources import (GPT2_XL, GPT_NEO, WEIGHTS_DIR_ENV, WEIGHTS_DIRS_ENV, WeightsFolderError, locate,
+                               parse_weights_dirs, report_weights_dirs)
 from empirical.suite import split_by_weights, trained_paper_runs, variants
-from reports.weights_dirs import WEIGHTS_DIRS_ENV
 
 from .tiny_trained import BUDGET, REVISION, RULE, save_to_hub_cache, tiny_model
 

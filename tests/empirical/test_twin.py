@@ -12,7 +12,7 @@ import weakref
 import pytest
 import torch
 
-from reports.files import sha256
+from foundation.files import sha256
 
 from empirical import run as run_module
 from empirical.__main__ import main

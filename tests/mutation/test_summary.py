@@ -15,9 +15,9 @@ FAKE_RUN = {
     "sim.field.manifold.xǁSphereǁproject__mutmut_2": 0,
     "sim.field.manifold.xǁSphereǁproject__mutmut_3": 0,
     "sim.field.manifold.x_check__mutmut_1": 36,
-    "reports.records.x_worst_verdict__mutmut_1": 1,
-    "reports.records.x_worst_verdict__mutmut_2": 33,
-    "reports.records.x__jsonable__mutmut_4": -11,
+    "foundation.records.x_worst_verdict__mutmut_1": 1,
+    "foundation.records.x_worst_verdict__mutmut_2": 33,
+    "foundation.records.x__jsonable__mutmut_4": -11,
 }
 OUTCOMES = mutmut_outcomes(FAKE_RUN)
 EQUIVALENT = {"sim.field.manifold.xǁSphereǁproject__mutmut_3": "a copy instead of a view: same values"}
@@ -28,7 +28,7 @@ RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seco
 
 def test_module_name_drops_the_function_and_the_mutant_number():
     assert module_name("sim.field.manifold.xǁSphereǁproject__mutmut_3") == "sim.field.manifold"
-    assert module_name("empirical.consensus.x_misalignment__mutmut_12") == "empirical.consensus"
+    assert module_name("empirical.eq9.x_misalignment__mutmut_12") == "empirical.eq9"
     assert module_name("sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.field.kernels"
     for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift"):
         with pytest.raises(ValueError, match="mutant="):
@@ -37,7 +37,7 @@ def test_module_name_drops_the_function_and_the_mutant_number():
 
 def test_mutmut_exit_codes_become_outcomes_within_the_scope():
     assert OUTCOMES["sim.field.manifold.x_check__mutmut_1"] == "timeout"
-    assert OUTCOMES["reports.records.x__jsonable__mutmut_4"] == "other"  # a segfault is neither killed nor survived
+    assert OUTCOMES["foundation.records.x__jsonable__mutmut_4"] == "other"  # a segfault is neither killed nor survived
     assert set(mutmut_outcomes(FAKE_RUN, ("reports.*",))) == {k for k in FAKE_RUN if k.startswith("reports.")}
 
 
@@ -47,10 +47,10 @@ def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
     assert (manifold["killed"], manifold["timeout"], manifold["survived"], manifold["equivalent"]) == (1, 1, 1, 1)
     assert manifold["survivors"] == ["sim.field.manifold.xǁSphereǁproject__mutmut_2"]
     assert manifold["score"] == pytest.approx(2 / 3)  # (killed + timed out) / non-equivalent tested mutants
-    records = summary["modules"]["reports.records"]
+    records = summary["modules"]["foundation.records"]
     assert (records["killed"], records["no tests"], records["other"], records["total"]) == (1, 1, 1, 3)
     assert records["score"] == 1 / 2  # a mutant no test reaches is not detected
-    assert records["survivors"] == ["reports.records.x_worst_verdict__mutmut_2"]
+    assert records["survivors"] == ["foundation.records.x_worst_verdict__mutmut_2"]
     assert summary["totals"]["total"] == len(FAKE_RUN)
     assert summary["totals"]["score"] == pytest.approx(3 / 5)
     assert summary["stale_equivalents"] == {}
@@ -97,7 +97,7 @@ def test_section_tabulates_a_summary_per_module_with_its_survivors(tmp_path):
     assert rows["sim.field.manifold"] == ("sim.field.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
     assert rows["all"][-1] == "60.0%"
     assert set(survivors.rows) == {("sim.field.manifold.xǁSphereǁproject__mutmut_2",),
-                                   ("reports.records.x_worst_verdict__mutmut_2",)}
+                                   ("foundation.records.x_worst_verdict__mutmut_2",)}
     assert ("revision abc123: 2 min of wall time, 3 min of CPU time, load average 4.0 (at most 6.0) on 2 cores"
             in result.text)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reports.records import ReportSection, Table
+from foundation.records import ReportSection, Table
 from tests.properties.control import summary_rows
 
 TEXT = (
@@ -11,7 +11,7 @@ TEXT = (
     "property must fail). 'Runs' counts check evaluations, Hypothesis' replays included; 'held' how many of them "
     "the property held on. Tolerances are derived from the solver's error: each trajectory is integrated at "
     "rtol 1e-7 and at rtol 1e-5 by Dormand-Prince 5(4); their largest difference bounds the kept trajectory's "
-    "error, times the Lipschitz constant of the monitored function (see tests/properties/checks.py)."
+    "error, times the Lipschitz constant of the monitored function (see sim/properties/conclusions.py)."
 )
 
 

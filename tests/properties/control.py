@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import Phase, find, settings
 
 from reports.pytest_plugin import current_claim
-from reports.records import CheckResult
+from foundation.records import CheckResult
 
 
 def budget(fraction: float, minimum: int = 3, cap: int = 100) -> settings:

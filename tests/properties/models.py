@@ -1,4 +1,4 @@
-"""The model under test and deliberately broken variants, for the negative controls.
+"""Deliberately broken variants of the model (``sim.properties.conclusions.MODEL``), for the negative controls.
 
 A *model* is a callable with ``AttentionField``'s keywords (``P``, ``U``, ``W``, ``causal``) returning
 a vector field; the properties build their field with it, so a control runs the same check on a broken
@@ -19,10 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from sim import AttentionField
-
-#: The model as printed (eq. 6).
-MODEL = AttentionField
-
 
 class ReversedProjection(AttentionField):
     """Broken: dy_i/dt = (y_i y_i^T W - I) f_i, the tangent projection with the wrong sign."""

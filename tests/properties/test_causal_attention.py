@@ -4,9 +4,9 @@ from dataclasses import replace
 
 from hypothesis import example, given
 
-from reports.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
-from tests.properties.checks import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
+from sim.properties.conclusions import (check_causal_consensus, check_first_token_fixed, check_symmetric_consensus,
                                      check_token_lyapunov_monotone, check_tracking_radius)
 from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection, full_mask

@@ -2,9 +2,9 @@
 
 from hypothesis import example, given
 
-from reports.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
-from tests.properties.checks import (check_attention_bounds, check_consensus_returns, check_full_convergence,
+from sim.properties.conclusions import (check_attention_bounds, check_consensus_returns, check_full_convergence,
                                      check_full_invariance, check_full_lyapunov)
 from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection, UnnormalisedAttention

@@ -2,9 +2,9 @@
 
 from hypothesis import given
 
-from reports.checks import check
+from foundation.registration import check
 from tests.properties import strategies as S
-from tests.properties.checks import check_potential_monotone
+from sim.properties.conclusions import check_potential_monotone
 from tests.properties.control import budget, control_record, find_violation, observe
 from tests.properties.models import ReversedProjection
 

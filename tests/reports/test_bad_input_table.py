@@ -51,7 +51,7 @@ def _read_only(root: Path) -> Path:
 
 
 def _chunk_without_witnesses(root: Path) -> Path:
-    from reports.files import sha256
+    from foundation.files import sha256
 
     folder = root / "search-no-witnesses"
     if not folder.exists():
@@ -294,7 +294,7 @@ def test_a_full_disk_is_one_line_and_the_folder_resumes(tmp_path, capsys, monkey
     same command, once there is room, resumes from pass 1 and gives the numbers of an uninterrupted run."""
     import torch
 
-    from reports import files
+    from foundation import files
 
     arguments = ["run", *TINY, "--passes", "2"]
     assert cli.main([*arguments, "--out", str(tmp_path / "whole")]) == 0

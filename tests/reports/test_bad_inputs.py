@@ -10,8 +10,8 @@ import pytest
 
 from reports.__main__ import ROOT, main, run_benchmark
 from reports.build import SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
-from reports.manifest import git_revision
-from reports.outputs import OutputError, check_output_folder, claim_output_folder
+from foundation.manifest import git_revision
+from foundation.outputs import OutputError, check_output_folder, claim_output_folder
 
 pytest_plugins = ["pytester"]
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.manifest import git_revision
-from reports.outputs import check_output_folder, claim_output_folder
+from foundation.manifest import git_revision
+from foundation.outputs import check_output_folder, claim_output_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_SELECTION = ["--", "tests/reports/test_records.py"]

@@ -1,4 +1,4 @@
-"""Checks registered by claim (reports.checks): validation at import, records of the running check, coverage and
+"""Checks registered by claim (foundation.registration): validation at import, records of the running check, coverage and
 gaps, and what a test without a claim contributes (nothing)."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.checks import (COVERED, GAP, REGISTERED, Check, check, checks_of, claim_result, coverage, gaps,
+from foundation.registration import (COVERED, GAP, REGISTERED, Check, check, checks_of, claim_result, coverage, gaps,
                             registrations)
 from reports.pytest_plugin import FULL_ENV
 
@@ -77,7 +77,7 @@ def test_a_record_of_another_claim_than_registered_is_an_error():
     # negative control of the validation: the check is registered for full.wendel, returns a causal.scalar record
     @check("full.wendel", method="exact")
     def mislabelled():
-        from reports.records import CheckResult
+        from foundation.records import CheckResult
 
         return CheckResult("causal.scalar", "symbolic", "verified")
 
@@ -103,8 +103,8 @@ def test_coverage_reaches_covered_and_gap():
 
 # --- through pytest --------------------------------------------------------------------------------
 GAPS_SUITE = '''
-from reports.checks import check
-from reports.records import CheckResult
+from foundation.registration import check
+from foundation.records import CheckResult
 
 @check("full.wendel", method="exact")
 def test_exact():
@@ -146,7 +146,7 @@ def test_typo():
 '''
 
 UNKNOWN_CHECK = '''
-from reports.checks import check
+from foundation.registration import check
 
 @check("full.wendle", method="exact")
 def test_typo():
@@ -163,7 +163,7 @@ def test_an_unknown_id_stops_the_run_at_collection_naming_it(pytester, suite):
 
 
 HELPER_SUITE = '''
-from reports.checks import check
+from foundation.registration import check
 
 def helper(n):
     return 2 ** n
@@ -191,9 +191,9 @@ def test_a_helper_test_adds_no_record(pytester, monkeypatch):
 
 
 RECORDING_SUITE = '''
-from reports.checks import check
+from foundation.registration import check
 from reports.pytest_plugin import current_claim
-from reports.records import CheckResult
+from foundation.records import CheckResult
 
 @check("full.wendel", method="exact")
 def test_records_another_claim(record):

@@ -3,16 +3,20 @@ every registered check is named by its claim, and no declared evidence kind is l
 report's gaps list is empty."""
 
 import importlib
+import inspect
 import pkgutil
+import textwrap
 from dataclasses import replace
 
 import pytest
 
-from reports.checks import REGISTERED, Check, coverage, gaps, naming_problems, resolve
-from reports.registry import CLAIMS, get_claim
+from foundation.registration import REGISTERED, Check, coverage, gaps
+from foundation.registry import CLAIMS, SEARCH_CHECKS, Claim, get_claim
+from reports.named_checks import naming_problems, resolve
 
-#: The packages whose modules hold the registered check functions (tests/properties/checks.py among the tests).
-PACKAGES = ("theory", "sim", "empirical", "tests")
+#: The packages whose modules hold the registered check functions (the tests hold none: the registry may not name
+#: a function in them, tests/reports/test_layout.py).
+PACKAGES = ("theory", "sim", "empirical")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,7 @@ def test_naming_problems_report_a_missing_check_an_unnamed_one_and_a_gap():
     """Negative control: planted entries with a name leading nowhere, a name of another claim's check, a registered
     check left unnamed, and a declared kind without a check are each reported."""
     wendel = get_claim("full.wendel")
-    exact, monte_carlo = (f"theory.wendel:{name}" for name in ("check_closed_forms", "monte_carlo"))
+    exact, monte_carlo = (f"theory.wendel:{name}" for name in ("check_closed_forms", "check_monte_carlo"))
     planted = [replace(wendel, checks=(exact, "theory.wendel:no_such_check")),
                replace(get_claim("causal.scalar"), checks=(exact, "theory.causal:check_scalar",
                                                             "theory.causal:numeric_scalar"))]
@@ -60,7 +64,7 @@ def test_naming_problems_report_a_missing_check_an_unnamed_one_and_a_gap():
 
 def test_a_name_of_an_unregistered_function_does_not_resolve():
     with pytest.raises(LookupError, match="not a registered check"):
-        resolve("reports.checks:coverage")
+        resolve("foundation.registration:coverage")
     with pytest.raises(LookupError, match="no such function"):
         resolve("sim.no_such_module:check")
 
@@ -74,3 +78,43 @@ def test_a_planted_kind_without_a_check_is_a_gap(suite_checks):
         "full.wendel: no named check of the declared kind 'figure' (a gap)."]
     without = [c for c in suite_checks if (c.claim, c.method) != ("sim.fig2", "numeric")]
     assert gaps(coverage(without)) == {"sim.fig2": ["numeric"]}
+
+
+#: The rules of a conjecture's family that a reader of its search checks reads (sim.conjectures.families.Family).
+FAMILY_RULES = ("decode", "distance", "hypotheses", "state_margin")
+
+
+def files_to_a_check(claim: Claim, families: dict) -> set[str]:
+    """The files a reader opens from ``claim``'s registry entry to the code that decides it: the registry, the
+    module of its first named check, and when that is a search check the modules holding its family's rules
+    (``FAMILY_RULES``; the default "no hypothesis on the state" is no rule to read)."""
+    from sim.conjectures.families import no_state_hypothesis
+
+    first = claim.checks[0].partition(":")[0]
+    files = {inspect.getsourcefile(Claim), inspect.getsourcefile(importlib.import_module(first))}
+    if claim.checks[0] in SEARCH_CHECKS:
+        rules = [getattr(families[claim.id], name) for name in FAMILY_RULES]
+        files |= {inspect.getsourcefile(rule) for rule in rules if rule is not no_state_hypothesis}
+    return files
+
+
+def test_every_claim_leads_to_its_check_in_at_most_three_files():
+    """The figures docs/layout.md states ("From a claim to its check"): 2 files for a claim that names its check
+    directly, 3 for a conjecture whose first check is a search (registry, replay, its family's module)."""
+    from sim.conjectures.families import FAMILIES
+
+    counts = {claim.id: len(files_to_a_check(claim, FAMILIES)) for claim in CLAIMS}
+    searched = {c.id for c in CLAIMS if c.checks[0] in SEARCH_CHECKS}
+    assert {c: n for c, n in counts.items() if c not in searched} == {c: 2 for c in counts if c not in searched}
+    assert {c: n for c, n in counts.items() if c in searched} == {c: 3 for c in searched}
+
+
+def test_negative_control_a_family_rule_kept_elsewhere_costs_a_file():
+    """A conjecture whose hypotheses were kept in a module of their own would take a fourth file (here: textwrap's
+    dedent stands in for that module's function)."""
+    from sim.conjectures.families import FAMILIES
+
+    claim = get_claim("conj.nonsymmetric-full")
+    moved = {claim.id: replace(FAMILIES[claim.id], hypotheses=textwrap.dedent)}
+    assert len(files_to_a_check(claim, FAMILIES)) == 3
+    assert len(files_to_a_check(claim, moved)) == 4

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from consensus import cli
-from reports.helpformat import DefaultsHelpFormatter
+from foundation.helpformat import DefaultsHelpFormatter
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND_LINES = [[name] for name in cli.COMMANDS if name != "bench"] + [["bench", w] for w in cli.BENCHMARKS]

@@ -2,8 +2,11 @@
 
 The rule is the table "package | may import" in docs/layout.md, read here; every module of every package (of the
 project root's folders with an ``__init__.py``, tests/ aside) is read with ``ast``, imports inside functions
-included. Negative controls: the checker run on small planted trees must report an upward import, a private
-import, a sibling subpackage its row does not list, and a package without a row.
+included. The registry's check names ("module:qualname", ``Claim.checks``) are imports by string: each is read as
+an import of the module that resolves them (:data:`RESOLVER`) and held to its row, and the ground floor (a row that
+may import nothing of ours) resolves no name by string at all. Negative controls: the checker run on small planted
+trees must report an upward import, a private import, a sibling subpackage its row does not list, a package
+without a row, a check name pointing up or into the tests, and a ground-floor ``importlib.import_module``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 
@@ -110,15 +114,94 @@ def violations(root: Path, rules: dict[str, set[str]]) -> list[str]:
     return list(dict.fromkeys(found))  # one line for ``from x import a, b``
 
 
+#: The module that resolves the registry's check names: each name is an import of it.
+RESOLVER = "reports.named_checks"
+
+
+def name_violations(names: Iterable[str], modules: Iterable[str], rules: dict[str, set[str]],
+                    resolver: str = RESOLVER) -> list[str]:
+    """Each check name ``module:qualname`` read as an import of ``resolver``: a name whose module is no module of
+    the ruled packages (a test module among them) or lies in a row that the resolver's row does not allow."""
+    modules, row, found = set(modules), row_of(resolver, rules), []
+    for name in names:
+        module = name.partition(":")[0]
+        target_row = row_of(module, rules)
+        if module not in modules or target_row is None:
+            found.append(f"check name {name}: {module} is no module of the ruled packages (the tests are none)")
+        elif not _related(row, target_row) and not any(_within(target_row, allowed) for allowed in rules[row]):
+            found.append(f"check name {name}: {resolver} ({row}) may not import {module} ({target_row})")
+    return found
+
+
+def dynamic_imports(source: str) -> list[int]:
+    """The lines of ``source`` that import a module named by a string: ``importlib.import_module(...)``,
+    ``import_module(...)`` or ``__import__(...)``."""
+    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+    return sorted(node.lineno for node in calls
+                  if (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                  or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__")))
+
+
+def ground_floor_string_imports(root: Path, rules: dict[str, set[str]]) -> list[str]:
+    """Dynamic imports in the modules of a row that may import nothing of ours (the ground floor)."""
+    return [f"{path.relative_to(root)}:{line}: {module} resolves a module by name on the ground floor"
+            for module, path in package_modules(root).items()
+            if (row := row_of(module, rules)) is not None and not rules[row]
+            for line in dynamic_imports(path.read_text())]
+
+
+def registry_check_names() -> list[str]:
+    from foundation.registry import CLAIMS
+
+    return [name for claim in CLAIMS for name in claim.checks]
+
+
 def test_every_import_follows_the_layout_table():
     assert violations(ROOT, import_rules(LAYOUT.read_text())) == []
+
+
+def test_every_check_name_of_the_registry_is_an_allowed_import_of_its_resolver():
+    rules = import_rules(LAYOUT.read_text())
+    modules = package_modules(ROOT)
+    assert RESOLVER in modules
+    assert name_violations(registry_check_names(), modules, rules) == []
+    assert ground_floor_string_imports(ROOT, rules) == []
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("tests.properties.strategies:instances",
+     "check name tests.properties.strategies:instances: tests.properties.strategies is no module of the ruled "
+     "packages (the tests are none)"),
+    ("consensus.cli:main",
+     "check name consensus.cli:main: reports.named_checks (reports) may not import consensus.cli (consensus)"),
+], ids=["into-the-tests", "upward"])
+def test_negative_control_a_planted_check_name_is_reported(name, expected):
+    """The registry's names with one planted: a name in the tests, and one on a floor above the report."""
+    rules = import_rules(LAYOUT.read_text())
+    assert name_violations([*registry_check_names(), name], package_modules(ROOT), rules) == [expected]
+
+
+def test_negative_control_check_names_in_a_planted_tree(tmp_path):
+    """The resolver ``top.right`` may import ``base``, not its sibling ``top.left``."""
+    modules = package_modules(_tree(tmp_path, PLANTED))
+    assert name_violations(["base.core:shared"], modules, PLANTED_RULES, "top.right") == []
+    assert name_violations(["top.left.work:run"], modules, PLANTED_RULES, "top.right") == [
+        "check name top.left.work:run: top.right (top.right) may not import top.left.work (top.left)"]
+
+
+def test_negative_control_a_ground_floor_string_import_is_reported(tmp_path):
+    edit = {"base/core.py": PLANTED["base/core.py"] + "\n\ndef find(name):\n    import importlib\n\n"
+                                                     "    return importlib.import_module(name)\n"}
+    assert ground_floor_string_imports(_tree(tmp_path, PLANTED), PLANTED_RULES) == []
+    assert ground_floor_string_imports(_tree(tmp_path, {**PLANTED, **edit}), PLANTED_RULES) == [
+        "base/core.py:12: base.core resolves a module by name on the ground floor"]
 
 
 def test_the_table_rows_as_the_layout_page_writes_them():
     """The reading of the table itself: backticked names only, commentary ignored, an empty cell allows nothing."""
     rules = import_rules(LAYOUT.read_text())
-    assert rules["reports"] == set()
-    assert rules["consensus"] == {"theory", "sim", "empirical", "reports"}
+    assert rules["foundation"] == set()
+    assert rules["consensus"] == {"theory", "sim", "empirical", "reports", "foundation"}
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

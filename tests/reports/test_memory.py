@@ -2,7 +2,7 @@
 
 `make report` was killed by the kernel at 23.2 GB when one process ran the models one after another; the fix runs
 each model run and audit in a child process (empirical/isolation.py) and holds the report's peak to a bound
-(reports/memory.py). Each test here can fail: the negative controls show the measurement sees what it must.
+(foundation/memory.py). Each test here can fail: the negative controls show the measurement sees what it must.
 """
 
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from empirical.isolation import in_child
-from reports.memory import (ALONE, CHILD, GIB, MEMORY_LEDGER_ENV, TEST_PROCESS, over_bound, own_peak_bytes, read_ledger,
+from foundation.memory import (ALONE, CHILD, GIB, MEMORY_LEDGER_ENV, TEST_PROCESS, over_bound, own_peak_bytes, read_ledger,
                             record_stage, report_peak, run_measured, summary)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_a_measured_command_reports_its_own_peak(tmp_path):
     that allocates nothing."""
     ledger = tmp_path / "memory.jsonl"
     allocate = f"b = bytearray({PLANTED}); b[::4096] = b'x' * len(b[::4096])"
-    measure = ("import sys; from reports.memory import run_measured; "
+    measure = ("import sys; from foundation.memory import run_measured; "
                "sys.exit(run_measured([sys.executable, '-c', sys.argv[1]], sys.argv[2]))")
     for name, command in (("allocates", allocate), ("allocates nothing", "pass")):
         subprocess.run([sys.executable, "-c", measure, command, name], cwd=ROOT, check=True,

@@ -1,4 +1,4 @@
-"""Outputs never clobber: one output-folder check (reports.outputs) for every command that writes a folder.
+"""Outputs never clobber: one output-folder check (foundation.outputs) for every command that writes a folder.
 
 A bad path is refused by every command alike, with exit status 2, one line on stderr, nothing written and nothing
 lost; a folder of the same command and settings is resumed; the test run's report has a folder of its own."""
@@ -13,7 +13,7 @@ import empirical.cli  # noqa: F401  (imported before the commands run: no import
 import reports.__main__  # noqa: F401
 import sim.__main__  # noqa: F401
 from consensus import cli
-from reports.outputs import (SETTINGS_FILE, OutputError, check_output_folder, claim_output_folder, read_json,
+from foundation.outputs import (SETTINGS_FILE, OutputError, check_output_folder, claim_output_folder, read_json,
                              unreadable)
 
 pytest_plugins = ["pytester"]
@@ -136,7 +136,7 @@ def test_a_corrupt_search_chunk_is_refused_naming_it(tmp_path, capsys):
     assert cli.main([*COMMANDS["search"], str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{chunk}: its sha256" in err[0] and "is not the one chunks/index.json records" in err[0]
-    from reports.files import sha256  # the damaged chunk's hash recorded: its content is checked next
+    from foundation.files import sha256  # the damaged chunk's hash recorded: its content is checked next
 
     (tmp_path / "chunks" / "index.json").write_text(json.dumps({chunk.name: sha256(chunk)}))
     assert cli.main([*COMMANDS["search"], str(tmp_path)]) == 2
@@ -191,10 +191,10 @@ def test_a_second_process_is_refused_the_lock_naming_the_first(tmp_path):
     import sys
     import time
 
-    from reports.outputs import OutputError, output_lock
+    from foundation.outputs import OutputError, output_lock
 
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys; from reports.outputs import output_lock\n"
+        "import sys; from foundation.outputs import output_lock\n"
         f"with output_lock({str(tmp_path / 'out')!r}, command='sim figure'):\n"
         "    print('held', flush=True); sys.stdin.read()")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -215,7 +215,7 @@ def test_output_files_are_readable_as_the_umask_allows(tmp_path):
     """mkstemp creates 0600 files; the atomic writer gives them 0666 less the umask (0644 under umask 022)."""
     import os
 
-    from reports.files import write_json
+    from foundation.files import write_json
 
     previous = os.umask(0o022)
     try:

@@ -17,7 +17,7 @@ from reports.checkout import REPORT_MODULES, report_prerequisites
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: The product packages, installed by pip (pyproject.toml [tool.setuptools]).
-PACKAGES = ("theory", "sim", "empirical", "reports", "consensus")
+PACKAGES = ("foundation", "theory", "sim", "empirical", "reports", "consensus")
 #: Tools only the tests (and the report, which runs them) use.
 TEST_TOOLS = ("pytest", "hypothesis", "pytest-timeout", "pytest-xdist", "pytest-randomly", "playwright", "mutmut",
               "cosmic-ray")

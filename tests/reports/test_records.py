@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from reports.records import NO_CHECK, CheckResult, Figure, ReportSection, Table, worst_verdict
+from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Table, worst_verdict
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_a_conjecture_is_verified_only_by_a_proof():
 
 
 def test_complex_numbers_become_real_and_imaginary_parts():
-    from reports.records import jsonable
+    from foundation.records import jsonable
 
     assert jsonable(np.complex128(1.5 - 2j)) == [1.5, -2.0]
     assert json.loads(json.dumps(jsonable({"z": 3j}))) == {"z": [0.0, 3.0]}

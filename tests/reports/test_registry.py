@@ -2,7 +2,7 @@
 
 import pytest
 
-from reports.registry import CLAIMS, CLAIMS_BY_ID, Claim, get_claim
+from foundation.registry import CLAIMS, CLAIMS_BY_ID, Claim, get_claim
 
 SPEC_IDS = [
     "model.projection", "model.continuum", "model.layernorm", "grad.projection", "grad.field",

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from reports import render
-from reports.formulas import AUDIT_FRAGMENTS, CLAIM_TEX, STATEMENT_FRAGMENTS, typeset_fragments
-from reports.records import NO_CHECK, VERDICTS, CheckResult
-from reports.registry import CLAIMS_BY_ID, ORIGIN_LABELS
+from reports import formulas, render
+from reports.formulas import AUDIT_FRAGMENTS, STATEMENT_FRAGMENTS, typeset_fragments
+from foundation.records import NO_CHECK, VERDICTS, CheckResult
+from foundation.registry import CLAIMS_BY_ID, ORIGIN_LABELS
 from theory.wendel import CORRECTED as WENDEL_CORRECTED
 from theory.wendel import PRINTED as WENDEL_PRINTED
 
@@ -17,8 +17,15 @@ EMPIRICAL = Path(__file__).resolve().parents[2] / "empirical"
 THEORY = EMPIRICAL.parent / "theory"
 
 
-def test_every_claim_formula_belongs_to_a_registry_claim():
-    assert set(CLAIM_TEX) <= set(CLAIMS_BY_ID)
+def test_a_claims_formula_is_typeset_beside_its_statement():
+    """The formula is the claim's own (``Claim.formula``): the page shows it as display math with the statement;
+    a claim without one (causal.reparam) shows its statement alone (negative control)."""
+    with_formula, without = _entry("full.invariance", "verified"), _entry("causal.reparam", "verified")
+    assert with_formula["claim"].formula and not without["claim"].formula
+    page = render.render_html(entries=[with_formula, without], sections=[], manifest={}, counts={}, mathjax=None)
+    assert str(formulas.display_math(with_formula["claim"].formula)) in page
+    assert page.count('<div class="math display">') == 1 + page.count(str(formulas.display_math(
+        with_formula["claim"].formula)))  # eq. 6 on the first screen, and the one claim's formula
 
 
 def test_every_statement_fragment_is_written_by_a_check():

@@ -6,13 +6,13 @@ import re
 import pytest
 
 from reports.pytest_plugin import FULL_ENV, FULL_TIMEOUT
-from reports.registry import CLAIMS
+from foundation.registry import CLAIMS
 
 pytest_plugins = ["pytester"]
 
 SUITE = '''
 import pytest
-from reports.records import CheckResult, Figure
+from foundation.records import CheckResult, Figure
 
 @pytest.mark.claim("full.wendel", method="exact")
 def test_passes_without_records():
@@ -211,13 +211,13 @@ def seen(request):
 @pytest.fixture(scope="session", autouse=True)
 def summary(report_section):
     """Like the property suite's summary: made in each process, of the tests that process ran."""
-    from reports.records import ReportSection, Table
+    from foundation.records import ReportSection, Table
     yield
     report_section(ReportSection("Summary", tables=(Table("seen", ("test",), tuple(sorted((n,) for n in SEEN))),)))
 
 
 def test_adds_a_section(report_section):
-    from reports.records import ReportSection, Table
+    from foundation.records import ReportSection, Table
     report_section(ReportSection("A test's section", text="sent with the test's report",
                                  tables=(Table("t", ("a", "b"), ((1, 2.5),)),)))
 '''

@@ -1,4 +1,4 @@
-"""The machine-readable outputs and their JSON Schemas (reports/schemas/): each schema is valid, carries the version
+"""The machine-readable outputs and their JSON Schemas (foundation/schemas/): each schema is valid, carries the version
 the writers write, and real outputs of the commands validate against it; a file missing a core key does not."""
 
 import json
@@ -8,13 +8,12 @@ import jsonschema
 import pytest
 
 from consensus import cli
-from reports.outputs import SCHEMA_VERSIONS, SETTINGS_FILE
+from foundation.outputs import SCHEMA_VERSIONS, SCHEMAS, SETTINGS_FILE, schema_path
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import run_search
 from sim.conjectures.search import planted
 from tests.sim.test_conjectures import _repulsive, _repulsive_hypotheses
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "reports" / "schemas"
 
 pytest_plugins = ["pytester"]
 
@@ -68,7 +67,7 @@ def test_a_search_writes_a_summary_and_witnesses_that_validate(tmp_path):
 
 def test_a_test_run_writes_verdicts_that_validate(pytester):
     pytester.makepyfile(test_one=(
-        "from reports.checks import check\n"
+        "from foundation.registration import check\n"
         "@check('full.wendel', method='exact')\n"
         "def test_one():\n    pass\n"))
     pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(passed=1)
@@ -102,3 +101,10 @@ def test_a_witness_without_its_certificate_does_not_validate():
     del witness["certificate"]["numbers"]["basin_radius"]
     with pytest.raises(jsonschema.ValidationError, match="basin_radius"):
         jsonschema.validate(witness, schema("witness"), cls=jsonschema.Draft202012Validator)
+
+
+def test_every_output_has_its_schema_file_and_an_unknown_name_none():
+    """sim.conjectures.replay finds the witness schema through foundation.outputs.schema_path, not a path of its own."""
+    assert all(schema_path(name).is_file() for name in SCHEMA_VERSIONS)
+    with pytest.raises(KeyError, match="no output named 'witnesses'"):
+        schema_path("witnesses")

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from reports.outputs import OutputError
+from foundation.outputs import OutputError
 from sim import AttentionField
 from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
@@ -60,6 +60,40 @@ def test_hypothesis_checks_reject_instances_outside_them():
     value = FAMILIES["conj.value-full"]
     rotation = np.array([[[0.0, -1.0], [1.0, 0.0]]])  # eigenvalues +-i: no real top eigenvalue
     assert value.hypotheses(PURSUIT_P, rotation, PURSUIT_Y0)
+
+
+def _turns(*angles: float) -> np.ndarray:
+    """Unit tokens in the plane at the given angles (in turns), shape=[l, 2]."""
+    return np.array([[np.cos(2 * np.pi * a), np.sin(2 * np.pi * a)] for a in angles])
+
+
+#: sum_eta U_eta = diag(3, 1.5): v = e_1 (its top eigenvalue 3 is simple and positive).
+TWO_HEADS_U = np.array([np.diag([2.0, 1.0]), np.diag([1.0, 0.5])])
+
+
+@pytest.mark.parametrize("claim, U, y, expected", [
+    # the regular triangle's hull has inradius 1/2 around 0; the square's 1/sqrt(2)
+    pytest.param("conj.nonsymmetric-full", np.eye(2)[None], _turns(0, 1 / 3, 2 / 3), 0.5, id="triangle"),
+    pytest.param("conj.nonsymmetric-attractive", np.eye(2)[None], _turns(0, 1 / 4, 1 / 2, 3 / 4), 2 ** -0.5,
+                 id="square"),
+    # control: in no open hemisphere, but 0 on the hull's boundary (a closed half-plane holds them): no margin
+    pytest.param("conj.nonsymmetric-full", np.eye(2)[None], _turns(0, 1 / 4, 1 / 2), 0.0, id="control-boundary"),
+    # control: three tokens in one open half-plane: 0 is outside their hull
+    pytest.param("conj.nonsymmetric-full", np.eye(2)[None], _turns(0, 0.1, 0.2), 0.0, id="control-hemisphere"),
+    pytest.param("conj.multihead-causal", TWO_HEADS_U, _turns(0.1, -0.2), np.cos(0.4 * np.pi), id="in-cone"),
+    # control: one token across the hyperplane v^T y = 0, out of D^l(v)
+    pytest.param("conj.multihead-causal-common", TWO_HEADS_U, _turns(0.1, 0.3), np.cos(0.6 * np.pi),
+                 id="control-out-of-cone"),
+    pytest.param("conj.multihead-causal", np.array([np.diag([1.0, 1.0])] * 2), _turns(0.0, 0.1), -np.inf,
+                 id="control-no-simple-top"),
+    pytest.param("conj.value-full", np.eye(2)[None], _turns(0, 0.1), np.inf, id="no-state-hypothesis"),
+])
+def test_a_familys_state_margin_is_the_one_seek_and_replay_read(claim, U, y, expected):
+    """One margin inside a claim's hypotheses on the state (``Family.state_margin``), which the seeking search
+    scores equilibria by and the replay holds a witness's start to; > 0 exactly inside."""
+    margin = get_family(claim).state_margin(U, y[None])
+    assert margin.shape == (1,)
+    assert margin[0] == pytest.approx(expected, abs=1e-12)  # float64 hulls and dot products of unit vectors
 
 
 def test_gradient_case_with_W_equal_P_is_the_identity_case_on_the_sphere():
@@ -209,7 +243,7 @@ def _tree(folder):
 
 def _tamper_chunk(folder, sign):
     """Chunk 0 rewritten as an attacker would: 999 hits and no witnesses; ``sign``: its new sha256 recorded too."""
-    from reports.files import sha256
+    from foundation.files import sha256
 
     path = folder / "chunks" / "chunk-00000.json"
     chunk = json.loads(path.read_text())
@@ -260,7 +294,7 @@ def test_a_chunk_the_index_does_not_list_is_searched_again(repulsive_family, tmp
 
 
 def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_path):
-    from reports.files import sha256
+    from foundation.files import sha256
 
     run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
     path = tmp_path / "chunks" / "chunk-00000.json"

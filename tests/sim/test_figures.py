@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from reports.checks import check
-from reports.scale import report_scale
+from foundation.registration import check
+from foundation.scale import report_scale
 from sim.field.reversed import TimeReversed
 from sim.figures.numbers import measure_figure2, measure_figure3, measure_figure4, measure_figure5, measure_figure6
 from sim.figures.plots import (check_figure2, check_figure3, check_figure4, figure_data, make_figure, simulate_figure2,
@@ -20,7 +20,7 @@ from sim.figures.plots import (check_figure2, check_figure3, check_figure4, figu
 from sim.figures.scenarios import full_attention_example, symmetric_value_example
 
 
-#: The paper's sizes of the full checks; at the smoke scale of a report build (reports/scale.py) the fast ones.
+#: The paper's sizes of the full checks; at the smoke scale of a report build (foundation/scale.py) the fast ones.
 FULL_SIZE = "fast" if report_scale() == "smoke" else "full"
 
 

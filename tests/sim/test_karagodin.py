@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.scale import report_scale
+from foundation.scale import report_scale
 from sim.__main__ import main
 from sim.conjectures.families import FAMILIES, Shape
 from sim.conjectures.karagodin import (THM15, THM2_L, THM2_PERP, block_matrix, certified_spectrum,
@@ -125,7 +125,7 @@ def test_every_refuted_claim_has_a_documented_command():
 
 
 def _commands_at_this_scale() -> list[list[str]]:
-    """Every documented command; at the smoke scale of a report build (reports/scale.py) the first only (CI)."""
+    """Every documented command; at the smoke scale of a report build (foundation/scale.py) the first only (CI)."""
     commands = documented_commands()
     return commands[:1] if report_scale() == "smoke" else commands
 

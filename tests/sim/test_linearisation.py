@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from reports.checks import check
+from foundation.registration import check
 from sim.field.dynamics import AttentionField
 from sim.conjectures.linearisation import check_stable_consensus, equilibria, tangent_basis, tangent_jacobian
 

@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from reports.checks import check
-from reports.records import ReportSection, Table
+from foundation.registration import check
+from foundation.records import ReportSection, Table
 from sim import (AdaptiveStepSize, AttentionField, ConstantStepSize, DiscreteModel, Dopri5, Ellipsoid, Euler, RK4,
                  SaveAt, SolveOptions, integrate_fixed, solve)
 from sim.solvers.checks import (ORDER_SLACK, check_continuum, convergence_order, order_guide, plot_orders,
                                 reference_solution, solver_order)
+from sim.solvers.dopri5 import DORMAND_PRINCE, ButcherTableau
 from sim.figures.scenarios import full_attention_example
 from tests.sim.conftest import W3
 
@@ -74,6 +75,31 @@ def test_adaptive_dopri5_is_scipy_rk45_on_one_instance(problem):
                        atol=1e-8)
     assert ours.evaluations == theirs.nfev
     np.testing.assert_allclose(ours.ys[-1], Ellipsoid().project(theirs.y[:, -1].reshape(y0.shape)), atol=1e-9)
+
+
+def tableau_defects(tableau: ButcherTableau) -> list[str]:
+    """Which of the consistency conditions of an explicit pair fail: each row of ``a`` sums to its ``c``, the
+    weights ``b`` sum to 1, the error weights ``b - b_hat`` to 0 (to 1e-15: sums of a few O(1) fractions)."""
+    defects = [f"row {s}" for s, (c, row) in enumerate(zip(tableau.c, tableau.a)) if abs(sum(row) - c) > 1e-15]
+    defects += ["b"] * (abs(sum(tableau.b) - 1.0) > 1e-15) + ["error"] * (abs(sum(tableau.error)) > 1e-15)
+    return defects
+
+
+def test_the_shared_tableau_is_scipys_rk45_and_consistent():
+    """One tableau for Dopri5 and the compiled integrations: scipy's (its E is b_hat - b, ours b - b_hat)."""
+    from scipy.integrate import RK45
+
+    np.testing.assert_array_equal(DORMAND_PRINCE.a_matrix(), RK45.A)
+    np.testing.assert_array_equal(DORMAND_PRINCE.c, RK45.C)
+    np.testing.assert_array_equal(DORMAND_PRINCE.b, RK45.B)
+    np.testing.assert_array_equal(DORMAND_PRINCE.error, -RK45.E)
+    assert Dopri5.tableau is DORMAND_PRINCE and tableau_defects(DORMAND_PRINCE) == []
+
+
+def test_negative_control_an_inconsistent_tableau_is_found():
+    broken = DORMAND_PRINCE._replace(a=(*DORMAND_PRINCE.a[:3], (44 / 45, -56 / 15, 32 / 9 + 1e-6),
+                                        *DORMAND_PRINCE.a[4:]))
+    assert tableau_defects(broken) == ["row 3"]
 
 
 def test_adaptive_error_is_within_the_tolerance(problem):

@@ -1,6 +1,6 @@
 """Asymptotic stability of consensus for constant P (full.autonomous, Remark 4.1; sim/figures/stability.py)."""
 
-from reports.checks import check
+from foundation.registration import check
 from sim.field.dynamics import AttentionField
 from sim.field.reversed import TimeReversed
 from sim.figures.stability import ATTRACTION_RATIO, check_asymptotic_stability, perturbed_runs

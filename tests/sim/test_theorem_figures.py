@@ -3,7 +3,7 @@ falls below the consensus tolerance on every seeded start; the time-reversed mod
 
 import pytest
 
-from reports.checks import check
+from foundation.registration import check
 from sim.figures.theorems import (check_causal_identity_figure, check_causal_symmetric_figure,
                                   check_full_convergence_figure, make_theorem_figure)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from flint import arb
 
-from sim.conjectures.certify import attention_field, run
+from sim.conjectures.certify import attention_field, integrate
 from sim.field.eq6 import eq6
-from sim.conjectures.jets import seed, split
+from sim.conjectures.jets import independent_jets, values_and_jacobian
 from sim.conjectures.validated import Chart, Problem, certify, krawczyk, refine
 
 ROTATION = np.array([[0.0, -1.0], [1.0, 0.0]])
@@ -57,7 +57,7 @@ def test_jet_jacobian_matches_central_differences():
     chart = Chart.at(y, exact=False)
     F = Problem(P, U, causal=False).field(chart, exact=False)
     x = 0.01 * rng.standard_normal(chart.dimension)
-    _, jacobian = split(F(seed(list(x), 0.0, 1.0))[0])
+    _, jacobian = values_and_jacobian(F(independent_jets(list(x), 0.0, 1.0))[0])
     step = 1e-6  # central differences: truncation ~1e-12, rounding ~1e-10
     columns = [(F(x + step * e)[0] - F(x - step * e)[0]) / (2 * step) for e in np.eye(len(x))]
     np.testing.assert_allclose(jacobian.astype(float), np.stack(columns, axis=1), atol=1e-8)
@@ -76,7 +76,7 @@ def test_a_rotating_triangle_is_certified_in_the_co_rotating_frame():
     certificate = certify(Problem(TRIANGLE_P, IDENTITY, causal=False, generator=ROTATION), TRIANGLE + 0.01)
     assert certificate.certified, certificate.summary()
     assert certificate.numbers["real_part_bound"] < 0 and certificate.numbers["basin_radius"] > 0
-    speed = float(certificate.numbers["rotation_speed"].split()[0])
+    speed = certificate.rotation_speed
     # the float64 flow moves the triangle rigidly at that speed: compare with the field's angular velocity
     y = certificate.equilibrium
     velocity = attention_field(TRIANGLE_P, IDENTITY, False)(0.0, y)
@@ -117,7 +117,7 @@ def test_the_old_finite_time_witnesses_are_rejected(path):
     antipodal tokens: a slow saddle inside a continuum of equilibria, never a certified attractor."""
     witness = json.loads(path.read_text())
     P, U, y0 = (np.asarray(witness[key], float) for key in ("P", "U", "y0"))
-    end = run(attention_field(P, U, witness["causal"]), y0, witness["t1"])[-1]
+    end = integrate(attention_field(P, U, witness["causal"]), y0, witness["t1"])[-1]
     assert not certify(Problem(P, U, witness["causal"]), end).certified
 
 

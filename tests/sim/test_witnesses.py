@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.scale import report_scale, scaled
+from foundation.scale import report_scale, scaled
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.replay import load, record_of, replay
@@ -22,7 +22,7 @@ from sim.conjectures.witnessview import REACHED, draw, tables, trajectory
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
                 if p.name != "index.json")
 #: The report's budget: instances per search (8 chunks of 32, each with its adversarial stage), on 2 workers; at the
-#: smoke scale of a report build (reports/scale.py) 2 chunks of 4.
+#: smoke scale of a report build (foundation/scale.py) 2 chunks of 4.
 FULL_INSTANCES, FULL_CHUNK = (8, 4) if report_scale() == "smoke" else (256, 32)
 
 

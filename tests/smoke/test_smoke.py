@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from empirical import adapter_for, load_model
-from empirical.consensus import misalignment
+from empirical.eq9 import misalignment
 from empirical.loop import looped_consensus, run_pass
 from empirical.models import TINY_MODELS
 from reports.build import claim_entries
-from reports.evidence import TestEvidence
-from reports.records import CheckResult, NO_CHECK
+from foundation.evidence import TestEvidence
+from foundation.records import CheckResult, NO_CHECK
 
 TOKENS = 9
 CHANGED = 5  # the perturbed position
@@ -96,7 +96,7 @@ def _record(verdict, claim="full.wendel", method="exact"):
 SOURCES = {"failed": lambda n: _test("failed", name=n), "refuted": lambda n: _test("passed", claims=(), name=n,
                                                                                   records=[_record("refuted")]),
            "verified": lambda n: _test("passed", name=n), "not-run": lambda n: _test("skipped", name=n)}
-SEVERITY = ["failed", "refuted", "verified", "not-run"]  # the most severe first (reports.records.VERDICTS)
+SEVERITY = ["failed", "refuted", "verified", "not-run"]  # the most severe first (foundation.records.VERDICTS)
 
 #: (the tests behind full.wendel, its verdict): the most severe record wins whatever the order of the tests (every
 #: ordered pair of sources, so that a rule reading the first or the last record fails several cases); nothing at all

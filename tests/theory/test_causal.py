@@ -2,7 +2,7 @@
 causal.time-varying."""
 
 
-from reports.checks import check
+from foundation.registration import check
 from theory import causal
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from theory.__main__ import main
-from theory.checks import CHECKS
+from theory.claim_checks import CHECKS
 
 
 def test_every_check_is_registered_under_a_claim_with_symbolic_exact_or_proof_evidence():
-    from reports.registry import get_claim
+    from foundation.registry import get_claim
     for claim in CHECKS:
         assert {"symbolic", "exact", "proof"} & set(get_claim(claim).evidence), claim
 

@@ -3,7 +3,7 @@
 
 import sympy as sp
 
-from reports.checks import check
+from foundation.registration import check
 from theory.conjectures import check_gradient_equilibria_proof
 
 

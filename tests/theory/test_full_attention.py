@@ -1,7 +1,7 @@
 """full.bounds, full.invariance, full.equilibria, full.lyapunov (Lemma 4.1, Theorem 4.1)."""
 
 
-from reports.checks import check
+from foundation.registration import check
 from theory import full_attention
 from theory.gram import Form, vector
 

@@ -3,7 +3,7 @@
 import sympy as sp
 import pytest
 
-from reports.checks import check
+from foundation.registration import check
 from theory import gradient
 from theory.gram import Form
 

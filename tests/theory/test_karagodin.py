@@ -4,7 +4,7 @@ each with a negative control that must fail."""
 
 import sympy as sp
 
-from reports.checks import check
+from foundation.registration import check
 from theory.karagodin import check_thm1_reduction, check_thm15_two_tokens, check_thm2_perp_first_token
 
 

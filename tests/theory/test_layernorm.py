@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from reports.checks import check
+from foundation.registration import check
 from theory import layernorm
 
 

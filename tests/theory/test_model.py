@@ -2,7 +2,7 @@
 
 import pytest
 
-from reports.checks import check
+from foundation.registration import check
 from theory import model
 from theory.gram import Form
 

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 from scipy.linalg import null_space
 
-from reports.checks import check
+from foundation.registration import check
 from theory.multihead_cascade import check_multihead_common_proof, comparison_margins
 
 #: Float64 rounding of the margins: O(1) sums of l h = 8 products of unit-size terms, so 1e-12 is ~ 5000 ulps.

@@ -5,8 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-from reports.checks import check
-from reports.scale import report_scale
+from foundation.registration import check
+from foundation.scale import report_scale
 from theory import wendel
 
 
@@ -16,15 +16,15 @@ def test_formula_with_d_equal_n_plus_1_matches_classical_closed_forms(record):
 
 
 # A test of two helper formulas agreeing, not of the claim's statement: it marks no claim, so its pass adds no record
-# to full.wendel (reports/evidence.py); check_closed_forms and monte_carlo check the claim.
+# to full.wendel (foundation/evidence.py); check_closed_forms and check_monte_carlo check the claim.
 @pytest.mark.parametrize("points, dimension", [(1, 1), (2, 1), (5, 3), (10, 3), (30, 7), (50, 500)])
 def test_wendel_closed_form_equals_cover_recursion(points, dimension):
     assert wendel.wendel_probability(points, dimension) == Fraction(wendel.cover_count(points, dimension), 2 ** points)
 
 
-@check(wendel.monte_carlo)
+@check(wendel.check_monte_carlo)
 def test_printed_formula_is_a_discrepancy_and_monte_carlo_confirms_the_corrected_one(record, tmp_path):
-    result = wendel.monte_carlo()
+    result = wendel.check_monte_carlo()
     record(dataclasses.replace(result, figures=(wendel.plot_probabilities(result, tmp_path / "wendel.png"),)))
     assert result.verdict == "discrepancy"
     for l, n, printed, corrected, cover, estimate, interval, samples in result.tables[0].rows:
@@ -33,32 +33,32 @@ def test_printed_formula_is_a_discrepancy_and_monte_carlo_confirms_the_corrected
     assert [10, 2] in result.numbers["printed differs at"]
 
 
-@check(wendel.monte_carlo, control=True)
+@check(wendel.check_monte_carlo, control=True)
 def test_monte_carlo_check_accepts_the_true_formula_and_flags_a_shifted_one():
-    true = wendel.monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 1))
-    shifted = wendel.monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 2))
+    true = wendel.check_monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 1))
+    shifted = wendel.check_monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 2))
     assert true.verdict == "verified"
     assert shifted.verdict == "discrepancy"
 
 
 @pytest.mark.full
-@check(wendel.monte_carlo)
+@check(wendel.check_monte_carlo)
 def test_monte_carlo_with_many_samples_and_gpt2_size(record, tmp_path):
-    smoke = report_scale() == "smoke"  # a report build's smoke scale (reports/scale.py): the path, on few samples
-    result = wendel.monte_carlo(seed=20250113, samples=500 if smoke else 5000, large_samples=30 if smoke else 300,
+    smoke = report_scale() == "smoke"  # a report build's smoke scale (foundation/scale.py): the path, on few samples
+    result = wendel.check_monte_carlo(seed=20250113, samples=500 if smoke else 5000, large_samples=30 if smoke else 300,
                                 pairs=(*wendel.PAIRS, (200, 1599)))
     record(dataclasses.replace(result, figures=(wendel.plot_probabilities(result, tmp_path / "wendel-full.png"),)))
     assert result.verdict == "discrepancy"
 
 
 def test_plotted_series_put_the_true_values_inside_the_intervals_and_the_printed_ones_outside_at_10_2():
-    series = wendel.probability_series(wendel.monte_carlo(samples=300, large_samples=30))
+    series = wendel.probability_series(wendel.check_monte_carlo(samples=300, large_samples=30))
     assert len(series["labels"]) == len(wendel.PAIRS)
     assert all(low <= true <= high for low, true, high in zip(series["low"], series["true"], series["high"]))
     at = series["labels"].index("l=10, n=2")
     assert not series["low"][at] <= series["printed"][at] <= series["high"][at]
     # the interval is the one the table prints (recomputed from estimate and samples, not parsed)
-    row = wendel.monte_carlo(samples=300, large_samples=30).tables[0].rows[at]
+    row = wendel.check_monte_carlo(samples=300, large_samples=30).tables[0].rows[at]
     assert row[6] == f"[{series['low'][at]:.4f}, {series['high'][at]:.4f}]"
 
 
@@ -72,7 +72,7 @@ def test_plot_of_a_record_without_the_monte_carlo_table_is_refused(tmp_path):
 def test_plot_writes_a_png_of_the_monte_carlo_record(tmp_path):
     import matplotlib.image
 
-    result = wendel.monte_carlo(samples=300, large_samples=30)
+    result = wendel.check_monte_carlo(samples=300, large_samples=30)
     figure = wendel.plot_probabilities(result, tmp_path / "wendel.png")
     height, width, _ = matplotlib.image.imread(figure.path).shape
     assert figure.path == str(tmp_path / "wendel.png") and width > height > 200

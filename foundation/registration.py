@@ -9,6 +9,9 @@ imported (for a test: when pytest collects it): an id outside the registry or a 
 an error naming it. A test may name a registered check function instead of repeating its id and method:
 ``@check(wendel.check_closed_forms)``.
 
+The registry names each claim's checks as ``module:qualname`` strings (``Claim.checks``); this module never resolves
+them, since they point up into the packages that stand on it: the report does (:mod:`reports.named_checks`).
+
 The registered checks say which declared evidence kinds of a claim (``Claim.evidence``) have a check:
 :func:`coverage` gives ``covered`` or ``gap`` per kind, and the report shows every gap.
 """
@@ -17,12 +20,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import importlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from .records import CheckResult
-from .registry import CLAIMS, EVIDENCE_KINDS, Claim, get_claim
+from .registry import CLAIMS, EVIDENCE_KINDS, get_claim
 
 #: The attribute a decorated function carries: a tuple of its :class:`Check` registrations.
 ATTRIBUTE = "claim_checks"
@@ -95,7 +97,7 @@ _RUNNING: contextvars.ContextVar[tuple[Check, ...]] = contextvars.ContextVar("ru
 
 def claim_result(verdict: str, *, claim: str | None = None, **fields: Any) -> CheckResult:
     """A record of the running registered check: its claim and method, ``verdict`` and the other fields of
-    :class:`~reports.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
+    :class:`~foundation.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
     running = _RUNNING.get()
     if not running:
         raise RuntimeError("claim_result() builds a record inside a function decorated with @check; none is running.")
@@ -144,49 +146,6 @@ def gaps(covered: Mapping[str, Mapping[str, str]]) -> dict[str, list[str]]:
     """The claims of a :func:`coverage` map with at least one declared evidence kind without a check."""
     return {claim: [k for k, state in kinds.items() if state == GAP]
             for claim, kinds in covered.items() if GAP in kinds.values()}
-
-
-def resolve(name: str) -> tuple[Check, ...]:
-    """The registrations of the function named ``name`` ("module:qualname", as ``Claim.checks`` writes it),
-    found by importing the module; ``LookupError`` saying why when the name leads to no registered check."""
-    module_name, _, qualname = name.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as error:
-        raise LookupError(f"{name}: no such function ({error}).") from None
-    found = registrations(target)
-    if not found:
-        raise LookupError(f"{name}: not a registered check (no @check on it).")
-    return found
-
-
-def naming_problems(claims: Iterable[Claim], registered: Iterable[Check]) -> list[str]:
-    """What keeps each claim's ``checks`` from leading to its checks: a name that resolves to no non-control
-    registration of that claim, a non-control check among ``registered`` of the claim that its entry does not
-    name, and a declared evidence kind that no named check covers (a gap). Empty when none."""
-    problems = []
-    by_claim: dict[str, set[str]] = {}
-    for c in registered:
-        if not c.control:
-            by_claim.setdefault(c.claim, set()).add(c.name)
-    for claim in claims:
-        kinds: set[str] = set()
-        for name in claim.checks:
-            try:
-                mine = [c for c in resolve(name) if c.claim == claim.id and not c.control]
-            except LookupError as error:
-                problems.append(f"{claim.id}: {error.args[0]}")
-                continue
-            if not mine:
-                problems.append(f"{claim.id}: {name} is a registered check, but not of {claim.id}.")
-            kinds |= {c.method for c in mine}
-        for name in sorted(by_claim.get(claim.id, set()) - set(claim.checks)):
-            problems.append(f"{claim.id}: the registered check {name} is not named in its entry's checks.")
-        for kind in [k for k in claim.evidence if k not in kinds]:
-            problems.append(f"{claim.id}: no named check of the declared kind {kind!r} (a gap).")
-    return problems
 
 
 def _name(function: Callable) -> str:

@@ -75,7 +75,7 @@ class CheckResult:
 
     def __post_init__(self) -> None:
         if self.claim not in CLAIMS_BY_ID:
-            raise ValueError(f"claim={self.claim!r} must be an id of the claim registry (reports/registry.py).")
+            raise ValueError(f"claim={self.claim!r} must be an id of the claim registry (foundation/registry.py).")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict={self.verdict!r} must be one of {VERDICTS}.")
         conjecture = CLAIMS_BY_ID[self.claim].conjecture

@@ -34,8 +34,17 @@ SETTINGS_FILE = "settings.json"
 #: the system's: fcntl.flock on the folder itself, released when the process ends, however it ends.
 LOCK_HOLDER = ".lock.json"
 #: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
-#: ``reports/schemas/<name>.schema.json`` (bump both when a required key changes).
+#: ``foundation/schemas/<name>.schema.json`` (bump both when a required key changes).
 SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 2, "verdicts": 1}
+#: The folder of those JSON Schemas (installed with the package).
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+
+
+def schema_path(name: str) -> Path:
+    """The JSON Schema of the output ``name`` (a key of :data:`SCHEMA_VERSIONS`)."""
+    if name not in SCHEMA_VERSIONS:
+        raise KeyError(f"no output named {name!r}; the outputs are {sorted(SCHEMA_VERSIONS)}.")
+    return SCHEMAS / f"{name}.schema.json"
 
 
 class OutputError(ValueError):

@@ -1,9 +1,14 @@
 """The properties: each theorem's conclusion as a plain function ``check_<property>(instance, model)``.
 
 Every check integrates ``model(...)`` (default: ``sim.AttentionField``, eq. 6) with ``sim.solve`` and
-returns ``Outcome(holds, numbers)``. The property test asserts ``holds`` on generated instances that meet
-the hypotheses; its negative control runs the *same* function on a broken model (``models.py``) or on an
-instance outside the hypotheses and asserts that it does not hold.
+returns ``Outcome(holds, numbers)``. The property tests (tests/properties) assert ``holds`` on generated instances
+that meet the hypotheses; their negative controls run the *same* function on a broken model
+(tests/properties/models.py) or on an instance outside the hypotheses and assert that it does not hold. An
+instance is any object with the attributes a check reads (``P``, ``W``, ``y0``, ``dim``, ``tokens``, ...): the
+Hypothesis strategies of tests/properties/strategies.py generate them.
+
+These functions are product code, registered with the claims they check (``foundation.registry`` names them), so
+that the registry leads to them without resolving a name in the tests.
 
 Tolerances come from the solver's error, measured rather than assumed: a trajectory whose check needs a
 tolerance is integrated twice, by Dormand-Prince 5(4) at rtol = RTOL (kept) and at rtol = 100 RTOL; the
@@ -21,10 +26,12 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from reports.checks import check
-from sim import AdaptiveStepSize, Dopri5, SaveAt, hemisphere_lyapunov, misalignment, solve
+from foundation.registration import check
+from sim.field.dynamics import AttentionField, hemisphere_lyapunov, misalignment
+from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 
-from .models import MODEL
+#: The model as printed (eq. 6); a negative control passes a broken one instead (tests/properties/models.py).
+MODEL = AttentionField
 
 #: Relative tolerance of the kept trajectory; its absolute tolerance is 1e-3 times smaller.
 RTOL = 1e-7

@@ -33,8 +33,11 @@ class Claim:
     origin: str = "paper"
     #: The claim's registered checks, "module:qualname" of each function decorated with ``@check`` for it (the
     #: tests that call a check name it in their own ``@check``): registry -> check module -> test. The names are
-    #: checked, never trusted (``reports.checks.naming_problems``).
+    #: checked, never trusted (``reports.named_checks.naming_problems``).
     checks: tuple[str, ...] = ()
+    #: The LaTeX of the formula the statement states ("as printed" where it says so), typeset in the HTML report
+    #: (display only: ``verdicts.json`` and the statement keep the ASCII form); empty when it states none.
+    formula: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.evidence) - set(EVIDENCE_KINDS)
@@ -67,6 +70,9 @@ CLAIMS: tuple[Claim, ...] = (
         ("symbolic",),
         checks=("theory.model:check_projection", "theory.model:check_projection_jacobian_coordinates",
                 "theory.model:spot_check_projection"),
+        formula=r"\begin{aligned}&\pi_W(x) = x\,\|x\|_W^{-1},\\&"
+                r" T_x\pi_W\cdot X = \|x\|_W^{-1}\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\\&"
+                r" T_y\pi_W\cdot X = (I - y y^\top W)X\ \ (y \in E_W)\end{aligned}",
     ),
     Claim(
         "model.continuum", "sec. 2.3, eq. 5-6", "sec. 2.3, eq. 5-6",
@@ -76,6 +82,8 @@ CLAIMS: tuple[Claim, ...] = (
         ("symbolic", "numeric"),
         checks=("theory.model:check_continuum", "theory.model:numeric_continuum_order",
                 "sim.solvers.checks:check_continuum"),
+        formula=r"\dot y_i = T_{y_i}\pi_W\Bigl(\sum_\eta\sum_j \alpha_{ij}^\eta U_\eta y_j\Bigr),\qquad"
+                r"\frac{d}{d\tau}\pi_W(y + \tau f)\Big|_{\tau=0} = P_y f",
     ),
     Claim(
         "model.layernorm", "Remark 2.3", "Remark 2.2",
@@ -86,6 +94,9 @@ CLAIMS: tuple[Claim, ...] = (
         checks=("theory.layernorm:check_layernorm_radius", "theory.layernorm:check_layernorm_arbitrary_gamma",
                 "theory.layernorm:check_rmsnorm", "theory.layernorm:torch_normalisations",
                 "empirical.audit.report:layernorm_records"),
+        formula=r"\begin{aligned}&N(x) = \frac{x - \mu(x)\mathbf{1}}{\sigma(x)}\,\gamma + \beta,\\&"
+                r"\gamma = \gamma_0\mathbf{1} \;\Rightarrow\; \|N(x) - \beta\| = (n+1)\,\gamma_0^2"
+                r"\ \ \text{(as printed)}\end{aligned}",
     ),
     # --- Section 3 (long version): the gradient case ------------------------------------------
     Claim(
@@ -94,6 +105,8 @@ CLAIMS: tuple[Claim, ...] = (
         "onto the tangent bundle of (E_W)^l for the metric (7) g_y(X, Y) = sum_i Z_i(y) X_i^T W Y_i is T pi_W.",
         ("symbolic",),
         checks=("theory.gradient:check_orthogonal_projection",),
+        formula=r"g_y(X, Y) = \sum_i Z_i(y)\,X_i^\top W Y_i,\qquad "
+                r"\operatorname{proj}^{g}_{T_y (E_W)^l} = T\pi_W \ \ (W = P)",
     ),
     Claim(
         "grad.field", "Lemma 3.2, Theorem 3.1", "-",
@@ -102,6 +115,7 @@ CLAIMS: tuple[Claim, ...] = (
         ("symbolic",),
         checks=("theory.gradient:check_gradient_field", "theory.gradient:check_gradient_general_condition",
                 "theory.gradient:numeric_gradient", "theory.gradient:counterexamples"),
+        formula=r"\Phi(y) = \tfrac12 \sum_{i,j} e^{y_i^\top P y_j},\qquad \dot y = \operatorname{grad}_g \Phi(y)",
     ),
     Claim(
         "grad.convergence", "sec. 3.3 (Propositions)", "-",
@@ -110,7 +124,8 @@ CLAIMS: tuple[Claim, ...] = (
         "(Lojasiewicz inequality; Phi and g are real analytic).",
         ("symbolic", "numeric", "property"),
         checks=("theory.gradient:counterexamples", "theory.gradient:check_potential_monotone",
-                "theory.gradient:numeric_convergence", "tests.properties.checks:check_potential_monotone"),
+                "theory.gradient:numeric_convergence", "sim.properties.conclusions:check_potential_monotone"),
+        formula=r"\frac{d\Phi}{dt} = \|\operatorname{grad}_g \Phi\|_g^2 \ge 0",
     ),
     Claim(
         "grad.stable-consensus", "sec. 3.3 text", "-",
@@ -118,6 +133,7 @@ CLAIMS: tuple[Claim, ...] = (
         "equilibria are the consensus equilibria.",
         ("numeric",),
         checks=("sim.conjectures.linearisation:check_stable_consensus",),
+        formula=r"P = I:\ \text{asymptotically stable equilibria} = \text{consensus equilibria}",
     ),
     # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
     Claim(
@@ -126,20 +142,23 @@ CLAIMS: tuple[Claim, ...] = (
         "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
         ("symbolic", "numeric", "property"),
         checks=("theory.full_attention:check_attention_bounds", "theory.full_attention:bounds_spot_check",
-                "tests.properties.checks:check_attention_bounds"),
+                "sim.properties.conclusions:check_attention_bounds"),
+        formula=r"\|P_\eta(t)\| \le p\ \ \forall t \;\Rightarrow\; 0 < a \le \alpha_{ij}^\eta(t, y) \le b",
     ),
     Claim(
         "full.invariance", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Under Hypothesis 4.1 (U_eta = I, h >= 1, P_eta(t) bounded and uniformly continuous) the set H+(v)^l, "
         "H+(v) = {y in E_W : v^T y > 0}, is forward invariant: the vector field points into its interior.",
         ("symbolic", "property"),
-        checks=("theory.full_attention:check_invariance", "tests.properties.checks:check_full_invariance"),
+        checks=("theory.full_attention:check_invariance", "sim.properties.conclusions:check_full_invariance"),
+        formula=r"H^+(v) = \{y \in E_W : v^\top y > 0\},\qquad H^+(v)^l\ \text{forward invariant}",
     ),
     Claim(
         "full.equilibria", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Every consensus point (y, ..., y), y in E_W, is an equilibrium of (6) under Hypothesis 4.1.",
         ("symbolic",),
         checks=("theory.full_attention:check_equilibria",),
+        formula=r"(y, \dots, y),\ y \in E_W:\ \dot y_i = 0\ \ \forall i",
     ),
     Claim(
         "full.lyapunov", "Theorem 4.1, eq. 9-10", "Theorem 3.2, eq. 7",
@@ -147,34 +166,41 @@ CLAIMS: tuple[Claim, ...] = (
         "equality if and only if y is a consensus point.",
         ("symbolic", "property"),
         checks=("theory.full_attention:check_lyapunov", "theory.full_attention:lyapunov_spot_check",
-                "tests.properties.checks:check_full_lyapunov"),
+                "sim.properties.conclusions:check_full_lyapunov"),
+        formula=r"\begin{aligned}&V(y) = \max_i\,(1 - v^\top y_i),\\& D^+V \le 0\ \text{on}\ H^+(v)^l,"
+                r"\quad D^+V = 0 \iff y\ \text{consensus}\end{aligned}",
     ),
     Claim(
         "full.convergence", "Theorem 4.1", "Theorem 3.2",
         "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
         "in an open hemisphere converges to consensus.",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_full_convergence_figure", "tests.properties.checks:check_full_convergence"),
+        checks=("sim.figures.theorems:check_full_convergence_figure", "sim.properties.conclusions:check_full_convergence"),
+        formula=r"y(0) \in H^+(v)^l \;\Rightarrow\; y(t) \to \text{consensus}",
     ),
     Claim(
         "full.autonomous", "Remark 4.1", "-",
         "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
         ("numeric",),
-        checks=("sim.figures.stability:check_asymptotic_stability", "tests.properties.checks:check_consensus_returns"),
+        checks=("sim.figures.stability:check_asymptotic_stability", "sim.properties.conclusions:check_consensus_returns"),
+        formula=r"\dot P_\eta = 0 \;\Rightarrow\; \text{consensus set asymptotically stable}",
     ),
     Claim(
         "full.wendel", "Remark 4.3", "Remark 3.4",
         "For l tokens drawn uniformly on S^n, the probability that they lie in a common hemisphere is "
         "2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) (as printed); in particular it equals 1 whenever n >= l.",
         ("exact", "monte-carlo"),
-        checks=("theory.wendel:check_closed_forms", "theory.wendel:monte_carlo"),
+        checks=("theory.wendel:check_closed_forms", "theory.wendel:check_monte_carlo"),
+        formula=r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n-1} \binom{l-1}{\mu}\ \ \text{(as printed)},"
+                r"\qquad P_{l,n} = 1 \ \text{if}\ n \ge l",
     ),
     # --- Section 5 (long) / 4 (ICML): causal attention ---------------------------------------
     Claim(
         "causal.first-token", "sec. 5.1", "sec. 4.1",
         "In the auto-regressive model with U_eta = I the first token is fixed: dy_1/dt = 0.",
         ("symbolic", "property"),
-        checks=("theory.causal:check_first_token", "tests.properties.checks:check_first_token_fixed"),
+        checks=("theory.causal:check_first_token", "sim.properties.conclusions:check_first_token_fixed"),
+        formula=r"\dot y_1 = 0",
     ),
     Claim(
         "causal.scalar", "Lemma 5.1, eq. 12-13", "Lemma 4.1",
@@ -182,13 +208,16 @@ CLAIMS: tuple[Claim, ...] = (
         "1 is asymptotically stable with domain of attraction b in (-1, 1]; (13) is a Lyapunov function.",
         ("symbolic", "numeric"),
         checks=("theory.causal:check_scalar", "theory.causal:numeric_scalar"),
+        formula=r"\begin{aligned}&b = y_1^\top y_2:\ \ \text{equilibria}\ b = \pm 1,\\&"
+                r"\text{domain of attraction of}\ b = 1:\ (-1, 1]\end{aligned}",
     ),
     Claim(
         "causal.identity", "Theorem 5.1", "Theorem 4.2",
         "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
         "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_causal_identity_figure", "tests.properties.checks:check_causal_consensus"),
+        checks=("sim.figures.theorems:check_causal_identity_figure", "sim.properties.conclusions:check_causal_consensus"),
+        formula=r"\{y : y_j \ne -y_1,\ j \ge 2\} \subset \text{domain of attraction of}\ (y_1, \dots, y_1)",
     ),
     Claim(
         "causal.karagodin-thm1", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
@@ -209,6 +238,7 @@ CLAIMS: tuple[Claim, ...] = (
         "are lost in the long version's text).",
         ("symbolic",),
         checks=("theory.causal:check_identity_iss",),
+        formula=r"e_j = y_j - y_1,\qquad b = y_1^\top y_i",
     ),
     Claim(
         "causal.reparam", "Remark 5.2", "Remark 4.3",
@@ -224,7 +254,9 @@ CLAIMS: tuple[Claim, ...] = (
         "equilibria are unstable.",
         ("symbolic", "numeric", "property"),
         checks=("theory.causal:check_first_token_symmetric", "theory.causal:numeric_first_token_symmetric",
-                "tests.properties.checks:check_token_lyapunov_monotone"),
+                "sim.properties.conclusions:check_token_lyapunov_monotone"),
+        formula=r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"
+                r"\ \{\pm v^\top y > 0\}",
     ),
     Claim(
         "causal.symmetric", "Theorem 5.2", "Theorem 4.5",
@@ -233,7 +265,8 @@ CLAIMS: tuple[Claim, ...] = (
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
         checks=("sim.figures.theorems:check_causal_symmetric_figure",
-                "tests.properties.checks:check_symmetric_consensus"),
+                "sim.properties.conclusions:check_symmetric_consensus"),
+        formula=r"D^l(v) = \{y : v^\top y_i > 0\ \ \forall i\} \subset \text{domain of attraction of}\ (v, \dots, v)",
     ),
     Claim(
         "causal.symmetric-iss", "Theorem 5.2 (proof, eq. 18-19)", "-",
@@ -242,6 +275,7 @@ CLAIMS: tuple[Claim, ...] = (
         "function for b = 1 (reconstructed: the formulas are lost in the long version's text).",
         ("symbolic",),
         checks=("theory.causal:check_symmetric_iss",),
+        formula=r"y_j = v + e_j,\qquad b = v^\top y_i,\qquad V = 1 - b",
     ),
     Claim(
         "causal.time-varying", "Theorem 5.3", "-",
@@ -250,12 +284,14 @@ CLAIMS: tuple[Claim, ...] = (
         "consensus is exact when v is constant.",
         ("symbolic", "property"),
         checks=("theory.causal:check_time_varying", "theory.causal:numeric_time_varying",
-                "tests.properties.checks:check_tracking_radius"),
+                "sim.properties.conclusions:check_tracking_radius"),
+        formula=r"\limsup_{t\to\infty} \|y_i(t) - v(t)\| \le r\bigl(\sup_t \|\dot v(t)\|\bigr),\quad r(0) = 0",
     ),
     # --- Simulations: figures 1-6 -------------------------------------------------------------
     Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",
           "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",),
-          checks=("sim.figures.plots:check_figure1",)),
+          checks=("sim.figures.plots:check_figure1",),
+          formula=r"\|P_1(t)\|_F,\ \ \|P_2(t)\|_F"),
     Claim("sim.fig2", "sec. 6.1, Fig. 2", "sec. 5.1, Fig. 2",
           "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
           ("figure", "numeric"),
@@ -263,11 +299,13 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
           "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
           ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure3", "sim.figures.numbers:measure_figure3")),
+          checks=("sim.figures.plots:check_figure3", "sim.figures.numbers:measure_figure3"),
+          formula=r"V(y) = \max_i\,(1 - v^\top y_i),\qquad v = (1, 0, 0)"),
     Claim("sim.fig4", "sec. 6.1, Fig. 4", "sec. 5.1, Fig. 4",
           "Causal attention, 50 tokens on S^499, h = 2, U = I: E (eq. 9) converges to zero along all 100 trajectories.",
           ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure4", "sim.figures.numbers:measure_figure4")),
+          checks=("sim.figures.plots:check_figure4", "sim.figures.numbers:measure_figure4"),
+          formula=r"E(y) = 1 - \frac1l \sum_i \cos(y_1, y_i) \to 0\qquad (l = 50,\ S^{499},\ h = 2,\ U = I)"),
     Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
           "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
           "start and remain in the hemisphere defined by v.", ("figure", "numeric"),
@@ -275,7 +313,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
           "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
           "eventually converges to zero.", ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure6", "sim.figures.numbers:measure_figure6")),
+          checks=("sim.figures.plots:check_figure6", "sim.figures.numbers:measure_figure6"),
+          formula=r"V_1 = 1 - y_1^\top v,\qquad V_2 = 1 - y_2^\top v"),
     # --- Experiments: figures 7-10 ------------------------------------------------------------
     Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
           "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "
@@ -285,7 +324,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("emp.no-ffn", "sec. 6.2, Fig. 7", "sec. 5.2, Fig. 7",
           "Looped GPT-2 XL and GPT-Neo 2.7B with the feed-forward layers removed: the mean of E over the prompts "
           "converges asymptotically to 0.", ("empirical",),
-          checks=("empirical.checks:check_trained",)),
+          checks=("empirical.checks:check_trained",),
+          formula=r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0"),
     Claim("emp.full", "sec. 6.2, Fig. 8", "sec. 5.2, Fig. 8",
           "With the full models the mean E still converges to 0; the feed-forward layers increase the convergence "
           "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",),
@@ -317,14 +357,16 @@ CLAIMS: tuple[Claim, ...] = (
           "higher dimensions': by Wendel's theorem l tokens with n >= l lie in one hemisphere almost surely. Audit: "
           "the token states of real transformers (prompts shorter than the width) lie in one open hemisphere at "
           "every layer.", ("empirical",),
-          checks=("empirical.audit.report:hemisphere_record",)),
+          checks=("empirical.audit.report:hemisphere_record",),
+          formula=r"\exists v:\ v^\top y_i > 0\ \ \forall i\quad (l \le n + 1,\ \text{every layer})"),
     Claim("emp.theory-scope", "sec. 6.2", "sec. 5.2",
           "'Our theoretical results predict this observation only when feedforward layers are absent, i.e., the case "
           "depicted in Fig. 7' (looped GPT-2 XL and GPT-Neo 2.7B without FFN). Audit: whether those models satisfy "
           "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
           "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
           ("empirical",),
-          checks=("empirical.audit.report:scope_record",)),
+          checks=("empirical.audit.report:scope_record",),
+          formula=r"U_\eta = I\quad \text{or}\quad \bigl(h = 1,\ U = U^\top,\ \lambda_{\max}(U)\ \text{simple}, > 0\bigr)"),
     # --- Open conjectures: settled by certified counterexample searches (sim/conjectures/search.py) -------------
     Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted: 'We were only able to establish this result for the single-head case although we believe it holds "
@@ -332,7 +374,9 @@ CLAIMS: tuple[Claim, ...] = (
           "attention, h >= 2 constant symmetric U_eta, bounded P_eta (constant in the search), v the top eigenvector "
           "of sum_eta U_eta with a simple positive eigenvalue: (v, ..., v) is asymptotically stable and its domain "
           "of attraction contains D^l(v) = {y : v^T y_i > 0 for all i}.", ("search",), "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"\begin{aligned}&h \ge 2,\quad \Bigl(\sum_\eta U_\eta\Bigr) v = \lambda v:\\&"
+                  r"D^l(v) \subset \text{domain of attraction of}\ (v, \dots, v)\end{aligned}"),
     Claim("conj.multihead-causal-common", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
           "Quoted as conj.multihead-causal. READING B (this suite's): causal attention, h >= 2 constant symmetric "
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
@@ -348,7 +392,8 @@ CLAIMS: tuple[Claim, ...] = (
           "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
           "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
           "for almost every initial state the tokens converge to consensus.", ("search",), "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0"),
     Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
@@ -362,7 +407,8 @@ CLAIMS: tuple[Claim, ...] = (
           "full attention, one head, constant P, a constant U != I whose eigenvalue of largest real part is real, "
           "simple and positive: for almost every initial state the tokens converge to consensus.", ("search",),
           "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0"),
     Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
@@ -374,12 +420,14 @@ CLAIMS: tuple[Claim, ...] = (
           "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
           "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search"),
-          checks=("theory.conjectures:check_gradient_equilibria_proof", *SEARCH_CHECKS)),
+          checks=("theory.conjectures:check_gradient_equilibria_proof", *SEARCH_CHECKS),
+          formula=r"h = 1,\ U = I,\ W = P = P^\top \succ 0,\ P \ne I"),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
           "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
           "verified (grad.field: P = P^T and W U = P), here W = I and U = P symmetric, possibly indefinite: every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("search",), "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"W = I,\ \ U = P = P^\top"),
     Claim("conj.nonsymmetric-full", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
           "This suite's own question (not printed as a conjecture): full attention with U = I, h >= 1 and bounded "
           "non-symmetric P (constant in the search), which has no gradient structure: for almost every initial "
@@ -388,7 +436,8 @@ CLAIMS: tuple[Claim, ...] = (
           "P = -2I + J/2, and a two-head instance likewise); the symmetric P = -2I keeps the same attractor, so "
           "non-symmetry plays no role in that refutation (conj.nonsymmetric-attractive asks the question where it "
           "does).", ("search",), "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"U = I,\ \ P \ne P^\top"),
     Claim("conj.nonsymmetric-attractive", "sec. 4 (beyond Theorem 4.1, Remark 4.3)", "sec. 3 (beyond Theorem 3.2)",
           "This suite's own question (not printed as a conjecture), conj.nonsymmetric-full restated so that "
           "non-symmetry is what is tested. Why: the refutation of conj.nonsymmetric-full rests on repulsive attention "
@@ -398,7 +447,8 @@ CLAIMS: tuple[Claim, ...] = (
           "(attractive attention) and some P_eta with a non-zero skew part: for almost every initial state, "
           "including states in no open hemisphere, do the tokens still converge to consensus? A witness must be "
           "an attractor away from consensus that P's symmetric part alone does not have.", ("search",), "suite",
-          checks=SEARCH_CHECKS),
+          checks=SEARCH_CHECKS,
+          formula=r"U = I,\ \ P + P^\top \succ 0,\ \ P \ne P^\top"),
     # --- The two conjectures the paper cites (ICML Remark 4.6 / long Remark 5.3: 'two conjectures are proposed, but
     # not proved, in (Karagodin et al., 2024)'), verbatim from arXiv 2411.04990v2 sec. 4 --------------------------
     Claim("conj.karagodin-thm1.5", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
@@ -437,5 +487,5 @@ def get_claim(claim_id: str) -> Claim:
     try:
         return CLAIMS_BY_ID[claim_id]
     except KeyError:
-        raise KeyError(f"claim id {claim_id!r} is not in the registry (reports/registry.py); known ids: "
+        raise KeyError(f"claim id {claim_id!r} is not in the registry (foundation/registry.py); known ids: "
                        f"{', '.join(CLAIMS_BY_ID)}") from None
