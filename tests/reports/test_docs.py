@@ -57,7 +57,7 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
 def test_every_product_package_has_an_api_page_built_from_its_docstrings(tmp_path):
     include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
     packages = sorted(name.rstrip("*") for name in include["include"])
-    assert packages == ["consensus", "empirical", "reports", "sim", "theory"]
+    assert packages == ["consensus", "empirical", "foundation", "reports", "sim", "theory"]
     for package in packages:
         assert f"\n::: {package}\n" in (DOCS / "api" / f"{package}.md").read_text()
 
