@@ -25,7 +25,8 @@ from threadpoolctl import threadpool_info
 
 from foundation.files import atomic_write
 
-from sim.field.dynamics import AttentionField
+from sim.field.batching import groups_of_at_most
+from sim.field.dynamics import GROUP_BYTES, AttentionField
 from sim.field.manifold import Ellipsoid
 from sim.field.products import matmul as field_matmul, solver_threads, worker_pool
 from sim.figures.scenarios import FIG3_V, causal_random_example, full_attention_example, uniform_box_tokens
@@ -229,6 +230,47 @@ def _matmul_window(multiply: Callable[[], object], size: int, seconds: float) ->
     return {"held_gflops": count * flops / (time.perf_counter() - start) / 1e9, "best_gflops": flops / best / 1e9}
 
 
+def _field_products(field: AttentionField, y: np.ndarray) -> Callable[[np.ndarray], None]:
+    """The matrix products of one evaluation of ``field`` (those ``field_flops`` counts, on the shapes and per-thread
+    buffers of ``AttentionField.__call__``: groups of ``GROUP_BYTES`` of state) without its element-wise work, as a
+    function of a part of ``y : shape=[batch, l, d]`` (a view of its first axis). U_eta = I only (problem (b)'s
+    field): y @ [P_1 | ... | P_h], the scores, and (sum_eta alpha^eta) @ y with fixed row-stochastic weights (the
+    values of the weights do not change a product's time; fixed ones keep uninitialised memory's subnormal numbers
+    out of it)."""
+    if not field._identity_values:
+        raise ValueError("the field's products are timed for U_eta = I (problem (b)); this field has value matrices.")
+    tokens = y.shape[-2]
+    weights = np.full((len(y), tokens, tokens), 1.0 / tokens)
+
+    def products(part: np.ndarray) -> None:
+        for group in groups_of_at_most(len(part), part[0].nbytes, GROUP_BYTES):
+            instances = part[group]
+            field._scores(0.5, instances)
+            out = field.workspace.buffer("timed_update", instances.shape)
+            field_matmul(weights[: len(instances)], instances, out=out)
+    return products
+
+
+def _products_window(products: Callable[[np.ndarray], None], y: np.ndarray, workers: int, pool,
+                     seconds: float) -> float:
+    """Repeat the field's products on all of ``y``, split into the parts that ``solve(..., workers=...)`` steps and
+    run as it runs them (``pool``'s threads, one BLAS thread each, or the calling thread), for at least ``seconds``;
+    return the evaluations' worth of products per second."""
+    _, parts = step_parts(y, workers)
+    count, start = 0, time.perf_counter()
+    with solver_threads(workers):
+        while True:
+            if pool is None:
+                for part in parts:
+                    products(y[part])
+            else:
+                list(pool.map(lambda part: products(y[part]), parts))
+            count += 1
+            if time.perf_counter() - start >= seconds:
+                break
+    return count / (time.perf_counter() - start)
+
+
 def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: float, rounds: int, matmul_size: int,
                      workers: int) -> dict[str, Any]:
     """Our solve at ``rtol`` with one and with ``workers`` threads: wall time over the matmul bound (evaluations x
@@ -237,7 +279,12 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
     Each solve is followed by the matmul repeated for as long as the solve took (in the faster library of a
     warm-up), and the bound uses the throughput held over that window: on this shared machine a single product's
     best time catches a quiet moment that a solve of seconds does not get. Per solve count: the median over
-    ``rounds`` of these paired ratios, and for comparison the best solve over the best single product."""
+    ``rounds`` of these paired ratios, and for comparison the best solve over the best single product.
+
+    For comparison, each solve is also followed by a window as long of the field's own products alone, run as the
+    solver runs them (``_field_products``): the bound at the rate that the field's product shapes reach, whose
+    ratio to the solve is the time of everything but the products (element-wise passes, the solver's arithmetic,
+    Python, threads)."""
     libraries = _square_matmuls(matmul_size)
     warm_up = {}
     for name, multiply in libraries.items():
@@ -246,28 +293,39 @@ def _wall_over_bound(field: AttentionField, y0: np.ndarray, t1: float, rtol: flo
     library = max(warm_up, key=warm_up.get)
     batch, tokens, dim = y0.shape
     flops = field_flops(batch, tokens, dim, field.heads, field._identity_values)
+    products = _field_products(field, y0)
     counts = sorted({1, workers})
     solutions, rounds_measured = {}, {count: [] for count in counts}
-    for _ in range(rounds):
-        for count in counts:
-            start = time.perf_counter()
-            solutions[count] = solve(field, Dopri5(), 0.0, t1, y0, controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
-                                     options=SolveOptions(workers=count))
-            seconds = time.perf_counter() - start
-            window = _matmul_window(libraries[library], matmul_size, seconds)
-            _settle(library)
-            rounds_measured[count].append({"seconds": seconds, **window})
+    with worker_pool(workers) as pool:
+        for _ in range(rounds):
+            for count in counts:
+                start = time.perf_counter()
+                solutions[count] = solve(field, Dopri5(), 0.0, t1, y0,
+                                         controller=AdaptiveStepSize(rtol=rtol, atol=rtol),
+                                         options=SolveOptions(workers=count))
+                seconds = time.perf_counter() - start
+                window = _matmul_window(libraries[library], matmul_size, seconds)
+                _settle(library)
+                per_second = _products_window(products, y0, count, pool if count > 1 else None, seconds)
+                rounds_measured[count].append({"seconds": seconds, **window,
+                                               "field_products_gflops": per_second * flops / 1e9})
     best_single = max(entry["best_gflops"] for entries in rounds_measured.values() for entry in entries)
     result = {"rtol": rtol, "rounds": rounds, "matmul_library": library, "matmul_gflops_by_library": warm_up,
               "matmul_best_gflops": best_single, "runs": {}}
     for count, entries in rounds_measured.items():
         sol = solutions[count]
         for entry in entries:
-            entry["wall_over_bound"] = entry["seconds"] * entry["held_gflops"] * 1e9 / (sol.evaluations * flops)
+            work = sol.evaluations * flops
+            entry["wall_over_bound"] = entry["seconds"] * entry["held_gflops"] * 1e9 / work
+            entry["wall_over_field_products_bound"] = entry["seconds"] * entry["field_products_gflops"] * 1e9 / work
         fastest = min(entry["seconds"] for entry in entries)
         result["runs"][f"workers={count}"] = {
             "seconds": fastest, "evaluations": sol.evaluations, "max_drift": sol.max_drift, "rounds": entries,
             "wall_over_bound": float(np.median([entry["wall_over_bound"] for entry in entries])),
+            "wall_over_field_products_bound": float(np.median([entry["wall_over_field_products_bound"]
+                                                               for entry in entries])),
+            "field_products_over_matmul": float(np.median([entry["field_products_gflops"] / entry["held_gflops"]
+                                                           for entry in entries])),
             "wall_over_best_single_bound": fastest * best_single * 1e9 / (sol.evaluations * flops)}
     return result
 
@@ -427,6 +485,12 @@ def _rows_b(b: dict[str, Any], s: dict[str, Any]) -> list[tuple]:
              _fmt(run["wall_over_bound"]), "<= 1.5", _status(run["wall_over_bound"] <= 1.5)),
             (f"(b) the same, fastest solve over the best single matmul ({_fmt(b['wall']['matmul_best_gflops'])} "
              "GFLOP/s: a quiet moment of the shared machine)", _fmt(run["wall_over_best_single_bound"]),
+             "(for comparison)", ""),
+            (f"(b) the field's own products alone, run as the solve runs them ({name}), held over as long as the "
+             "solve, GFLOP/s / the matmul's (median of the rounds)", f"{run['field_products_over_matmul']:.0%}",
+             "(what the field's product shapes reach)", ""),
+            (f"(b) wall time / (evaluations x FLOPs / the field's own products' rate), {name} (median of the "
+             "rounds): the time of all but the products", _fmt(run["wall_over_field_products_bound"]),
              "(for comparison)", ""))],
         ("(b) evaluations: ours (batched) / solve_ivp (mean, max per trajectory)",
          f"{b['evaluations_ours']} / {b['evaluations_scipy_mean']:.0f}, {b['evaluations_scipy_max']}",
@@ -456,7 +520,9 @@ def _section_text(results: dict[str, Any]) -> str:
             f"sim.field.products), the faster counting: for the RHS the best of {b['rhs']['rounds']} rounds, the matmul "
             f"timed in every round between the measured calls ({_libraries(b['rhs'])} GFLOP/s); for the wall time "
             f"each solve is followed by the matmul ({b['wall']['matmul_library']}) repeated for as long as the solve "
-            f"took, and the bound uses the throughput held over that window. BLAS {results['machine']['blas']}. "
+            f"took, and the bound uses the throughput held over that window; then by the field's own products alone, "
+            f"run as the solve runs them, for as long again (the rate of the field's product shapes, for comparison). "
+            f"BLAS {results['machine']['blas']}. "
             f"Total benchmark time {results['seconds']:.0f} s."
             + (" QUICK RUN (reduced sizes): not the benchmark's figures." if results["quick"] else ""))
 

@@ -5,7 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from sim.bench.solvers import report_section, run_benchmark, write_outputs
+import sim.bench.solvers as bench_solvers
+import sim.field.dynamics as dynamics
+from sim.bench.solvers import field_flops, report_section, run_benchmark, write_outputs
+from sim.field.dynamics import AttentionField
+from sim.figures.scenarios import causal_random_example, uniform_box_tokens
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +35,12 @@ def test_throughputs_are_ratios_measured_side_by_side(quick_results):
         for entry in run["rounds"]:  # each solve against the matmul held over a window as long as the solve
             assert entry["wall_over_bound"] == pytest.approx(entry["seconds"] * entry["held_gflops"] * 1e9 / work)
             assert entry["held_gflops"] <= entry["best_gflops"] * (1 + 1e-9)
+            assert entry["wall_over_field_products_bound"] == pytest.approx(
+                entry["seconds"] * entry["field_products_gflops"] * 1e9 / work)
         paired = [entry["wall_over_bound"] for entry in run["rounds"]]
         assert run["wall_over_bound"] == pytest.approx(np.median(paired))
+        assert run["wall_over_field_products_bound"] == pytest.approx(
+            np.median([entry["wall_over_field_products_bound"] for entry in run["rounds"]]))
         assert run["wall_over_best_single_bound"] == pytest.approx(
             min(entry["seconds"] for entry in run["rounds"]) * wall["matmul_best_gflops"] * 1e9 / work)
         assert run["evaluations"] == quick_results["b"]["ours"]["evaluations"]  # the same run, timed again
@@ -54,3 +62,27 @@ def test_report_section_names_every_target_and_flags_a_quick_run(quick_results, 
     write_outputs(quick_results, out=tmp_path / "bench.json", section=tmp_path / "section.json")
     assert json.loads((tmp_path / "bench.json").read_text())["summary"]["quick"] is True
     assert json.loads((tmp_path / "section.json").read_text())["title"] == section["title"]
+
+
+def test_the_timed_field_products_are_those_the_bound_counts(monkeypatch):
+    """The products timed for the field's own rate do the FLOPs of ``field_flops``, no more and no fewer."""
+    field = causal_random_example(4, dim=40).field
+    y = uniform_box_tokens(np.random.default_rng(0), (7, 9, 40))
+    counted = []
+
+    def counting_matmul(a, b, out=None):
+        counted.append(2.0 * np.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])) * a.shape[-2] * a.shape[-1]
+                       * b.shape[-1])
+        return np.matmul(a, b, out=out)
+
+    monkeypatch.setattr(dynamics, "matmul", counting_matmul)
+    monkeypatch.setattr(bench_solvers, "field_matmul", counting_matmul)
+    bench_solvers._field_products(field, y)(y)
+    assert sum(counted) == field_flops(7, 9, 40, field.heads, True)
+
+
+def test_the_field_products_refuse_value_matrices():
+    """Negative control: a field with U_eta != I has other products; timing the U = I ones would be wrong."""
+    field = AttentionField(P=(np.eye(3),), U=(2.0 * np.eye(3),))
+    with pytest.raises(ValueError, match="U_eta = I"):
+        bench_solvers._field_products(field, np.zeros((2, 10, 3)))
