@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flint import arb
+from scipy.linalg import expm
 
 from sim.conjectures.certify import attention_field, integrate
 from sim.field.eq6 import eq6
@@ -380,3 +381,94 @@ def test_the_norm_bound_holds_for_every_vector_in_the_balls():
     assert _norm_upper(np.array([arb(1, 0.5)], dtype=object)) == pytest.approx(1.5, rel=1e-8)
     assert _norm_upper(np.array([arb(0, 1), arb(0, 1)], dtype=object)) == pytest.approx(np.sqrt(2), rel=1e-8)
     assert _norm_upper(np.array([arb(3), arb(4)], dtype=object)) == 5.0
+
+
+# --- the second mutation run of validated.py: an isolated centre, and orbits that cross the slice twice --------------
+def _focus(real_part: float) -> Problem:
+    """One token on S^2 under U = [[a, -1, 0], [1, a, 0], [0, 0, 0]] (P plays no part for one token): e_3 is an
+    isolated equilibrium whose linearisation turns the tangent plane at rate 1 and scales it at rate a - 0 = a."""
+    U = np.array([[real_part, -1.0, 0.0], [1.0, real_part, 0.0], [0.0, 0.0, 0.0]])
+    return Problem(np.zeros((1, 3, 3)), U[None], causal=False)
+
+
+# the centre's Lyapunov equation A^T Q + Q A = -I is singular (eigenvalues +-i sum to 0); SciPy warns and perturbs it
+@pytest.mark.filterwarnings("ignore:Input \"a\" has an eigenvalue pair")
+def test_a_centre_is_isolated_but_neither_certified_stable_nor_unstable():
+    """a = 0: eigenvalues +-i, real part 0. Krawczyk isolates the zero in every box, the eigenvalue balls straddle 0
+    (real part 0 +- the box's spread: no certified positive real part, so it is no saddle), and no Lyapunov
+    certificate exists: the rejection names the smallest isolated box. Kills the mutants "a ball's upper end above 0
+    counts as unstable" and "that reason dropped". Controls: a = -1 is certified, a = +1 is a certified saddle."""
+    e3 = np.array([[0.0, 0.0, 1.0]])
+    centre = certify(_focus(0.0), e3)
+    assert centre.certified is False and centre.reason == (
+        "unique equilibrium in a box of radius 1e-10, but no Lyapunov certificate of stability over the box")
+    assert certify(_focus(-1.0), e3).certified
+    unstable = certify(_focus(1.0), e3)
+    assert not unstable.certified and "certified positive real part" in unstable.reason
+
+
+def _token(polar: float, azimuth: float, dimension: int = 3) -> np.ndarray:
+    """The unit vector at angle ``polar`` from e_3 and ``azimuth`` around it, padded with zeros to ``dimension``."""
+    token = [np.sin(polar) * np.cos(azimuth), np.sin(polar) * np.sin(azimuth), np.cos(polar)]
+    return np.array(token + [0.0] * (dimension - 3))
+
+
+def _two_tokens_around_e3(tilts, polars, azimuths, dimension: int = 3):
+    """A rotation about e_3 (generator in the (e_1, e_2) plane of R^dimension), the chart centre's tokens tilted by
+    ``tilts`` from e_3 towards e_1, and a start whose tokens sit at ``polars`` from e_3 and ``azimuths`` around it.
+    Token 0 tilts furthest, so the slice is u_0 = 0: its token in the (e_1, e_3) half-planes, crossed twice per turn
+    (azimuth 0 and pi, at angles |tilt - polar| and tilt + polar from its centre token)."""
+    generator = np.zeros((dimension, dimension))
+    generator[0, 1], generator[1, 0] = -1.0, 1.0
+    centre = np.stack([_token(tilt, 0.0, dimension) for tilt in tilts])
+    start = np.stack([_token(p, a, dimension) for p, a in zip(polars, azimuths)])
+    heads = np.zeros((1, dimension, dimension))
+    return Problem(heads, heads, causal=False, generator=generator), centre, start
+
+
+@pytest.mark.parametrize("dimension", [3, 4])
+@pytest.mark.parametrize("crossing", [np.pi / 2, 1.0, 0.0, np.pi - 1e-3],
+                         ids=["pi/2", "1", "0 (on a grid angle, the start on the slice)", "pi - 1e-3 (last grid step)"])
+def test_of_two_crossings_of_the_slice_the_nearer_one_is_measured(crossing, dimension):
+    """The orbit crosses the slice inside the chart twice, pi apart: at ``crossing`` both tokens lie 0.75 from their
+    centre tokens (|u| = sqrt(2) tan 0.75 = 1.317), at ``crossing - pi`` one lies 1.2 away and the other on its
+    centre token (|u| = tan 1.2 = 2.572). The distance is the nearer crossing's, to the rounding of its angle:
+    whichever grid step it falls in (the last one, ending at pi, included; on a grid angle, found there), and
+    ranked by |u| itself (by |w_{1:}| = sin of the angles, or sin * cos, the far crossing would look nearer). In R^4
+    (a dimension the rotation leaves alone) the same. Control: the far crossing lies inside the chart too (the
+    start turned there is 2.572 from the centre), so a search that ranked the crossings wrongly would return it."""
+    from sim.conjectures.validated import start_distance
+
+    problem, centre, start = _two_tokens_around_e3((0.975, 0.375), (0.225, 0.375), (-crossing, np.pi - crossing),
+                                                    dimension)
+    assert start_distance(problem, centre, start) == pytest.approx(np.sqrt(2) * np.tan(0.75), rel=1e-10)
+    far = start @ expm((crossing - np.pi) * problem.generator).T
+    fixed = Problem(problem.P, problem.U, causal=False)  # no slice: |u| of the start itself, slice coordinate ~0
+    assert start_distance(fixed, centre, far) == pytest.approx(np.tan(1.2), rel=1e-10)
+
+
+#: The tilt and polar angle of a second token whose chart holds it only for |azimuth| < arccos(cot 2 / -cot 0.5)
+#: (~0.58): it leaves the chart where cos(angle to its centre token) = cos 0.5 cos 2 + sin 0.5 sin 2 cos(azimuth) = 0.
+EXIT_TILT, EXIT_POLAR = 0.5, 2.0
+EXIT_AZIMUTH = np.arccos(-1.0 / (np.tan(EXIT_TILT) * np.tan(EXIT_POLAR)))
+
+
+@pytest.mark.parametrize("crossing, exit, inside", [
+    (-0.03, 0.03, True),    # 0.06 before the exit: ~19 grid steps of 2 pi / 2000
+    (0.001, 0.002, False),  # both in the grid step [0, 2 pi / 2000]
+], ids=["crossing 0.06 before the exit", "crossing and exit in one grid step"])
+def test_a_crossing_next_to_a_tokens_exit_from_the_chart(crossing, exit, inside):
+    """The orbit's only crossing of the slice inside the chart lies just before the second token leaves the chart.
+    Grid steps of 2 pi / 2000 resolve it 0.06 before the exit: the distance is that crossing's (the first token 0.75
+    from its centre token, the second at the angle of eq. cos g = cos 0.5 cos 2 + sin 0.5 sin 2 cos(azimuth) there);
+    a grid of 50 angles would see the exit in the crossing's step and miss it. Within one grid step of the exit the
+    search is conservative: a step whose end is off the chart is never bracketed (brentq needs finite values), so
+    the crossing is not used and the start is not claimed inside any ball (inf)."""
+    from sim.conjectures.validated import start_distance
+
+    problem, centre, start = _two_tokens_around_e3((0.975, EXIT_TILT), (0.225, EXIT_POLAR),
+                                                    (-crossing, EXIT_AZIMUTH - exit))
+    second = np.arccos(np.cos(EXIT_TILT) * np.cos(EXIT_POLAR)
+                       + np.sin(EXIT_TILT) * np.sin(EXIT_POLAR) * np.cos(EXIT_AZIMUTH - exit + crossing))
+    expected = np.hypot(np.tan(0.75), np.tan(second)) if inside else float("inf")
+    assert start_distance(problem, centre, start) == pytest.approx(expected, rel=1e-8)
