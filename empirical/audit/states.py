@@ -13,7 +13,7 @@ import torch
 from sim.field.hemisphere import open_hemisphere
 
 from ..adapters import LoopAdapter
-from ..consensus import misalignment
+from ..eq9 import misalignment
 from ..loop import embed
 from .geometry import layernorm_residuals, rmsnorm_residuals
 from .heads import norm_gain, output_projection, qk_norms

@@ -22,6 +22,13 @@ from sim.field.dynamics import AttentionField
 from sim.conjectures.linearisation import tangent_basis, tangent_jacobian
 from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, SolveOptions, solve
 
+#: Integrations of a replay's float64 evidence (sim.conjectures.replay, and the witness figures of
+#: sim.conjectures.witnessview): rtol 1e-10 each; the end must lie inside the certified ball with a factor 2 to spare,
+#: far above the 1e-8 the two integrators may differ by.
+EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
+#: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
+EVIDENCE_HORIZON = 1000.0
+
 #: |f(y*)| bound of a certified equilibrium (the brief's 1e-10; Newton reaches ~1e-15 where it converges).
 RESIDUAL = 1e-10
 #: Largest real part allowed: 1e4 x the ~1e-10 error of the central-difference Jacobian, so the sign is certain.

@@ -15,196 +15,24 @@ search scores equilibria by and the replay of a witness holds its start to.
 
 from __future__ import annotations
 
-import zlib
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
-from flint import acb_mat, arb_mat, ctx
-
-from sim.field.dynamics import leading_eigenpair
 from sim.field.hemisphere import hull_inradius, in_open_hemisphere
 
-#: ||P_eta||_2 <= P_MAX (the "bounded P" of the hypotheses, for the search: constant matrices of norm up to 20,
-#: so scores y_i^T P y_j span up to 40 between tokens and attention can be almost hard).
-P_MAX = 20.0
-#: A top eigenvalue counts as simple and positive when it exceeds the next real part and zero by this much.
-EIGEN_GAP = 1e-3
-
-
-@dataclass(frozen=True)
-class Shape:
-    heads: int
-    tokens: int
-    dim: int
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Instances of one shape: ``P, U : shape=[n, h, d, d]``, ``y0 : shape=[n, l, d]``, ``valid : shape=[n]``."""
-
-    P: np.ndarray
-    U: np.ndarray
-    y0: np.ndarray
-    valid: np.ndarray
-
-
-def no_state_hypothesis(U: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """+inf for each state of ``ys : shape=[N, l, d]``, shape=[N]: the claim restricts no state ("almost every
-    initial state")."""
-    return np.full(len(ys), np.inf)
-
-
-@dataclass(frozen=True)
-class Family:
-    """The search space of one conjecture (see the module docstring)."""
-
-    claim: str
-    causal: bool
-    heads: tuple[int, ...]
-    tokens: tuple[int, ...]
-    dims: tuple[int, ...]
-    horizon: float
-    description: str
-    decode: Callable[[np.ndarray, Shape], Batch]
-    distance: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-    hypotheses: Callable[[np.ndarray, np.ndarray, np.ndarray], list[str]]
-    state_margin: Callable[[np.ndarray, np.ndarray], np.ndarray] = no_state_hypothesis
-    #: How the seeking search's structured draws (``sim.conjectures.structured``) may form U: "symmetric" (multi-head,
-    #: U_eta symmetric), "top-real" (U with a real, simple, positive top eigenvalue), "equal-P" (U = P symmetric),
-    #: "identity" (U = I); None: the search draws only the claim's random family.
-    value_rule: str | None = None
-
-    def parameters(self, shape: Shape) -> int:
-        """Length of the normal vector that ``decode`` turns into one instance of ``shape``."""
-        h, l, d = shape.heads, shape.tokens, shape.dim
-        return 2 * h * d * d + l * d + 2 * h
-
-    def draw_shape(self, rng: np.random.Generator) -> Shape:
-        return Shape(int(rng.choice(self.heads)), int(rng.choice(self.tokens)), int(rng.choice(self.dims)))
-
-    def draw(self, rng: np.random.Generator, n: int, shape: Shape) -> tuple[np.ndarray, Batch]:
-        """``n`` instances of ``shape`` from standard normal vectors (returned too, for the adversarial stage)."""
-        theta = rng.standard_normal((n, self.parameters(shape)))
-        return theta, self.decode(theta, shape)
-
-
-def chunk_seed(claim: str, index: int) -> list[int]:
-    """The seed of chunk ``index`` of ``claim``'s search: the same chunk draws the same instances on any worker."""
-    return [zlib.crc32(claim.encode()), int(index)]
-
-
-# --- pieces of the decoders ----------------------------------------------------------------------------------
-def _split(theta: np.ndarray, shape: Shape):
-    n, h, l, d = len(theta), shape.heads, shape.tokens, shape.dim
-    sizes = [h * d * d, h * d * d, l * d, h, h]
-    parts = np.split(theta, np.cumsum(sizes)[:-1], axis=1)
-    return (parts[0].reshape(n, h, d, d), parts[1].reshape(n, h, d, d), parts[2].reshape(n, l, d), parts[3],
-            parts[4])
-
-
-def bounded_scale(z: np.ndarray, top: float) -> np.ndarray:
-    """A scale in (0, top) from a normal number (monotone, so the optimiser can move it)."""
-    return top * 0.5 * (1.0 + np.tanh(z))
-
-
-def unit_spectral_norm(matrices: np.ndarray) -> np.ndarray:
-    """Each [..., d, d] matrix divided by its spectral norm (zero stays zero)."""
-    norms = np.linalg.norm(matrices, ord=2, axis=(-2, -1))
-    return matrices / np.where(norms > 0, norms, 1.0)[..., None, None]
-
-
-def onto_sphere(y: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(y, axis=-1, keepdims=True)
-    return y / np.where(norms > 0, norms, 1.0)
-
-
-def _symmetric(a: np.ndarray) -> np.ndarray:
-    return 0.5 * (a + np.swapaxes(a, -1, -2))
-
-
-def top_eigenpair(U: np.ndarray) -> tuple[bool, float, np.ndarray]:
-    """(simple and positive?, lambda, v) for the eigenvalue of ``U : shape=[d, d]`` of largest real part:
-    simple, real and positive by ``EIGEN_GAP`` (``sim.field.dynamics.leading_eigenpair`` gives lambda, v and the
-    gap)."""
-    top, v, runner = leading_eigenpair(U)
-    ok = abs(top.imag) < 1e-12 and top.real > EIGEN_GAP and top.real - runner > EIGEN_GAP
-    return bool(ok), float(top.real), v
-
-
-def certified_top(U: np.ndarray) -> str | None:
-    """None when Arb certifies that the eigenvalue of largest real part of ``U : shape=[d, d]`` (float64 entries,
-    taken exactly; ``shape=[h, d, d]``: of sum_eta U_eta, summed in balls) is real, simple and positive; otherwise
-    what could not be certified.
-
-    ``acb_mat.eig`` (multiple=False) returns disjoint balls, each holding exactly one eigenvalue, or raises. The top
-    ball B must lie strictly right of every other ball and of 0 (so its eigenvalue is simple, of largest real part,
-    and positive); it holds a real eigenvalue when its mirror image conj(B) meets no other ball: the conjugate of
-    B's eigenvalue (U is real) then lies in B too, and B holds only one. No tolerance: the balls decide."""
-    U = np.asarray(U, float)
-    matrix = sum((arb_mat(u.tolist()) for u in U[1:]), arb_mat(U[0].tolist())) if U.ndim == 3 else arb_mat(U.tolist())
-    old, ctx.prec = ctx.prec, 106  # 2x float64, as sim.conjectures.validated.PRECISION
-    try:
-        spectrum = list(acb_mat(matrix).eig())
-    except ValueError:
-        return "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
-    finally:
-        ctx.prec = old
-    # a complex pair ties in real part: it fails "strictly largest" before the realness test below
-    top = max(range(len(spectrum)), key=lambda k: float(spectrum[k].real.mid()))
-    ball, others = spectrum[top], spectrum[:top] + spectrum[top + 1:]
-    if not ball.real > 0:
-        return f"the eigenvalue of largest real part ({float(ball.real.mid()):.6g}) is not certified positive"
-    if not all(ball.real > other.real for other in others):
-        return "the eigenvalue of largest real part is not certified simple and strictly largest in real part"
-    if any(ball.conjugate().overlaps(other) for other in others):
-        return "the eigenvalue of largest real part is not certified real"
-    return None
-
-
-def symmetrised(M: np.ndarray) -> np.ndarray:
-    """(M + M^T) / 2 over the last two axes: exactly symmetric in float64 (a + b = b + a), for the constructions
-    (Q D Q^T, projections) that are symmetric only up to rounding while the hypothesis asks for symmetry."""
-    return 0.5 * (M + np.swapaxes(M, -1, -2))
-
-
-def _exactly_symmetric(M: np.ndarray) -> bool:
-    """M == M^T entry by entry (float64 equality: the hypothesis is symmetry, not near-symmetry)."""
-    return bool(np.array_equal(M, np.swapaxes(M, -1, -2)))
-
-
-def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_ij |y_i - y_j| per instance, ``y : shape=[n, l, d]`` -> shape=[n] (0 iff consensus)."""
-    differences = y[:, :, None, :] - y[:, None, :, :]
-    return np.sqrt(np.max(np.sum(differences**2, axis=-1), axis=(1, 2)))
-
-
-def _summed_top_vectors(U: np.ndarray) -> np.ndarray:
-    """v of sum_eta U_eta per instance, ``U : shape=[n, h, d, d]`` -> shape=[n, d]."""
-    return np.stack([top_eigenpair(u.sum(axis=0))[2] for u in U])
-
-
-def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_i |y_i - v| per instance, v the top eigenvector of sum_eta U_eta (0 iff y = (v, ..., v))."""
-    v = _summed_top_vectors(U)
-    return np.max(np.linalg.norm(y - v[:, None, :], axis=-1), axis=1)
-
-
-def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of sum_eta U_eta (U_1 for the one-head
-    value claims): 0 iff every y_i = +v or -v."""
-    v = _summed_top_vectors(U)[:, None, :]
-    return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)
+# What a family is and the geometry its rules share (re-exported: this module is the searches' public face).
+from sim.conjectures.family import (  # noqa: F401
+    EIGEN_GAP, P_MAX, Batch, Family, Shape, bounded_scale, certified_top, chunk_seed, diameter, distance_from_plus_minus_v,
+    distance_from_v, exactly_symmetric, no_state_hypothesis, onto_sphere, split_theta, summed_top_vectors,
+    symmetric_part, symmetrised, top_eigenpair, unit_spectral_norm)
 
 
 # --- the families ----------------------------------------------------------------------------------------------
 def _decode_multihead(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, rawU, rawy, zP, zU = _split(theta, shape)
+    rawP, rawU, rawy, zP, zU = split_theta(theta, shape)
     P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
-    U = unit_spectral_norm(_symmetric(rawU)) * bounded_scale(zU, 2.0)[..., None, None]
+    U = unit_spectral_norm(symmetric_part(rawU)) * bounded_scale(zU, 2.0)[..., None, None]
     valid = np.array([top_eigenpair(u.sum(axis=0))[0] for u in U])
-    y0, inside = _reflected(onto_sphere(rawy), _summed_top_vectors(U))
+    y0, inside = _reflected(onto_sphere(rawy), summed_top_vectors(U))
     return Batch(P, U, y0, valid & inside)
 
 
@@ -221,7 +49,7 @@ def _multihead_problems(P, U) -> list[str]:
     problems = []
     if len(P) < 2:
         problems.append(f"h = {len(P)} heads; the conjecture is about h >= 2")
-    if not all(_exactly_symmetric(u) for u in U):
+    if not all(exactly_symmetric(u) for u in U):
         problems.append("some U_eta is not symmetric (entry by entry, exactly)")
     return problems
 
@@ -239,7 +67,7 @@ def _hypotheses_multihead(P, U, y0) -> list[str]:
 
 
 def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, rawU, rawy, zP, zU = _split(theta, shape)
+    rawP, rawU, rawy, zP, zU = split_theta(theta, shape)
     P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
     basis = np.linalg.qr(rawU[:, 0])[0]                                  # [n, d, d]; v = first column
     tops = bounded_scale(zU, 2.0)                                                # [n, h], the top eigenvalues
@@ -247,7 +75,7 @@ def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
     spectra = np.concatenate([tops[..., None], others], axis=-1)
     U = symmetrised(np.einsum("nde,nhe,nfe->nhdf", basis, spectra, basis))  # Q diag Q^T per head
     valid = np.array([_common_top(u) is not None for u in U])
-    y0, inside = _reflected(onto_sphere(rawy), _summed_top_vectors(U))  # the sum's v is the common v, signed alike
+    y0, inside = _reflected(onto_sphere(rawy), summed_top_vectors(U))  # the sum's v is the common v, signed alike
     return Batch(P, U, y0, valid & inside)
 
 
@@ -277,7 +105,7 @@ def _hypotheses_multihead_common(P, U, y0) -> list[str]:
 
 
 def _decode_value(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, rawU, rawy, zP, _ = _split(theta, shape)
+    rawP, rawU, rawy, zP, _ = split_theta(theta, shape)
     P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
     U = unit_spectral_norm(rawU)  # the scale of U only rescales time (h = 1)
     valid = np.array([top_eigenpair(u[0])[0] for u in U])
@@ -301,7 +129,7 @@ def _hypotheses_value(P, U, y0) -> list[str]:
 def _decode_gradient(theta: np.ndarray, shape: Shape) -> Batch:
     # Hypothesis 3.1 with W = P: z = P^{1/2} y maps E_P to the sphere, metric (7) and potential (8) to those of
     # P = U = W = I (the check is `gradient_isometry` in tests), so every instance is P = U = I on the sphere.
-    _, _, rawy, _, _ = _split(theta, shape)
+    _, _, rawy, _, _ = split_theta(theta, shape)
     n, d = len(theta), shape.dim
     eye = np.broadcast_to(np.eye(d), (n, 1, d, d)).copy()
     return Batch(eye, eye.copy(), onto_sphere(rawy), np.ones(n, dtype=bool))
@@ -315,8 +143,8 @@ def _hypotheses_gradient(P, U, y0) -> list[str]:
 
 
 def _decode_gradient_value(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, _, rawy, zP, _ = _split(theta, shape)
-    P = unit_spectral_norm(_symmetric(rawP)) * bounded_scale(zP, P_MAX)[..., None, None]
+    rawP, _, rawy, zP, _ = split_theta(theta, shape)
+    P = unit_spectral_norm(symmetric_part(rawP)) * bounded_scale(zP, P_MAX)[..., None, None]
     return Batch(P, P.copy(), onto_sphere(rawy), np.ones(len(theta), dtype=bool))
 
 
@@ -324,7 +152,7 @@ def _hypotheses_gradient_value(P, U, y0) -> list[str]:
     problems = []
     if len(P) != 1:
         problems.append(f"h = {len(P)}; the gradient case has one head")
-    if not _exactly_symmetric(P[0]):
+    if not exactly_symmetric(P[0]):
         problems.append("P is not symmetric (entry by entry, exactly)")
     if not np.array_equal(U[0], P[0]):
         problems.append("U != P (the gradient condition W U = P with W = I)")
@@ -332,7 +160,7 @@ def _hypotheses_gradient_value(P, U, y0) -> list[str]:
 
 
 def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, _, rawy, zP, _ = _split(theta, shape)
+    rawP, _, rawy, zP, _ = split_theta(theta, shape)
     n, d = len(theta), shape.dim
     P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
     U = np.broadcast_to(np.eye(d), P.shape).copy()
@@ -348,7 +176,7 @@ def _hypotheses_nonsymmetric(P, U, y0) -> list[str]:
     problems = []
     if any(not np.array_equal(u, np.eye(len(u))) for u in U):
         problems.append("U != I")
-    if all(_exactly_symmetric(p) for p in P):
+    if all(exactly_symmetric(p) for p in P):
         problems.append("every P_eta is symmetric (the claim is about non-symmetric P, outside the gradient case)")
     if in_open_hemisphere(y0):
         problems.append("y0 lies in an open hemisphere (Theorem 4.1's case, not the conjecture's)")
@@ -363,7 +191,7 @@ SKEW_MAX = 40.0
 
 
 def _decode_attractive(theta: np.ndarray, shape: Shape) -> Batch:
-    rawP, rawK, rawy, zP, zK = _split(theta, shape)
+    rawP, rawK, rawy, zP, zK = split_theta(theta, shape)
     d = shape.dim
     gram = np.einsum("nhij,nhkj->nhik", rawP, rawP)
     S = (unit_spectral_norm(gram) + FLOOR * np.eye(d)) / (1.0 + FLOOR) * bounded_scale(zP, P_MAX)[..., None, None]
@@ -400,7 +228,7 @@ def attractive_problems(P: np.ndarray) -> list[str]:
     P = P[None] if P.ndim == 2 else P
     problems = [f"sym(P_{eta + 1}) is not certified positive definite (exact leading minors)"
                 for eta, p in enumerate(P) if not certified_positive_definite(p)]
-    if all(_exactly_symmetric(p) for p in P):
+    if all(exactly_symmetric(p) for p in P):
         problems.append("skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
                         "conj.gradient-equilibria), not the question")
     return problems
@@ -494,5 +322,7 @@ def get_family(claim: str) -> Family:
 
 
 # The conjectures the paper cites (Karagodin et al.): their families, with their own parameter layouts and exact
-# hypotheses, add themselves to FAMILIES (imported last: that module builds on the pieces above).
-import sim.conjectures.karagodin  # noqa: E402,F401
+# hypotheses (sim.conjectures.karagodin, built on sim.conjectures.family).
+from sim.conjectures.karagodin import KARAGODIN_FAMILIES  # noqa: E402
+
+FAMILIES.update(KARAGODIN_FAMILIES)

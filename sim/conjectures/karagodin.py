@@ -29,8 +29,8 @@ from functools import lru_cache
 import numpy as np
 from flint import acb_mat, arb_mat, ctx, fmpq, fmpq_mat
 
-from sim.conjectures.families import (FAMILIES, Batch, Family, Shape, bounded_scale, distance_from_plus_minus_v,
-                                      onto_sphere, top_eigenpair, unit_spectral_norm)
+from sim.conjectures.family import (Batch, Family, Shape, bounded_scale, distance_from_plus_minus_v, onto_sphere,
+                                    top_eigenpair, unit_spectral_norm)
 
 SOURCE = ("Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv 2411.04990v2, sec. 4 "
           "(statements as transcribed in a public Lean formalisation of that paper)")
@@ -351,4 +351,3 @@ KARAGODIN_FAMILIES: dict[str, Family] = {
         "as conj.karagodin-thm2-normalized-component; the claimed limit is the normalised P_{L^perp} x_1(0)",
         _decode_thm2(THM2_PERP), _distance_thm2("perp"), _hypotheses_thm2("perp")),
 }
-FAMILIES.update(KARAGODIN_FAMILIES)

@@ -39,19 +39,13 @@ from foundation.outputs import SCHEMA_VERSIONS, schema_path
 from foundation.records import CheckResult
 from foundation.registry import SEARCHED
 
-from sim.conjectures.certify import AWAY, attention_field, integrate
+from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON, attention_field, integrate
 from sim.conjectures.families import FAMILIES, Family
 from sim.conjectures.witness_index import check_indexed
 from sim.field.eq6 import eq6
-from sim.solvers import AdaptiveStepSize
 from sim.conjectures.validated import (Problem, ValidatedCertificate, certify, commutes, start_distance,
                                        starts_inside)
 
-#: Integrations of the float64 evidence: rtol 1e-10 each; the end must lie inside the certified ball with a
-#: factor 2 to spare, far above the 1e-8 the two integrators may differ by.
-EVIDENCE = AdaptiveStepSize(rtol=1e-10, atol=1e-12)
-#: Longest evidence run: the slowest certified rate is ~0.03, so 25 time constants are below 1000.
-EVIDENCE_HORIZON = 1000.0
 #: The witness schema (validated on load; its version is ``SCHEMA_VERSIONS["witness"]``).
 SCHEMA = schema_path("witness")
 #: A witness is a few kB (the largest stored one ~10 kB); a bigger file is refused before it is parsed.

@@ -30,7 +30,7 @@ def without_skew(witness: dict) -> dict:
 
 def skew_matters(witness: dict) -> dict:
     """{"certified_without_skew", "diameter_without_skew", "matters"} (see the module docstring)."""
-    from sim.conjectures.replay import EVIDENCE, EVIDENCE_HORIZON
+    from sim.conjectures.certify import EVIDENCE, EVIDENCE_HORIZON
 
     P = symmetrised(np.asarray(witness["P"], float))
     U, causal = np.asarray(witness["U"], float), bool(witness["causal"])

@@ -25,7 +25,7 @@ from scipy.linalg import expm
 
 from foundation.records import Figure, Table
 
-from sim.conjectures.certify import attention_field, integrate
+from sim.conjectures.certify import EVIDENCE, EVIDENCE_HORIZON, attention_field, integrate
 
 #: The end of the drawn trajectory counts as reaching the attractor within this distance (max over tokens, after the
 #: orbit's phase for rotating states): replay's runs end ~1e-12 away (the slowest certified rate ~0.03 over t = 1000).
@@ -66,7 +66,6 @@ def _arrays(witness: dict):
 def trajectory(witness: dict, horizon: float | None = None) -> dict:
     """The drawn trajectory from y0: ``t : shape=[T]``, ``y : shape=[T, l, d]`` (co-rotating and phase-aligned for a
     rotating state), ``distance : shape=[T]`` (max_i |y_i(t) - y*_i|), ``end_distance``, ``reaches`` and ``mu``."""
-    from sim.conjectures.replay import EVIDENCE, EVIDENCE_HORIZON
 
     P, U, causal, y0, y_star, generator = _arrays(witness)
     horizon = EVIDENCE_HORIZON if horizon is None else float(horizon)
