@@ -21,9 +21,33 @@ from sim.field.hemisphere import hull_inradius, in_open_hemisphere
 
 # What a family is and the geometry its rules share (re-exported: this module is the searches' public face).
 from sim.conjectures.family import (  # noqa: F401
-    EIGEN_GAP, P_MAX, Batch, Family, Shape, bounded_scale, certified_top, chunk_seed, diameter, distance_from_plus_minus_v,
-    distance_from_v, exactly_symmetric, no_state_hypothesis, onto_sphere, split_theta, summed_top_vectors,
-    symmetric_part, symmetrised, top_eigenpair, unit_spectral_norm)
+    EIGEN_GAP, P_MAX, Batch, Family, Shape, bounded_scale, certified_top, chunk_seed, exactly_symmetric,
+    no_state_hypothesis, onto_sphere, split_theta, symmetric_part, symmetrised, top_eigenpair, unit_spectral_norm)
+
+
+# --- the distances to the claimed conclusions ----------------------------------------------------------------
+def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_ij |y_i - y_j| per instance, ``y : shape=[n, l, d]`` -> shape=[n] (0 iff consensus)."""
+    differences = y[:, :, None, :] - y[:, None, :, :]
+    return np.sqrt(np.max(np.sum(differences**2, axis=-1), axis=(1, 2)))
+
+
+def summed_top_vectors(U: np.ndarray) -> np.ndarray:
+    """v of sum_eta U_eta per instance, ``U : shape=[n, h, d, d]`` -> shape=[n, d]."""
+    return np.stack([top_eigenpair(u.sum(axis=0))[2] for u in U])
+
+
+def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_i |y_i - v| per instance, v the top eigenvector of sum_eta U_eta (0 iff y = (v, ..., v))."""
+    v = summed_top_vectors(U)
+    return np.max(np.linalg.norm(y - v[:, None, :], axis=-1), axis=1)
+
+
+def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of sum_eta U_eta (U_1 for the one-head
+    value claims): 0 iff every y_i = +v or -v."""
+    v = summed_top_vectors(U)[:, None, :]
+    return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)
 
 
 # --- the families ----------------------------------------------------------------------------------------------

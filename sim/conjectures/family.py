@@ -1,7 +1,7 @@
 """What a conjecture's instance family is, and the geometry its rules share: the instances' ``Shape`` and
 ``Batch``, the ``Family`` record (decoder, hypotheses, distance to the claimed conclusion, state margin), chunk seeds,
 scalings onto the hypotheses, the top eigenpair of a value matrix (float64, and certified in ball arithmetic), and
-the distances ``diameter``, ``distance_from_v`` and ``distance_from_plus_minus_v``.
+the checks of exact symmetry and certified positive tops.
 
 The catalogue of families, one per ``conj.*`` claim, is :mod:`sim.conjectures.families`; the families of the
 conjectures the paper cites are :mod:`sim.conjectures.karagodin`; both build on this module.
@@ -169,27 +169,3 @@ def symmetrised(M: np.ndarray) -> np.ndarray:
 def exactly_symmetric(M: np.ndarray) -> bool:
     """M == M^T entry by entry (float64 equality: the hypothesis is symmetry, not near-symmetry)."""
     return bool(np.array_equal(M, np.swapaxes(M, -1, -2)))
-
-
-def diameter(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_ij |y_i - y_j| per instance, ``y : shape=[n, l, d]`` -> shape=[n] (0 iff consensus)."""
-    differences = y[:, :, None, :] - y[:, None, :, :]
-    return np.sqrt(np.max(np.sum(differences**2, axis=-1), axis=(1, 2)))
-
-
-def summed_top_vectors(U: np.ndarray) -> np.ndarray:
-    """v of sum_eta U_eta per instance, ``U : shape=[n, h, d, d]`` -> shape=[n, d]."""
-    return np.stack([top_eigenpair(u.sum(axis=0))[2] for u in U])
-
-
-def distance_from_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_i |y_i - v| per instance, v the top eigenvector of sum_eta U_eta (0 iff y = (v, ..., v))."""
-    v = summed_top_vectors(U)
-    return np.max(np.linalg.norm(y - v[:, None, :], axis=-1), axis=1)
-
-
-def distance_from_plus_minus_v(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max_i min(|y_i - v|, |y_i + v|) per instance, v the top eigenvector of sum_eta U_eta (U_1 for the one-head
-    value claims): 0 iff every y_i = +v or -v."""
-    v = summed_top_vectors(U)[:, None, :]
-    return np.max(np.minimum(np.linalg.norm(y - v, axis=-1), np.linalg.norm(y + v, axis=-1)), axis=1)

@@ -29,8 +29,7 @@ from functools import lru_cache
 import numpy as np
 from flint import acb_mat, arb_mat, ctx, fmpq, fmpq_mat
 
-from sim.conjectures.family import (Batch, Family, Shape, bounded_scale, distance_from_plus_minus_v, onto_sphere,
-                                    top_eigenpair, unit_spectral_norm)
+from sim.conjectures.family import Batch, Family, Shape, bounded_scale, onto_sphere, top_eigenpair, unit_spectral_norm
 
 SOURCE = ("Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv 2411.04990v2, sec. 4 "
           "(statements as transcribed in a public Lean formalisation of that paper)")
@@ -332,6 +331,13 @@ THM15 = "conj.karagodin-thm1.5"
 THM2_L = "conj.karagodin-thm2-normalized-component"
 THM2_PERP = "conj.karagodin-thm2-perp-projection"
 
+
+def _distance_thm15(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """thm1.5's conclusion, every token at +xi or -xi (xi the unit top eigenvector of V = U_1): per instance
+    max_k min(|x_k - xi|, |x_k + xi|), 0 at it. ``U : [n, 1, d, d]``, ``y : [n, l, d]``."""
+    xi = np.stack([top_eigenpair(u[0])[2] for u in U])[:, None, :]
+    return np.max(np.minimum(np.linalg.norm(y - xi, axis=-1), np.linalg.norm(y + xi, axis=-1)), axis=1)
+
 KARAGODIN_FAMILIES: dict[str, Family] = {
     THM15: KaragodinFamily(
         THM15, True, (1,), (2, 3, 4, 6, 8, 12, 16), (2, 3, 4, 6, 8), 200.0,
@@ -339,7 +345,7 @@ KARAGODIN_FAMILIES: dict[str, Family] = {
         "(G normal, c in (0, 50)); V = S diag(lambda) S^{-1}, S normal with unit columns (non-orthogonal eigenvectors, "
         "cond(S) <= 1e3), lambda the normalised cumulative sums of gaps 0.05 + (1 + tanh z) (lambda_max = 1); y0 "
         "uniform; hypothesis certified by Arb eigenvalue balls",
-        _decode_thm15, distance_from_plus_minus_v, _hypotheses_thm15),
+        _decode_thm15, _distance_thm15, _hypotheses_thm15),
     THM2_L: KaragodinFamily(
         THM2_L, True, (1,), (2, 3, 4, 6, 8, 12, 16), (3, 4, 6, 8), 200.0,
         "CSA (causal, h = 1), l in {2..16}, d in {3..8}; P = c G/|G|_2 (c in (0, 50)); V = blockdiag(lambda I_m, D), "
