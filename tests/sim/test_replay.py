@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from sim.__main__ import main
-from sim.conjectures.families import certified_top
-from sim.conjectures.replay import _problem, load, replay
+from sim.conjectures.families import FAMILIES, certified_top
+from sim.conjectures.replay import ENTRY_MAX, P_NORM_MAX, _problem, load, mismatches, replay
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -207,3 +207,76 @@ def test_a_rotated_start_is_measured_on_the_slice():
     assert start_distance(problem, y_star, turned) < 1e-10
     without = Problem(problem.P, problem.U, problem.causal)
     assert start_distance(without, y_star, turned) > 0.1
+
+
+# --- mismatches: each refusal's exact reason, one field of the rotating triangle altered at a time -----------------
+TRIANGLE = ("conj.nonsymmetric-full", 0)  # l = 3, d = 2, h = 1, P = -2I + J/2, U = I, generator J
+J = [[0.0, -1.0], [1.0, 0.0]]
+
+
+def triangle_mismatches(**fields) -> list[str]:
+    """``mismatches`` of the rotating triangle with ``fields`` replaced, against its own claim's family."""
+    witness = stored(*TRIANGLE)
+    return mismatches(dict(witness, **fields), FAMILIES[witness["claim"]])
+
+
+def test_the_unaltered_triangle_and_a_boundary_instance_have_no_mismatch():
+    """Negative controls of the refusals below: the stored triangle; a generator with entries exactly ENTRY_MAX; and
+    P = [[-400, -300], [300, -400]] (|P|_2 = 500 = P_NORM_MAX exactly; Frobenius 707 > 500: the bound is the
+    spectral norm). Both bounds are inclusive: equality is allowed."""
+    assert triangle_mismatches() == []
+    assert triangle_mismatches(generator=(ENTRY_MAX * np.array(J)).tolist()) == []
+    assert np.linalg.norm([[-400.0, -300.0], [300.0, -400.0]], 2) == P_NORM_MAX  # exact in float64
+    assert triangle_mismatches(P=[[[-400.0, -300.0], [300.0, -400.0]]]) == []
+
+
+ONE_FIELD = {
+    "causal not a bool": (dict(causal="yes"), ["causal must be true or false, not 'yes'"]),
+    "P with a null entry": (dict(P=[[[-2.0, None], [0.5, -2.0]]]), ["P has an entry that is not a finite number"]),
+    "P a 2-d array": (dict(P=[[-2.0, -0.5], [0.5, -2.0]]),
+                      ["P must be a non-empty 3-dimensional array, not shape [2, 2]"]),
+    "P an empty 3-d array": (dict(P=[[[]]]), ["P must be a non-empty 3-dimensional array, not shape [1, 1, 0]"]),
+    "U of another width": (dict(U=np.eye(3)[None].tolist()),
+                           ["P and U must both have shape [h, d, d]; P [1, 2, 2], U [1, 3, 3]"]),
+    "y0 and equilibrium both 3 wide": (
+        dict(y0=np.eye(3).tolist(), equilibrium=np.eye(3).tolist()),
+        ["y0 and equilibrium must both have shape [l, 2]; y0 [3, 3], equilibrium [3, 3]"]),
+    "equilibrium one token short": (dict(equilibrium=[[1.0, 0.0], [0.0, 1.0]]),
+                                    ["y0 and equilibrium must both have shape [l, 2]; y0 [3, 2], equilibrium [2, 2]"]),
+    "generator 3 x 3": (dict(generator=np.zeros((3, 3)).tolist()), ["generator must have shape [2, 2], not [3, 3]"]),
+    "P entry over ENTRY_MAX": (dict(P=[[[-2.0, -2000.0], [2000.0, -2.0]]]),
+                               ["an entry of P, U or generator exceeds 1000 in magnitude"]),
+    "U entry over ENTRY_MAX": (dict(U=(2000.0 * np.eye(2))[None].tolist()),
+                               ["an entry of P, U or generator exceeds 1000 in magnitude"]),
+    "generator entry over ENTRY_MAX": (dict(generator=(2000.0 * np.array(J)).tolist()),
+                                       ["an entry of P, U or generator exceeds 1000 in magnitude"]),
+    "|P|_2 over P_NORM_MAX": (dict(P=[[[-400.0, -301.0], [301.0, -400.0]]]),
+                              ["|P_eta|_2 exceeds 500 (exp(y^T P y) would overflow float64)"]),
+    "a token of y0 off the sphere": (dict(y0=[[1.0 + 1e-6, 0.0], [0.0, 1.0], [-1.0, 0.0]]),
+                                     ["the tokens of y0 must be unit vectors (|y_i| = 1 within 1e-09)"]),
+    "causal mask for a full-attention claim": (
+        dict(causal=True),
+        ["mask: the witness has causal attention, the claim conj.nonsymmetric-full is about full attention"]),
+    "zero generator": (dict(generator=[[0.0, 0.0], [0.0, 0.0]]),
+                       ["the generator is not a nonzero skew matrix commuting with every P_eta and U_eta"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_FIELD))
+def test_one_altered_field_is_refused_with_its_own_reason(name):
+    """The whole list of problems, word for word: a refusal for another reason, or a second one, fails."""
+    fields, expected = ONE_FIELD[name]
+    assert triangle_mismatches(**fields) == expected
+
+
+def test_an_unreadable_array_is_refused_with_the_converter_message_cut_at_80_characters():
+    problems = triangle_mismatches(P="x" * 200)  # numpy: could not convert string to float: 'xxx...'
+    assert len(problems) == 1 and problems[0].startswith("P is not an array of numbers (could not convert")
+    assert len(problems[0]) == len("P is not an array of numbers ()") + 80
+
+
+def test_a_full_witness_under_a_causal_claim_names_both_masks():
+    """The other direction of the mask's words (the triangle above is full attention under a full claim)."""
+    witness = stored("conj.value-full")
+    assert mismatches(witness, FAMILIES["conj.value-causal"])[0] == (
+        "mask: the witness has full attention, the claim conj.value-causal is about causal attention")
