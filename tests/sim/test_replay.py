@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 from sim.__main__ import main
+from sim.conjectures.certify import EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
-from sim.conjectures.replay import ENTRY_MAX, P_NORM_MAX, _problem, load, mismatches, replay
+import sim.conjectures.replay as replay_module
+from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, load, mismatches,
+                                    replay)
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -177,11 +180,17 @@ def test_every_stored_start_lies_in_the_ball_measured_from_the_enclosure(path):
     assert numbers["zero_box_radius"] == TIGHT_RADII[0] == 1e-12
     assert numbers["basin_radius"] + numbers["zero_enclosure"] <= numbers["box_radius"]
     replayed = outcome.numbers
+    assert outcome.claim == witness["claim"] and outcome.refuted is True
+    assert {"distance_from_claim", "hypothesis_margin_at_y0", "start_from_centre"} <= replayed.keys()
     if replayed["start_inside_certified_ball"]:
         assert replayed["start_from_centre"] + numbers["zero_enclosure"] <= numbers["basin_radius"]
+        assert outcome.reason == ("validated attractor; the start lies inside its certified ball (measured from the "
+                                  "certified zero's enclosure)")
     else:
         far = max(replayed["sim_end_distance"], replayed["scipy_end_distance"])
         assert far + numbers["zero_enclosure"] < numbers["basin_radius"] / 2
+        assert outcome.reason == "validated attractor; float64 runs (two integrators) carry the start into its ball"
+        assert replayed["evidence_horizon"] == EVIDENCE_HORIZON
     stored_certificate = witness["certificate"]
     assert stored_certificate["numbers"].keys() == numbers.keys()
     for key in ("box_radius", "krawczyk_max", "unknowns", "zero_box_radius", "zero_enclosure", "basin_radius",
@@ -280,3 +289,70 @@ def test_a_full_witness_under_a_causal_claim_names_both_masks():
     witness = stored("conj.value-full")
     assert mismatches(witness, FAMILIES["conj.value-causal"])[0] == (
         "mask: the witness has full attention, the claim conj.value-causal is about causal attention")
+
+
+# --- the words of a refusal and of a summary -------------------------------------------------------------------------
+def write(tmp_path, text: str) -> Path:
+    path = tmp_path / "witness.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_file_of_exactly_max_bytes_loads_and_one_byte_more_is_refused(tmp_path):
+    """The size bound is inclusive: the stored witness padded with spaces to MAX_BYTES loads (the control), to
+    MAX_BYTES + 1 it is refused before parsing."""
+    text = json.dumps(stored("conj.value-full"))
+    assert load(write(tmp_path, text + " " * (MAX_BYTES - len(text))))["claim"] == "conj.value-full"
+    with pytest.raises(ValueError, match=f"larger than {MAX_BYTES} bytes"):
+        load(write(tmp_path, text + " " * (MAX_BYTES + 1 - len(text))))
+
+
+def test_a_schema_refusal_names_the_path_inside_the_witness_or_the_document(tmp_path):
+    bad_entry = dict(stored("conj.value-full"), P=[[[1.0, "a"], [0.0, 1.0]]])
+    with pytest.raises(ValueError, match=r"not a valid witness \(witness.schema.json\): at P/0/0/1: ") as nested:
+        load(write(tmp_path, json.dumps(bad_entry)))
+    with pytest.raises(ValueError, match=r"not a valid witness \(witness.schema.json\): at the document: "):
+        load(write(tmp_path, "5"))
+    assert str(nested.value).count("\n") == 0
+
+
+@pytest.mark.parametrize("length, expected", [
+    pytest.param(200, "a" * 200, id="200 characters kept"),
+    pytest.param(201, "a" * 197 + "...", id="201 cut to 200"),
+])
+def test_one_line_keeps_200_characters_and_cuts_longer_text_to_200(length, expected):
+    assert _one_line("a" * length) == expected
+    assert _one_line("two\n  lines") == "two lines"
+
+
+def test_the_known_claims_are_listed_in_order_and_cut_to_150_characters(monkeypatch):
+    monkeypatch.setattr(replay_module, "FAMILIES", {"b" * 73: None, "a" * 75: None})  # 75 + 2 + 73 = 150
+    assert _known() == "a" * 75 + ", " + "b" * 73
+    monkeypatch.setattr(replay_module, "FAMILIES", {"b" * 74: None, "a" * 75: None})  # 151
+    assert _known() == "a" * 75 + ", " + "b" * 70 + "..."
+
+
+def test_the_summary_says_refuted_or_not_a_witness_then_the_numbers_and_the_certificate():
+    witness = stored("conj.value-full")
+    outcome = replay(witness)
+    lines = outcome.summary().split("\n")
+    assert lines[0] == f"conj.value-full: REFUTED by this witness ({outcome.reason})"
+    assert lines[1:1 + len(outcome.numbers)] == [f"  {key}: {value}" for key, value in outcome.numbers.items()]
+    assert lines[1 + len(outcome.numbers)] == "certificate:"
+    assert "\n".join(lines[2 + len(outcome.numbers):]) == outcome.certificate.summary()
+    refused = replay(dict(witness, claim="conj.value-causal"))
+    assert refused.summary().split("\n")[0] == f"conj.value-causal: NOT a witness ({refused.reason})"
+
+
+def test_a_mismatched_witness_is_refused_before_any_certificate_with_every_problem_listed():
+    """The value-full witness under the multi-head causal claim: two problems (mask and head count), joined by '; ';
+    the certificate is the empty 'not attempted' one."""
+    witness = dict(stored("conj.value-full"), claim="conj.multihead-causal")
+    problems = mismatches(witness, FAMILIES["conj.multihead-causal"])
+    assert len(problems) >= 2 and problems[0].startswith("mask: ")
+    outcome = replay(witness)
+    assert (outcome.claim, outcome.refuted, outcome.reason, outcome.numbers) == (
+        "conj.multihead-causal", False, "the witness does not meet its claim's hypotheses: " + "; ".join(problems), {})
+    certificate = outcome.certificate
+    assert certificate.certified is False and certificate.equilibrium.shape == (0, 0)
+    assert certificate.reason == "not attempted: the witness does not match its claim"
