@@ -356,3 +356,30 @@ def test_a_mismatched_witness_is_refused_before_any_certificate_with_every_probl
     certificate = outcome.certificate
     assert certificate.certified is False and certificate.equilibrium.shape == (0, 0)
     assert certificate.reason == "not attempted: the witness does not match its claim"
+
+
+def consensus_of(witness: dict) -> list:
+    """Every token at the equilibrium's first token (y0 there too): l copies of one unit vector."""
+    return np.tile(np.asarray(witness["equilibrium"])[:1], (len(witness["equilibrium"]), 1)).tolist()
+
+
+@pytest.mark.parametrize("claim, make, reason", [
+    pytest.param("conj.value-full", lambda w: dict(w, equilibrium=consensus_of(w), y0=consensus_of(w)),
+                 "the attractor is the claimed outcome (distance 0 < 0.01)", id="consensus: the claimed outcome"),
+    pytest.param("conj.value-full-antipodal", lambda w: dict(w, equilibrium=consensus_of(w), y0=consensus_of(w)),
+                 "no validated attractor: unstable", id="a saddle: no validated attractor"),
+    pytest.param("conj.value-full", lambda w: dict(w, equilibrium=(-np.asarray(w["equilibrium"])).tolist()),
+                 "float64 runs from the start do not reach the certified ball", id="the attractor's mirror image"),
+])
+def test_a_matching_witness_that_does_not_refute_says_which_step_failed(claim, make, reason):
+    """Past the hypotheses, each later step's refusal (the stored witnesses above are the controls: they refute)."""
+    outcome = replay(make(stored(claim)))
+    assert outcome.refuted is False and outcome.claim == claim
+    assert outcome.reason.startswith(reason), outcome.reason
+
+
+def test_a_family_passed_to_replay_replaces_the_claims():
+    """A search passes its own family: the value-full witness checked against the causal family is refused."""
+    outcome = replay(stored("conj.value-full"), FAMILIES["conj.value-causal"])
+    assert outcome.refuted is False
+    assert outcome.reason.startswith("the witness does not meet its claim's hypotheses: mask")
