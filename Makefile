@@ -45,8 +45,12 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest --maxfail=5 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
+# SCALE (foundation/scale.py): auto = full with a CUDA device, else short (every check at the report's sizes but the
+# model runs of the paper's architectures, hours on a 2-core CPU: their claims are recorded not-run); SCALE=full runs
+# them anywhere. A short build and a later full one share build/report and its runs (the full one reuses them).
+SCALE ?= auto
 report: $(STAMP)
-	$(BIN)/python -m reports build --out build/report
+	$(BIN)/python -m reports build --out build/report --scale $(SCALE)
 
 # Mutation testing of the core modules (docs/mutation.md): mutmut (pyproject.toml [tool.mutmut]) over the
 # Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/field/kernels.py,

@@ -186,6 +186,20 @@ _OUTCOME = {"verified": "Every run converges, in every cell of the grid",
             "not-run": "No verdict yet: a run is undecided, sensitive or precision-limited"}
 
 
+#: Why a claim on the paper's architectures has no run at the ``short`` scale (foundation/scale.py), and the commands.
+SHORT_SCALE_REASON = ("Not run: this report was built at the short scale (no CUDA device here), which leaves out the "
+                      "model runs of the paper's architectures, GPT-2 XL and GPT-Neo 2.7B: hours each on a 2-core CPU "
+                      "(docs/report.md, 'How long make report takes'). `make report SCALE=full` runs them here; "
+                      "on a GPU, `make CONSTRAINTS= report` (minutes), or the paper's protocol: ")
+
+
+def left_at_short_scale(claim: str, paper_figure: str) -> CheckResult:
+    """The record of ``claim`` (a claim of figures 7-10) in a report built at the ``short`` scale: ``not-run``,
+    naming why and the commands that run it. It decides nothing; the claim's check runs at the ``full`` scale."""
+    return claim_result("not-run", claim=claim, numbers={"scale": "short"},
+                        detail=f"{paper_figure}: {SHORT_SCALE_REASON}{PAPER_COMMAND}")
+
+
 @check("emp.no-ffn", method="empirical")
 @check("emp.full", method="empirical")
 def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[str, str], figure_path: Path,

@@ -17,12 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from foundation.scale import report_scale, scaled
+from foundation.scale import check_sizes, report_scale, scaled
 
 from .audit.measure import AuditSettings
 from .audit.store import cached_audit
 from .sources import PAPER_MODELS, locate
-from .suite import PROFILES, SMOKE_STAND_INS, needs_weights, run_variant
+from .suite import SMOKE_STAND_INS, report_profile_variants, run_variant
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Where the report keeps its runs and audits (``build/runs``, ``build/audits``; ``-smoke`` beside them at the smoke
@@ -43,17 +43,16 @@ def report_audits() -> list[tuple[str, str, AuditSettings]]:
     """The audits of the report at its scale, as ``(model, weights, settings)``: the in-kind trained families, and
     the paper's architectures with random weights where their trained weights are absent (at the smoke scale, their
     tiny stand-ins). Trained paper models, where present, are audited by ``trained_paper_audits``."""
-    scale = report_scale()
+    sizes = check_sizes()
     absent = [model for model in PAPER_MODELS if locate(model) is None]
-    return [("smollm2-135m", "trained", TRAINED_AUDIT[scale]), ("gemma3-270m", "trained", TRAINED_AUDIT[scale]),
-            *((SMOKE_STAND_INS[m] if scale == "smoke" else m, "random", RANDOM_PAPER_AUDIT[scale]) for m in absent)]
+    return [("smollm2-135m", "trained", TRAINED_AUDIT[sizes]), ("gemma3-270m", "trained", TRAINED_AUDIT[sizes]),
+            *((SMOKE_STAND_INS[m] if sizes == "smoke" else m, "random", RANDOM_PAPER_AUDIT[sizes]) for m in absent)]
 
 
 def jobs() -> dict[str, tuple]:
     """Job name -> what it does: ``("run", variant)`` or ``("audit", model, weights, settings)``, in the order the
-    report runs them (the runs of the report's cpu profile that need no download, then the audits)."""
-    profile = "smoke" if report_scale() == "smoke" else "cpu"
-    runs = {f"run {v.key}": ("run", v) for v in PROFILES[profile] if not needs_weights(v)}
+    report runs them (the runs of the report's cpu profile that need no download, at its scale, then the audits)."""
+    runs = {f"run {v.key}": ("run", v) for v in report_profile_variants()}
     audits = {f"audit {model} ({weights})": ("audit", model, weights, settings)
               for model, weights, settings in report_audits()}
     return {**runs, **audits}

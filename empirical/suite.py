@@ -119,15 +119,22 @@ PROFILES["smoke"] = tuple(
     if not (v.weights == "trained" and v.model in PAPER_MODELS))
 
 
+def left_at_this_scale(variant: Variant) -> bool:
+    """Whether the report at its scale leaves ``variant`` unrun: at the ``short`` scale, every run of the paper's
+    architectures (:mod:`foundation.scale`)."""
+    return report_scale() == "short" and variant.model in PAPER_MODELS
+
+
 def report_variants(*keys: str) -> tuple[Variant, ...]:
-    """The variants of the report's cpu profile named by ``keys`` (keys of the ``cpu`` profile), at the report's
-    scale (:func:`foundation.scale.report_scale`): the ``cpu`` profile's own, or at ``smoke`` scale their stand-ins."""
+    """The variants of the report's cpu profile named by ``keys`` (keys of the ``cpu`` profile) that the report
+    runs at its scale (:func:`foundation.scale.report_scale`): the ``cpu`` profile's own (at ``short`` scale without
+    those :func:`left_at_this_scale`), or at ``smoke`` scale their stand-ins."""
     by_key = {v.key: v for v in PROFILES["cpu"]}
     unknown = [key for key in keys if key not in by_key]
     if unknown:
         raise ValueError(f"{unknown} are not variants of the cpu profile: {sorted(by_key)}.")
-    if report_scale() == "full":
-        return tuple(by_key[key] for key in keys)
+    if report_scale() != "smoke":
+        return tuple(by_key[key] for key in keys if not left_at_this_scale(by_key[key]))
     return tuple(replace(by_key[key], model=SMOKE_STAND_INS.get(by_key[key].model, by_key[key].model), **SMOKE_SIZES)
                  for key in keys)
 
@@ -193,6 +200,15 @@ def profile_root(root: Path, profile: str) -> Path:
     return Path(root) if profile == "cpu" else Path(root) / profile
 
 
+def report_profile_variants() -> tuple[Variant, ...]:
+    """The variants the report runs whatever the machine, at its scale: the ``cpu`` profile's that need no trained
+    paper-model weights (at ``short`` scale also none of the paper's architectures), or at ``smoke`` scale the
+    ``smoke`` profile's."""
+    if report_scale() == "smoke":
+        return tuple(v for v in PROFILES["smoke"] if not needs_weights(v))
+    return tuple(v for v in PROFILES["cpu"] if not needs_weights(v) and not left_at_this_scale(v))
+
+
 def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, progress: bool = False,
                 isolate: bool = False) -> tuple[list[tuple[str, dict, dict]], dict[str, str]]:
     """Every run of the report, run or reused under ``root`` until the collapse rules decide: the ``cpu`` profile's
@@ -200,8 +216,9 @@ def report_runs(root: Path, *, weights_dirs: Mapping[str, Path] | None = None, p
     ``isolate``: each in a child process of its own (:func:`run_variant_apart`).
     Returns ``([(label, manifest, results)], missing)``."""
     run = run_variant_apart if isolate else run_variant
-    runs = [(v.label, *run(v, root, progress=progress, decide=True))
-            for v in PROFILES["smoke" if report_scale() == "smoke" else "cpu"] if not needs_weights(v)]
+    runs = [(v.label, *run(v, root, progress=progress, decide=True)) for v in report_profile_variants()]
+    if report_scale() == "short":
+        return runs, {}
     trained, missing = trained_paper_runs(root, (False, True), weights_dirs=weights_dirs, progress=progress,
                                           isolate=isolate)
     for manifest, results in trained:

@@ -22,7 +22,7 @@ from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_K
 from foundation.helpformat import Parser, parse
 from foundation.manifest import git_revision
 from foundation.memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
-from foundation.scale import REPORT_SCALE_ENV, SCALES
+from foundation.scale import REPORT_SCALE_ENV, SCALE_DESCRIPTIONS, SCALES, default_scale
 from foundation.outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from .checkout import BUILD_FOLDER_ENV, FULL_ENV, report_prerequisites
 
@@ -160,7 +160,7 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
     revision = git_revision(ROOT)
     try:
         output = check_output_folder(out, command="reports build", settings={
-            "pytest_args": pytest_args, **({"scale": scale} if scale != "full" else {})})
+            "pytest_args": pytest_args, **({"scale": scale} if scale == "smoke" else {})})
         sections = output.path / "sections"
         if not run_benchmarks and sections.is_dir():
             check_reused_sections(sections, revision)
@@ -172,7 +172,7 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
     if output.resumed:
         print(f"rebuilding the report in {out} (written before by the same command and settings)", flush=True)
     ledger, bound = out / "memory.jsonl", default_memory_bound() if max_rss is None else max_rss
-    print(f"report build ({scale} scale): {stage_estimates(ledger)}", flush=True)
+    print(f"report build, {scale} scale ({SCALE_DESCRIPTIONS[scale]}): {stage_estimates(ledger)}", flush=True)
     if ledger.exists():
         ledger.replace(out / "memory.previous.jsonl")
     env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1",
@@ -215,9 +215,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                               help="a folder with trained weights of gpt2-xl or EleutherAI/gpt-neo-2.7B (repeatable; "
                                    "default: CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B, then the "
                                    "Hugging Face cache)")
-    build_parser.add_argument("--scale", choices=SCALES, default="full",
-                              help="full: the report's stated sizes; smoke: every full check on tiny sizes, minutes "
-                                   "(the plumbing, not the verdicts: what CI runs)")
+    build_parser.add_argument("--scale", choices=("auto", *SCALES), default="auto",
+                              help="full: every check at the report's stated sizes (the paper's architectures take "
+                                   "hours on a 2-core CPU, minutes on a GPU); short: the same without the model runs "
+                                   "of the paper's architectures (their claims not-run); smoke: every full check on "
+                                   "tiny sizes, minutes (the plumbing, not the verdicts: what CI runs); auto: full "
+                                   "with a CUDA device, else short")
     build_parser.add_argument("--max-rss", type=float, metavar="GIB",
                               help="fail (exit 3) when the report's peak resident memory exceeds this many GiB "
                                    "(default: half of this machine's memory)")
@@ -249,6 +252,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             weights_env = weights_dirs_environment(parse_weights_dirs(args.weights_dir))
         except ValueError as error:
             build_parser.error(str(error))
+    if args.scale == "auto":
+        import torch  # (after parsing: --help stays light)
+
+        args.scale = default_scale(torch.cuda.is_available())
     if args.max_rss is not None and not args.max_rss > 0:
         build_parser.error(f"--max-rss {args.max_rss} must be a positive number of GiB.")
     return build(args.out, run_benchmarks=not args.no_bench, pytest_args=args.pytest_args, weights_env=weights_env,

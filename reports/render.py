@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 from . import formulas
 from foundation.records import NO_CHECK
 from foundation.registry import ORIGIN_LABELS
+from foundation.scale import SCALE_DESCRIPTIONS
 
 MATHJAX_PACKAGE = "django-static-mathjax"
 #: MathJax's own folder inside the package's ``mathjax`` module (its package.json gives the MathJax version).
@@ -112,6 +113,7 @@ def render_html(*, entries: list[dict], sections: list, manifest: dict, counts: 
     formulas as TeX source (the page then says so)."""
     return environment().get_template("report.html").render(
         entries=entries, sections=sections, manifest=manifest, counts=counts, no_check=NO_CHECK,
+        scale_description=SCALE_DESCRIPTIONS.get(manifest.get("scale", "full"), ""),
         first=overview(entries), groups=verdict_groups(entries), origin_labels=ORIGIN_LABELS, model_equation=formulas.MODEL_EQUATION,
         css=Markup((Path(__file__).parent / "templates" / "report.css").read_text()),
         mathjax_version=mathjax[0] if mathjax else None, mathjax_script=Markup(mathjax[1]) if mathjax else None,

@@ -19,13 +19,13 @@ from empirical.audit.report import (audit_section, ffn_record, hemisphere_record
 from empirical.sources import PAPER_MODELS
 from empirical import report_jobs
 from empirical.suite import report_runs
-from foundation.scale import report_scale, scaled
+from foundation.scale import check_sizes, scaled
 
 #: The empirical suite's runs (figures 7-10 on this machine) and the audits, where the report's jobs left them
 #: (empirical/report_jobs.py: run before the tests by `make report`); reused when present, made here otherwise.
 RUNS, AUDITS = scaled(report_jobs.RUNS), scaled(report_jobs.AUDITS)
 #: Trained GPT-2 XL / GPT-Neo 2.7B where their weights are: the budget of the trained in-kind families.
-TRAINED_PAPER_SETTINGS = report_jobs.TRAINED_AUDIT[report_scale()]
+TRAINED_PAPER_SETTINGS = report_jobs.TRAINED_AUDIT[check_sizes()]
 
 
 #: GPT-Neo 2.7B in float32 needs ~11.4 GiB; on a machine shared with other jobs wait this long for it.

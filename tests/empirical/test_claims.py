@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from empirical.checks import check_in_kind, check_prompts, check_random_weights, check_trained, summary
+from empirical.checks import (check_in_kind, check_prompts, check_random_weights, check_trained,
+                              left_at_short_scale, summary)
 from empirical import report_jobs
 from empirical.prompts import GPT2_VOCAB_SIZE, authors_prompts
 from empirical.sources import PAPER_MODELS
@@ -27,6 +28,9 @@ FIGURES = scaled(ROOT / "build" / "figures") / "empirical"
 #: At the smoke scale of a report build (foundation/scale.py: tiny stand-ins, CI) the runs decide nothing about the
 #: paper: the checks run and record, and what the paper's claims come to is asserted at the full scale only.
 SMOKE = report_scale() == "smoke"
+#: At the short scale (foundation/scale.py: no CUDA device) the paper's architectures are not run: figures 7-10's
+#: claims are recorded not-run, with the commands that run them.
+SHORT = report_scale() == "short"
 
 
 def _variants(*keys):
@@ -86,6 +90,9 @@ def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
 @check("emp.no-ffn", method="empirical")
 def test_fig7_no_ffn(record):
     """Trained GPT-2 XL / GPT-Neo 2.7B without FFN where their weights are; not-run (with the command) elsewhere."""
+    if SHORT:
+        assert record(left_at_short_scale("emp.no-ffn", "Fig. 7")).verdict == "not-run"
+        return
     runs, missing = trained_paper_runs(RUNS, (False,), isolate=True)
     result = record(check_trained("emp.no-ffn", runs, missing, FIGURES / "fig7.png", "Fig. 7",
                                   "trained weights, feed-forward layers removed: mean E over the prompts",
@@ -98,6 +105,9 @@ def test_fig7_no_ffn(record):
 @check("emp.full", method="empirical")
 def test_fig8_full(record):
     """The convergence part of emp.full (its rate part: tests/audit/test_audit_full.py)."""
+    if SHORT:
+        assert record(left_at_short_scale("emp.full", "Fig. 8")).verdict == "not-run"
+        return
     runs, missing = trained_paper_runs(RUNS, (True,), isolate=True)
     result = record(check_trained("emp.full", runs, missing, FIGURES / "fig8.png", "Fig. 8",
                                   "trained weights, full model: mean E over the prompts", rule=_trained_rule()))
@@ -125,6 +135,9 @@ def test_fig7_8_in_kind(record):
 @pytest.mark.full
 @check("emp.random-fixed", method="empirical")
 def test_fig9_random_fixed(record):
+    if SHORT:
+        assert record(left_at_short_scale("emp.random-fixed", "Fig. 9")).verdict == "not-run"
+        return
     keys = ("gpt2-xl-random-no-ffn", "gpt2-xl-random-ffn", "gpt-neo-2.7b-random-no-ffn", "gpt-neo-2.7b-random-ffn")
     result = record(check_random_weights("emp.random-fixed", _runs(*keys), FIGURES / "fig9.png", "Fig. 9",
                                          "GPT-2 XL and GPT-Neo 2.7B, random weights drawn once, with and without FFN",
@@ -135,6 +148,9 @@ def test_fig9_random_fixed(record):
 @pytest.mark.full
 @check("emp.random-redrawn", method="empirical")
 def test_fig10_random_redrawn(record):
+    if SHORT:
+        assert record(left_at_short_scale("emp.random-redrawn", "Fig. 10")).verdict == "not-run"
+        return
     keys = ("gpt2-xl-redrawn-no-ffn", "gpt2-xl-redrawn-ffn", "gpt-neo-2.7b-redrawn-no-ffn", "gpt-neo-2.7b-redrawn-ffn")
     runs = _runs(*keys)
     result = record(check_random_weights("emp.random-redrawn", runs, FIGURES / "fig10.png", "Fig. 10",
@@ -160,7 +176,10 @@ def test_empirical_runs_section(report_section):
     trained = sorted({m["settings"]["model"] for _, m, _ in ran if m["settings"]["model"] not in
                       ("smollm2-135m", "gemma3-270m") and m["settings"]["weights"] == "trained"})
     budget = vars(trained_variants(report_profile(), PAPER_MODELS[0])[0])
-    trained_cpu, random = vars(trained_variants("cpu", PAPER_MODELS[0])[0]), vars(_variants("gpt2-xl-random-ffn")[0])
+    trained_cpu = vars(trained_variants("cpu", PAPER_MODELS[0])[0])
+    random = vars(next(v for v in PROFILES["cpu"] if v.key == "gpt2-xl-random-ffn"))
+    here = (", ".join(trained) if trained else "none (left out at the short scale)" if SHORT else
+            "none (weights absent: " + "; ".join(f"{k}: {v}" for k, v in missing.items()) + ")")
     report_section(ReportSection(
         "Empirical runs (figures 7-10)",
         "The report runs the `cpu` profile on this machine (float32 on the CPU, weights seed 0, prompts seed 42): "
@@ -171,16 +190,15 @@ def test_empirical_runs_section(report_section):
         "twice the horizon: %d passes for the trained models, %d for the random ones. Trained "
         "GPT-2 XL / GPT-Neo 2.7B run wherever their weights are (a folder named by "
         "CONSENSUS_WEIGHTS_GPT2_XL / CONSENSUS_WEIGHTS_GPT_NEO_2_7B or `python -m reports build --weights-dir`, else "
-        "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes at most (%s profile): here %s. "
+        "the Hugging Face cache, offline), %d prompts x %d tokens, %d passes at most (%s profile): here %s. %s"
         "Loop time of all %d runs: %.0f s. On a GPU, `python -m empirical suite --profile gpu --until-decided "
         "--out DIR` runs the paper's full protocol (100 prompts x 200 tokens, both paper models, trained, random and "
         "redrawn, with and without FFN, horizon 50 passes, 100 for the doubled horizon; dtype auto = float32; several "
         "GPUs are used through accelerate's device_map)."
         % (random["prompts"], random["length"], 2 * trained_cpu["passes"], 2 * random["passes"],
-           budget["prompts"], budget["length"], budget["passes"], report_profile(),
-                                       ", ".join(trained) if trained else "none (weights absent: "
-                                       + "; ".join(f"{k}: {v}" for k, v in missing.items()) + ")",
-                                       len(ran), seconds),
+           budget["prompts"], budget["length"], budget["passes"], report_profile(), here,
+           "At this report's short scale (no CUDA device) none of the paper's architectures ran: their claims are "
+           "not-run, and `make report SCALE=full` runs them. " if SHORT else "", len(ran), seconds),
         tables=(Table("Variants of the two profiles", ("profile", "key", "model", "weights", "FFN", "prompts",
                                                        "tokens", "passes", "paper figure"), tuple(rows)),),
         order=60))
