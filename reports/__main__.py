@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
                     check_reused_sections, read_section)
@@ -88,13 +89,18 @@ def default_memory_bound() -> int:
     return psutil.virtual_memory().total // 2
 
 
-def stage_estimates(ledger: Path) -> str:
-    """What the previous build's stages took (``ledger``), as the time a rebuild from nothing needs; or a note that
-    there is no previous build to estimate from."""
+def previous_stages(ledger: Path) -> list[dict[str, Any]]:
+    """The stages the previous build in this folder recorded in ``ledger`` (``foundation.memory.read_ledger``); none
+    when there was none, or when its ledger is torn (a killed build): the estimates then say they have nothing."""
     try:
-        stages = read_ledger(ledger)
+        return read_ledger(ledger)
     except ValueError:
-        stages = []
+        return []
+
+
+def stage_estimates(stages: list[dict[str, Any]]) -> str:
+    """What the previous build's ``stages`` took, as the time a rebuild from nothing needs; or a note that there is
+    no previous build to estimate from."""
     if not stages:
         return "no earlier build in this folder to estimate the time from"
     total = sum(s["seconds"] or 0 for s in stages if s["kind"] != "test-process")
@@ -109,10 +115,11 @@ REPORT_JOBS = "empirical.report_jobs"
 JOB_READERS = ("tests/empirical/test_claims.py", "tests/audit/test_audit_full.py")
 
 
-def run_report_jobs(env: dict[str, str], previous: Path) -> None:
+def run_report_jobs(env: dict[str, str], previous: list[dict[str, Any]]) -> None:
     """Run each of the report's model jobs (``python -m empirical.report_jobs``) as a stage of its own, alone, with
-    progress and the time left as the last build in this folder measured it. A failed job is reported and left to
-    the tests, which make what is missing themselves (in a child process) and fail where it fails."""
+    progress and the time left as the last build in this folder measured it (its ``previous`` stages). A failed
+    job is reported and left to the tests, which make what is missing themselves (in a child process) and fail
+    where it fails."""
     listed = subprocess.run([sys.executable, "-m", REPORT_JOBS, "--list"], cwd=ROOT, env=env, capture_output=True,
                             text=True)
     if listed.returncode != 0:
@@ -120,10 +127,7 @@ def run_report_jobs(env: dict[str, str], previous: Path) -> None:
         return
     names = listed.stdout.split("\n")
     names = [name for name in names if name]
-    try:
-        last = {s["stage"]: s["seconds"] for s in read_ledger(previous)}
-    except ValueError:
-        last = {}
+    last = {s["stage"]: s["seconds"] for s in previous}
     for index, name in enumerate(names, start=1):
         left = [last.get(f"job {n}") for n in names[index - 1:]]
         eta = (f"about {sum(left) / 60:.0f} min left by the last build" if all(t is not None for t in left)
@@ -172,7 +176,8 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
     if output.resumed:
         print(f"rebuilding the report in {out} (written before by the same command and settings)", flush=True)
     ledger, bound = out / "memory.jsonl", default_memory_bound() if max_rss is None else max_rss
-    print(f"report build, {scale} scale ({SCALE_DESCRIPTIONS[scale]}): {stage_estimates(ledger)}", flush=True)
+    previous = previous_stages(ledger)
+    print(f"report build, {scale} scale ({SCALE_DESCRIPTIONS[scale]}): {stage_estimates(previous)}", flush=True)
     if ledger.exists():
         ledger.replace(out / "memory.previous.jsonl")
     env = {**os.environ, **(weights_env or {}), EXTRA_SECTIONS_DIR_ENV: str(sections), FULL_ENV: "1",
@@ -186,7 +191,7 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
     for name, module in BENCHMARKS if run_benchmarks else ():
         run_benchmark(name, module, out, sections, revision, env)
     if run_jobs and any(test.startswith(JOB_READERS) for test in selected):
-        run_report_jobs(env, out / "memory.previous.jsonl")
+        run_report_jobs(env, previous)
     command = pytest_command(out, pytest_args)
     print("+", " ".join(command), flush=True)
     status = subprocess.run(command, cwd=ROOT, env=env).returncode

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.stats import special_ortho_group
 
 from sim.conjectures.families import Shape, get_family, symmetrised, top_eigenpair
+from sim.conjectures.family import bounded_scale
 from sim.conjectures.planted import decode_planted, plantable, planted_parameters
 
 #: Largest spectral norm of a structured P_eta (the issue asks for at least 50).
@@ -62,11 +63,6 @@ class Draw:
     seed: list[int]
 
 
-def _scale(z, top: float):
-    """A scale in (0, top) from a normal number (monotone and smooth, for the optimiser)."""
-    return top * 0.5 * (1.0 + np.tanh(z))
-
-
 def _unit(matrices: np.ndarray) -> np.ndarray:
     return matrices / np.linalg.norm(matrices, ord=2, axis=(-2, -1), keepdims=True)
 
@@ -90,19 +86,19 @@ def _heads_P(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h, d = draw.shape.heads, draw.shape.dim
     Q = draw.basis
     if draw.structure == "pm-identity":
-        return (draw.signs * _scale(theta[:h], P_MAX))[:, None, None] * np.eye(d), theta[h:]
+        return (draw.signs * bounded_scale(theta[:h], P_MAX))[:, None, None] * np.eye(d), theta[h:]
     if draw.structure == "commuting":
         p = P_MAX * np.tanh(theta[:h * d].reshape(h, d))
         P = np.einsum("ik,hk,jk->hij", Q, p, Q)  # symmetric up to rounding; exactly where the claim asks it
         return (symmetrised(P) if get_family(draw.claim).value_rule == "equal-P" else P), theta[h * d:]
     if draw.structure == "skew":
         raw = theta[:h * d * d].reshape(h, d, d)
-        return _unit(raw - np.swapaxes(raw, 1, 2)) * _scale(theta[h * d * d:h * d * d + h], P_MAX)[:, None, None], \
-            theta[h * d * d + h:]
+        scales = bounded_scale(theta[h * d * d:h * d * d + h], P_MAX)
+        return _unit(raw - np.swapaxes(raw, 1, 2)) * scales[:, None, None], theta[h * d * d + h:]
     a, b = theta[:h * d].reshape(h, d), theta[h * d:2 * h * d].reshape(h, d)
     if get_family(draw.claim).value_rule == "equal-P":  # P must be symmetric: s a a^T
         b = a * draw.signs[:, None]
-    P = _unit(a[:, :, None] * b[:, None, :]) * _scale(theta[2 * h * d:2 * h * d + h], P_MAX)[:, None, None]
+    P = _unit(a[:, :, None] * b[:, None, :]) * bounded_scale(theta[2 * h * d:2 * h * d + h], P_MAX)[:, None, None]
     return P, theta[2 * h * d + h:]
 
 
@@ -137,7 +133,7 @@ def _heads_and_values(draw: Draw, theta: np.ndarray) -> tuple[np.ndarray, np.nda
     raw = rest[:h * d * d].reshape(h, d, d)
     if rule == "top-real":
         return P, _unit(raw)
-    scales = _scale(rest[h * d * d:], U_MAX)
+    scales = bounded_scale(rest[h * d * d:], U_MAX)
     return P, _unit(raw + np.swapaxes(raw, 1, 2)) * scales[:, None, None]
 
 

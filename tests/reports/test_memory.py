@@ -76,6 +76,25 @@ def test_a_torn_ledger_line_is_refused_naming_the_file(tmp_path):
         record_stage("a", 1, "sideways")
 
 
+def test_the_previous_ledger_read_once_gives_the_builds_estimate(tmp_path):
+    """The build reads the previous ledger once (``previous_stages``) for its estimate and its jobs' time left: an
+    absent or torn ledger gives no stages and the note; a whole one the time from nothing, the test process's
+    stage counted once as its longest."""
+    from reports.__main__ import previous_stages, stage_estimates
+
+    ledger = tmp_path / "memory.jsonl"
+    assert previous_stages(ledger) == []
+    ledger.write_text(json.dumps({"stage": "a", "kind": CHILD, "peak_rss_bytes": 1}) + "\n{\"stage\": \"b\", \"ki")
+    assert previous_stages(ledger) == []
+    assert stage_estimates([]) == "no earlier build in this folder to estimate the time from"
+    stages = [{"stage": "job a", "kind": ALONE, "peak_rss_bytes": 1, "seconds": 600.0},
+              {"stage": "run b", "kind": CHILD, "peak_rss_bytes": 1, "seconds": 300.0},
+              {"stage": "pytest (the test process)", "kind": TEST_PROCESS, "peak_rss_bytes": 1, "seconds": 900.0}]
+    ledger.write_text("".join(json.dumps(stage) + "\n" for stage in stages))
+    assert previous_stages(ledger) == stages
+    assert stage_estimates(stages).startswith("the last build here took 30 min from nothing (3 stages;")
+
+
 def test_the_bound_names_the_stages_that_break_it():
     stages = [{"stage": "run gpt-neo", "kind": CHILD, "peak_rss_bytes": 11 * GIB, "seconds": 1.0},
               {"stage": "pytest (the test process)", "kind": TEST_PROCESS, "peak_rss_bytes": 2 * GIB, "seconds": 1.0}]
