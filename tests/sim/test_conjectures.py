@@ -303,3 +303,80 @@ def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_
     with pytest.raises(OutputError, match=r"must be a chunk's record .*missing witnesses") as error:
         run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
     assert "\n" not in str(error.value)
+
+
+# --- each claim's hypotheses, word for word (what mismatches and replay report) -------------------------------------
+I2, TRIANGLE_Y0 = np.eye(2), [[1.0, 0.0], [-0.5, 0.8660254037844386], [-0.5, -0.8660254037844387]]
+NOT_ISOLATED = "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
+NOT_COMMON = "the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+OFF_D_V = "y0 is not in D^l(v) (some v^T y_i <= 0)"
+NOT_GRADIENT = "the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"
+Y = [[1.0, 0.0], [0.6, 0.8]]  # inside D^l(e_1)
+HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
+    "multihead: control": ("conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], Y, []),
+    "multihead: one head, U not symmetric": (
+        "conj.multihead-causal", [I2], [[[2.0, 1.0], [0.0, -1.0]]], Y,
+        ["h = 1 heads; the conjecture is about h >= 2", "some U_eta is not symmetric (entry by entry, exactly)"]),
+    "multihead: the sum is I (Arb cannot isolate)": (
+        "conj.multihead-causal", [I2, -I2], [I2 / 2, I2 / 2], Y,
+        [f"the top eigenvalue of sum_eta U_eta (1) is not simple and positive ({NOT_ISOLATED})"]),
+    "multihead: a gap of 1e-4 (below EIGEN_GAP, isolated by Arb)": (
+        "conj.multihead-causal", [I2, -I2], [np.diag([1.0, 1.0 - 1e-4]), 0 * I2], Y,
+        ["the top eigenvalue of sum_eta U_eta (1) is not simple and positive"]),
+    "multihead: a token on v's equator (v^T y = 0 exactly)": (
+        "conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], [[1.0, 0.0], [0.0, 1.0]],
+        [OFF_D_V]),
+    "common: control": ("conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])], Y,
+                        []),
+    "common: a head not symmetric (nothing else read)": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), [[1.0, 1.0], [0.0, 0.5]]], Y,
+        ["some U_eta is not symmetric (entry by entry, exactly)"]),
+    "common: two top eigenvectors": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([-1.0, 2.0])], Y, [NOT_COMMON]),
+    "common: a head's gap of 1e-4": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 1.0 - 1e-4])], Y,
+        [NOT_COMMON]),
+    "common: two heads not certified": (
+        "conj.multihead-causal-common", [I2, -I2], [I2, np.diag([-1.0, -2.0])], Y,
+        [f"{NOT_COMMON} (head 1: {NOT_ISOLATED}; head 2: the eigenvalue of largest real part (-1) is not certified "
+         "positive)"]),
+    "common: a token on v's equator": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])],
+        [[1.0, 0.0], [0.0, 1.0]], [OFF_D_V]),
+    "value: control": ("conj.value-full", [I2], [np.diag([2.0, -1.0])], Y, []),
+    "value: two heads, U = I": (
+        "conj.value-full", [I2, I2], [I2, I2], Y,
+        ["h = 2; the conjecture is about one head",
+         f"U's eigenvalue of largest real part (1) is not real, simple and positive ({NOT_ISOLATED})",
+         "U = I (Theorems 5.1 and 4.1's case; the conjecture is about U != I)"]),
+    "value: a gap of 1e-4": ("conj.value-full", [I2], [np.diag([1.0, 1.0 - 1e-4])], Y,
+                             ["U's eigenvalue of largest real part (1) is not real, simple and positive"]),
+    "gradient: control": ("conj.gradient-equilibria", [I2], [I2], Y, []),
+    "gradient: P = I, U = 2I": ("conj.gradient-equilibria", [I2], [2 * I2], Y, [NOT_GRADIENT]),
+    "gradient: two heads of P = U = I": ("conj.gradient-equilibria", [I2, I2], [I2, I2], Y, [NOT_GRADIENT]),
+    "gradient-value: control": ("conj.gradient-value", [np.diag([2.0, -1.0])], [np.diag([2.0, -1.0])], Y, []),
+    "gradient-value: two heads, P not symmetric, U != P": (
+        "conj.gradient-value", [[[1.0, 2.0], [0.0, 1.0]], I2], [I2, I2], Y,
+        ["h = 2; the gradient case has one head", "P is not symmetric (entry by entry, exactly)",
+         "U != P (the gradient condition W U = P with W = I)"]),
+    "nonsymmetric: control": ("conj.nonsymmetric-full", [[[-2.0, -0.5], [0.5, -2.0]]], [I2], TRIANGLE_Y0, []),
+    "nonsymmetric: every failure": (
+        "conj.nonsymmetric-full", [-2 * I2], [2 * I2], Y,
+        ["U != I", "every P_eta is symmetric (the claim is about non-symmetric P, outside the gradient case)",
+         "y0 lies in an open hemisphere (Theorem 4.1's case, not the conjecture's)"]),
+    "attractive: control": ("conj.nonsymmetric-attractive", [[[2.0, -0.5], [0.5, 2.0]]], [I2], TRIANGLE_Y0, []),
+    "attractive: symmetric, not positive definite (not the non-symmetric family's words)": (
+        "conj.nonsymmetric-attractive", [-2 * I2], [I2], TRIANGLE_Y0,
+        ["sym(P_1) is not certified positive definite (exact leading minors)",
+         "skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
+         "conj.gradient-equilibria), not the question"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HYPOTHESES))
+def test_each_hypothesis_refuses_with_its_own_words_and_the_controls_pass(name):
+    """The whole list, word for word, on small instances at each check's edge (a gap of 1e-4: float64's EIGEN_GAP
+    refuses what Arb isolates; a token with v^T y = 0 exactly); each claim's control instance meets every
+    hypothesis."""
+    claim, P, U, y0, expected = HYPOTHESES[name]
+    assert FAMILIES[claim].hypotheses(np.asarray(P, float), np.asarray(U, float), np.asarray(y0, float)) == expected
