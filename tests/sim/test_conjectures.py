@@ -9,7 +9,9 @@ from foundation.outputs import OutputError
 from sim import AttentionField
 from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
-from sim.conjectures.families import FAMILIES, Batch, Shape, diameter, get_family
+from sim.conjectures.families import (FAMILIES, Batch, Shape, _reflected, attractive_problems,
+                                      certified_positive_definite, diameter, distance_from_plus_minus_v,
+                                      distance_from_v, get_family)
 from sim.field.hemisphere import in_open_hemisphere
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.search import planted, search_chunk
@@ -380,3 +382,45 @@ def test_each_hypothesis_refuses_with_its_own_words_and_the_controls_pass(name):
     hypothesis."""
     claim, P, U, y0, expected = HYPOTHESES[name]
     assert FAMILIES[claim].hypotheses(np.asarray(P, float), np.asarray(U, float), np.asarray(y0, float)) == expected
+
+
+def test_the_distances_to_the_claimed_outcomes_on_a_batch_of_two():
+    """Two instances of 3 tokens in R^2 (batch, tokens and width all differ in size): v = e_1, then e_2 (U =
+    diag(2, -1), diag(-1, 2)). By hand: the diameters 2 and |(0.8, -1.6)|; the largest |y_i - v|, 2 and
+    |(0.8, -1.6)|; the largest min(|y_i - v|, |y_i + v|), |(0.4, 0.8)| for both. Tolerance: float64 rounding of the
+    tokens' decimal entries."""
+    y = np.array([[[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]], [[0.6, 0.8], [0.8, -0.6], [0.0, 1.0]]])
+    U = np.array([[np.diag([2.0, -1.0])], [np.diag([-1.0, 2.0])]])
+    P = np.zeros_like(U)  # not read: the outcomes are about the tokens and U's top eigenvector
+    close = dict(rel=1e-15, abs=1e-15)
+    assert diameter(P, U, y) == pytest.approx([2.0, np.sqrt(3.2)], **close)
+    assert distance_from_v(P, U, y) == pytest.approx([2.0, np.sqrt(3.2)], **close)
+    assert distance_from_plus_minus_v(P, U, y) == pytest.approx([np.sqrt(0.8), np.sqrt(0.8)], **close)
+
+
+@pytest.mark.parametrize("S, definite", [
+    pytest.param([[0.5, 0.0], [0.0, 0.5]], True, id="0.5 I: minors 0.5 and 0.25, below 1"),
+    pytest.param([[2.0, -0.5], [0.5, 2.0]], True, id="a skew part is not read"),
+    pytest.param([[1.0, 1.0], [1.0, 1.0]], False, id="semidefinite: the second minor is 0 exactly"),
+    pytest.param([[0.5, 1.0], [0.0, 0.5]], False, id="sym = [[1/2, 1/2], [1/2, 1/2]]: singular, in exact halves"),
+    pytest.param([[-1.0, 0.0], [0.0, 2.0]], False, id="a negative first minor"),
+])
+def test_positive_definiteness_is_decided_by_exact_leading_minors(S, definite):
+    assert certified_positive_definite(np.array(S)) is definite
+
+
+def test_one_head_given_as_a_matrix_is_read_as_one_head():
+    """``attractive_problems`` takes [h, d, d] or one head [d, d]: -2 I given either way has the same two problems."""
+    expected = ["sym(P_1) is not certified positive definite (exact leading minors)",
+                "skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
+                "conj.gradient-equilibria), not the question"]
+    assert attractive_problems(-2 * np.eye(2)) == attractive_problems(-2 * np.eye(2)[None]) == expected
+
+
+def test_tokens_are_reflected_into_the_half_space_of_v_and_a_token_on_its_equator_stays_outside():
+    """Per instance: a token with v^T y < 0 is negated, one with v^T y = 0 exactly is kept as it is, and the instance
+    lies inside D^l(v) only when every token has v^T y > 0 after the reflection."""
+    y0 = np.array([[[1.0, 0.0], [-0.6, 0.8], [0.0, 1.0]], [[-1.0, 0.0], [0.6, -0.8], [0.8, 0.6]]])
+    reflected, inside = _reflected(y0, np.array([[1.0, 0.0], [1.0, 0.0]]))
+    assert np.array_equal(reflected, [[[1.0, 0.0], [0.6, -0.8], [0.0, 1.0]], [[1.0, 0.0], [0.6, -0.8], [0.8, 0.6]]])
+    assert inside.tolist() == [False, True]
