@@ -424,3 +424,50 @@ def test_tokens_are_reflected_into_the_half_space_of_v_and_a_token_on_its_equato
     reflected, inside = _reflected(y0, np.array([[1.0, 0.0], [1.0, 0.0]]))
     assert np.array_equal(reflected, [[[1.0, 0.0], [0.6, -0.8], [0.0, 1.0]], [[1.0, 0.0], [0.6, -0.8], [0.8, 0.6]]])
     assert inside.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("claim", ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-full",
+                                   "conj.gradient-value", "conj.nonsymmetric-full", "conj.nonsymmetric-attractive"])
+def test_decoded_heads_have_the_scales_their_scale_variables_give(claim):
+    """Each decoder scales its heads by ``bounded_scale`` of the scale variables of theta: |P_eta|_2 (its symmetric
+    part's for the gradient-value and attractive families, with the skew part's |.|_2 = SKEW_MAX scale) is
+    P_MAX (1 + tanh z_P) / 2, the multi-head U_eta's |U_eta|_2 (its top eigenvalue, for the common-v family) is
+    2 (1 + tanh z_U) / 2; the attractive family's least eigenvalue of sym(P_eta)
+    is at least FLOOR / (1 + FLOOR) of its largest. The scale variables are drawn at +-4 too (a head near 0 and one
+    near its bound). Tolerance: float64 rounding of norms and eigenvalues of 3 x 3 matrices (|.| <= 20)."""
+    from sim.conjectures.families import FLOOR, SKEW_MAX
+    from sim.conjectures.family import P_MAX, bounded_scale, split_theta
+
+    family = FAMILIES[claim]
+    shape = Shape(2 if "multihead" in claim else 1, 4, 3)
+    theta = np.random.default_rng(5).standard_normal((6, family.parameters(shape)))
+    h = shape.heads
+    theta[:3, -2 * h:] = 4.0
+    theta[3:, -2 * h:] = -4.0
+    _, _, _, zP, zU = split_theta(theta, shape)
+    batch = family.decode(theta, shape)
+    close = dict(rel=1e-12, abs=1e-14)
+    symmetric = 0.5 * (batch.P + np.swapaxes(batch.P, -1, -2))
+    scaled = symmetric if claim in ("conj.gradient-value", "conj.nonsymmetric-attractive") else batch.P
+    assert np.linalg.norm(scaled, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zP, P_MAX), **close)
+    if claim == "conj.multihead-causal":
+        assert np.linalg.norm(batch.U, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zU, 2.0), **close)
+    if claim == "conj.multihead-causal-common":
+        assert np.linalg.eigvalsh(batch.U)[..., -1] == pytest.approx(bounded_scale(zU, 2.0), **close)
+    if claim == "conj.nonsymmetric-attractive":
+        skew = batch.P - symmetric
+        assert np.linalg.norm(skew, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zU, SKEW_MAX), **close)
+        eigenvalues = np.linalg.eigvalsh(symmetric)
+        assert np.all(eigenvalues[..., 0] >= FLOOR / (1 + FLOOR) * eigenvalues[..., -1] * (1 - 1e-12))
+        assert np.any(eigenvalues[..., 0] < 2 * FLOOR * eigenvalues[..., -1])  # the floor is reached, not just met
+
+
+def test_an_attractive_draw_is_valid_only_when_its_start_is_valid_too():
+    """Two tokens in R^3 always lie in an open hemisphere (but for an antipodal pair, of probability 0): every
+    draw's P meets the attractive hypotheses, and still none is valid, as its start is Theorem 4.1's case."""
+    family = FAMILIES["conj.nonsymmetric-attractive"]
+    shape = Shape(1, 2, 3)
+    batch = family.decode(np.random.default_rng(6).standard_normal((8, family.parameters(shape))), shape)
+    assert all(attractive_problems(p) == [] for p in batch.P)
+    assert not np.any(batch.valid)
+    assert all(in_open_hemisphere(y) for y in batch.y0)
