@@ -68,7 +68,8 @@ MUTANTS_SCOPE := 'foundation.records.*' 'empirical.eq9.*' 'sim.field.manifold.*'
   'sim.solvers.controllers.xǁAdaptiveStepSizeǁ*' 'sim.solvers.controllers.xǁErrorControlǁ*' \
   'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \
   'sim.field.dynamics.*' 'sim.field.instances.*' 'sim.solvers.compiled.*' 'empirical.loop.*' 'empirical.adapters.*' \
-  'empirical.decision.*' 'empirical.floor.*' 'sim.conjectures.validated.*' 'sim.conjectures.replay.*'
+  'empirical.decision.*' 'empirical.floor.*' 'sim.conjectures.validated.*' 'sim.conjectures.replay.*' \
+  'sim.conjectures.families.*'
 COMPILED_SESSION := build/mutants/compiled.sqlite
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'

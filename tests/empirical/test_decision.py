@@ -443,3 +443,15 @@ def test_the_last_boundaries_float32_input_one_layer_grids_and_exact_reasons():
     assert one_layer.passes_run == 60 and one_layer.E_final == 0.5 / 60
     with pytest.raises(ValueError, match="leave 1 passes"):  # the halved horizon is at least 1, not 2
         CollapseRule(horizon=3, window=2.0).grid()
+
+
+def test_the_rule_describes_itself_with_each_of_its_constants():
+    """The sentence the collapse tables and claims quote (empirical.checks), word for word, with no constant at its
+    default (a constant left out or swapped for another would show)."""
+    rule = CollapseRule(horizon=64, window=2.0, threshold=0.25, alpha=0.01, margin=20.0)
+    assert rule.describe() == (
+        "converging when the exponent p of E ~ depth^p over the last 2 octave(s) of 64 passes (every block; the "
+        "larger of the ordinary and Newey-West errors) is below -0.25 at one-sided level 0.01, or when E stays within "
+        "20 x the effective floor for the later half of that window; settled when p is above -0.25 at that level "
+        "with no value within 20 x the floor; recomputed with each constant halved and doubled (a verdict only "
+        "where all agree)")

@@ -5,6 +5,8 @@ with its effective floor and in float64 with float64's floor; where the two diff
 control: the same sequences in both precisions agree; a tiny run with a twin agrees and records it; forging the
 twin's E into a level makes the run precision-limited and the claim not-run."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -60,6 +62,32 @@ def test_the_twin_is_decided_with_float64s_floor_not_the_runs():
 def test_the_runs_e_and_its_twins_must_be_the_same_measurements():
     with pytest.raises(ValueError, match="the same measurements"):
         precision_check([0.5] * 9, [0.5] * 5, LAYERS, 2, FLOOR, FLOOR)
+
+
+
+def test_float64s_floor_is_never_above_the_measured_one():
+    """A dtype finer than float64 (unit roundoff 2^-53, half float64's eps) keeps its measured floor (min(1, 2) = 1);
+    the control: a dtype twice as coarse as float64 halves it. No warning either (numpy deprecates np.finfo(None),
+    which a later numpy will refuse)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float64_floor(1e-6, 2.0 ** -53) == 1e-6
+        assert float64_floor(1e-6, 2.0 ** -51) == 0.5e-6
+
+
+def test_the_precision_check_records_both_grids_with_the_rule_and_floors_it_was_given():
+    """Every field of the record, each grid decided with the rule passed (not the default) and its own floor; the
+    control: the default rule decides these values otherwise, so a grid decided with it would show."""
+    dtype, float64 = _blocks(lambda t: 2e-4, noise=0.1), _blocks(lambda t: 0.5 * 0.9 ** t)
+    rule = CollapseRule(alpha=0.01)
+    floor64 = float64_floor(FLOOR, FLOAT32_EPS)
+    check = precision_check(dtype, float64, LAYERS, 3, FLOOR, floor64, rule)
+    grids = decide_grid(dtype, LAYERS, FLOOR, rule).to_json(), decide_grid(float64, LAYERS, floor64, rule).to_json()
+    assert check.to_json() == {"prompts": 3, "agree": False, "dtype_verdict": "settled",
+                               "float64_verdict": "converging", "float64_floor": floor64, "dtype": grids[0],
+                               "float64": grids[1]}
+    assert decide_grid(dtype, LAYERS, FLOOR).to_json() != grids[0]
+    assert decide_grid(float64, LAYERS, floor64).to_json() != grids[1]
 
 
 @pytest.fixture(scope="module")

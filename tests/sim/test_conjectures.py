@@ -9,7 +9,9 @@ from foundation.outputs import OutputError
 from sim import AttentionField
 from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
-from sim.conjectures.families import FAMILIES, Batch, Shape, diameter, get_family
+from sim.conjectures.families import (FAMILIES, Batch, Shape, _reflected, attractive_problems,
+                                      certified_positive_definite, diameter, distance_from_plus_minus_v,
+                                      distance_from_v, get_family)
 from sim.field.hemisphere import in_open_hemisphere
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.search import planted, search_chunk
@@ -303,3 +305,169 @@ def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_
     with pytest.raises(OutputError, match=r"must be a chunk's record .*missing witnesses") as error:
         run_search(repulsive_family, 4, tmp_path, chunk_size=4, adversarial=False, progress=False)
     assert "\n" not in str(error.value)
+
+
+# --- each claim's hypotheses, word for word (what mismatches and replay report) -------------------------------------
+I2, TRIANGLE_Y0 = np.eye(2), [[1.0, 0.0], [-0.5, 0.8660254037844386], [-0.5, -0.8660254037844387]]
+NOT_ISOLATED = "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
+NOT_COMMON = "the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+OFF_D_V = "y0 is not in D^l(v) (some v^T y_i <= 0)"
+NOT_GRADIENT = "the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"
+Y = [[1.0, 0.0], [0.6, 0.8]]  # inside D^l(e_1)
+HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
+    "multihead: control": ("conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], Y, []),
+    "multihead: one head, U not symmetric": (
+        "conj.multihead-causal", [I2], [[[2.0, 1.0], [0.0, -1.0]]], Y,
+        ["h = 1 heads; the conjecture is about h >= 2", "some U_eta is not symmetric (entry by entry, exactly)"]),
+    "multihead: the sum is I (Arb cannot isolate)": (
+        "conj.multihead-causal", [I2, -I2], [I2 / 2, I2 / 2], Y,
+        [f"the top eigenvalue of sum_eta U_eta (1) is not simple and positive ({NOT_ISOLATED})"]),
+    "multihead: a gap of 1e-4 (below EIGEN_GAP, isolated by Arb)": (
+        "conj.multihead-causal", [I2, -I2], [np.diag([1.0, 1.0 - 1e-4]), 0 * I2], Y,
+        ["the top eigenvalue of sum_eta U_eta (1) is not simple and positive"]),
+    "multihead: a token on v's equator (v^T y = 0 exactly)": (
+        "conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], [[1.0, 0.0], [0.0, 1.0]],
+        [OFF_D_V]),
+    "common: control": ("conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])], Y,
+                        []),
+    "common: a head not symmetric (nothing else read)": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), [[1.0, 1.0], [0.0, 0.5]]], Y,
+        ["some U_eta is not symmetric (entry by entry, exactly)"]),
+    "common: two top eigenvectors": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([-1.0, 2.0])], Y, [NOT_COMMON]),
+    "common: a head's gap of 1e-4": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 1.0 - 1e-4])], Y,
+        [NOT_COMMON]),
+    "common: two heads not certified": (
+        "conj.multihead-causal-common", [I2, -I2], [I2, np.diag([-1.0, -2.0])], Y,
+        [f"{NOT_COMMON} (head 1: {NOT_ISOLATED}; head 2: the eigenvalue of largest real part (-1) is not certified "
+         "positive)"]),
+    "common: a token on v's equator": (
+        "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])],
+        [[1.0, 0.0], [0.0, 1.0]], [OFF_D_V]),
+    "value: control": ("conj.value-full", [I2], [np.diag([2.0, -1.0])], Y, []),
+    "value: two heads, U = I": (
+        "conj.value-full", [I2, I2], [I2, I2], Y,
+        ["h = 2; the conjecture is about one head",
+         f"U's eigenvalue of largest real part (1) is not real, simple and positive ({NOT_ISOLATED})",
+         "U = I (Theorems 5.1 and 4.1's case; the conjecture is about U != I)"]),
+    "value: a gap of 1e-4": ("conj.value-full", [I2], [np.diag([1.0, 1.0 - 1e-4])], Y,
+                             ["U's eigenvalue of largest real part (1) is not real, simple and positive"]),
+    "gradient: control": ("conj.gradient-equilibria", [I2], [I2], Y, []),
+    "gradient: P = I, U = 2I": ("conj.gradient-equilibria", [I2], [2 * I2], Y, [NOT_GRADIENT]),
+    "gradient: two heads of P = U = I": ("conj.gradient-equilibria", [I2, I2], [I2, I2], Y, [NOT_GRADIENT]),
+    "gradient-value: control": ("conj.gradient-value", [np.diag([2.0, -1.0])], [np.diag([2.0, -1.0])], Y, []),
+    "gradient-value: two heads, P not symmetric, U != P": (
+        "conj.gradient-value", [[[1.0, 2.0], [0.0, 1.0]], I2], [I2, I2], Y,
+        ["h = 2; the gradient case has one head", "P is not symmetric (entry by entry, exactly)",
+         "U != P (the gradient condition W U = P with W = I)"]),
+    "nonsymmetric: control": ("conj.nonsymmetric-full", [[[-2.0, -0.5], [0.5, -2.0]]], [I2], TRIANGLE_Y0, []),
+    "nonsymmetric: every failure": (
+        "conj.nonsymmetric-full", [-2 * I2], [2 * I2], Y,
+        ["U != I", "every P_eta is symmetric (the claim is about non-symmetric P, outside the gradient case)",
+         "y0 lies in an open hemisphere (Theorem 4.1's case, not the conjecture's)"]),
+    "attractive: control": ("conj.nonsymmetric-attractive", [[[2.0, -0.5], [0.5, 2.0]]], [I2], TRIANGLE_Y0, []),
+    "attractive: symmetric, not positive definite (not the non-symmetric family's words)": (
+        "conj.nonsymmetric-attractive", [-2 * I2], [I2], TRIANGLE_Y0,
+        ["sym(P_1) is not certified positive definite (exact leading minors)",
+         "skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
+         "conj.gradient-equilibria), not the question"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HYPOTHESES))
+def test_each_hypothesis_refuses_with_its_own_words_and_the_controls_pass(name):
+    """The whole list, word for word, on small instances at each check's edge (a gap of 1e-4: float64's EIGEN_GAP
+    refuses what Arb isolates; a token with v^T y = 0 exactly); each claim's control instance meets every
+    hypothesis."""
+    claim, P, U, y0, expected = HYPOTHESES[name]
+    assert FAMILIES[claim].hypotheses(np.asarray(P, float), np.asarray(U, float), np.asarray(y0, float)) == expected
+
+
+def test_the_distances_to_the_claimed_outcomes_on_a_batch_of_two():
+    """Two instances of 3 tokens in R^2 (batch, tokens and width all differ in size): v = e_1, then e_2 (U =
+    diag(2, -1), diag(-1, 2)). By hand: the diameters 2 and |(0.8, -1.6)|; the largest |y_i - v|, 2 and
+    |(0.8, -1.6)|; the largest min(|y_i - v|, |y_i + v|), |(0.4, 0.8)| for both. Tolerance: float64 rounding of the
+    tokens' decimal entries."""
+    y = np.array([[[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]], [[0.6, 0.8], [0.8, -0.6], [0.0, 1.0]]])
+    U = np.array([[np.diag([2.0, -1.0])], [np.diag([-1.0, 2.0])]])
+    P = np.zeros_like(U)  # not read: the outcomes are about the tokens and U's top eigenvector
+    close = dict(rel=1e-15, abs=1e-15)
+    assert diameter(P, U, y) == pytest.approx([2.0, np.sqrt(3.2)], **close)
+    assert distance_from_v(P, U, y) == pytest.approx([2.0, np.sqrt(3.2)], **close)
+    assert distance_from_plus_minus_v(P, U, y) == pytest.approx([np.sqrt(0.8), np.sqrt(0.8)], **close)
+
+
+@pytest.mark.parametrize("S, definite", [
+    pytest.param([[0.5, 0.0], [0.0, 0.5]], True, id="0.5 I: minors 0.5 and 0.25, below 1"),
+    pytest.param([[2.0, -0.5], [0.5, 2.0]], True, id="a skew part is not read"),
+    pytest.param([[1.0, 1.0], [1.0, 1.0]], False, id="semidefinite: the second minor is 0 exactly"),
+    pytest.param([[0.5, 1.0], [0.0, 0.5]], False, id="sym = [[1/2, 1/2], [1/2, 1/2]]: singular, in exact halves"),
+    pytest.param([[-1.0, 0.0], [0.0, 2.0]], False, id="a negative first minor"),
+])
+def test_positive_definiteness_is_decided_by_exact_leading_minors(S, definite):
+    assert certified_positive_definite(np.array(S)) is definite
+
+
+def test_one_head_given_as_a_matrix_is_read_as_one_head():
+    """``attractive_problems`` takes [h, d, d] or one head [d, d]: -2 I given either way has the same two problems."""
+    expected = ["sym(P_1) is not certified positive definite (exact leading minors)",
+                "skew(P_eta) = 0 for every head: P is symmetric (the gradient case of Hypothesis 3.1, "
+                "conj.gradient-equilibria), not the question"]
+    assert attractive_problems(-2 * np.eye(2)) == attractive_problems(-2 * np.eye(2)[None]) == expected
+
+
+def test_tokens_are_reflected_into_the_half_space_of_v_and_a_token_on_its_equator_stays_outside():
+    """Per instance: a token with v^T y < 0 is negated, one with v^T y = 0 exactly is kept as it is, and the instance
+    lies inside D^l(v) only when every token has v^T y > 0 after the reflection."""
+    y0 = np.array([[[1.0, 0.0], [-0.6, 0.8], [0.0, 1.0]], [[-1.0, 0.0], [0.6, -0.8], [0.8, 0.6]]])
+    reflected, inside = _reflected(y0, np.array([[1.0, 0.0], [1.0, 0.0]]))
+    assert np.array_equal(reflected, [[[1.0, 0.0], [0.6, -0.8], [0.0, 1.0]], [[1.0, 0.0], [0.6, -0.8], [0.8, 0.6]]])
+    assert inside.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("claim", ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-full",
+                                   "conj.gradient-value", "conj.nonsymmetric-full", "conj.nonsymmetric-attractive"])
+def test_decoded_heads_have_the_scales_their_scale_variables_give(claim):
+    """Each decoder scales its heads by ``bounded_scale`` of the scale variables of theta: |P_eta|_2 (its symmetric
+    part's for the gradient-value and attractive families, with the skew part's |.|_2 = SKEW_MAX scale) is
+    P_MAX (1 + tanh z_P) / 2, the multi-head U_eta's |U_eta|_2 (its top eigenvalue, for the common-v family) is
+    2 (1 + tanh z_U) / 2; the attractive family's least eigenvalue of sym(P_eta)
+    is at least FLOOR / (1 + FLOOR) of its largest. The scale variables are drawn at +-4 too (a head near 0 and one
+    near its bound). Tolerance: float64 rounding of norms and eigenvalues of 3 x 3 matrices (|.| <= 20)."""
+    from sim.conjectures.families import FLOOR, SKEW_MAX
+    from sim.conjectures.family import P_MAX, bounded_scale, split_theta
+
+    family = FAMILIES[claim]
+    shape = Shape(2 if "multihead" in claim else 1, 4, 3)
+    theta = np.random.default_rng(5).standard_normal((6, family.parameters(shape)))
+    h = shape.heads
+    theta[:3, -2 * h:] = 4.0
+    theta[3:, -2 * h:] = -4.0
+    _, _, _, zP, zU = split_theta(theta, shape)
+    batch = family.decode(theta, shape)
+    close = dict(rel=1e-12, abs=1e-14)
+    symmetric = 0.5 * (batch.P + np.swapaxes(batch.P, -1, -2))
+    scaled = symmetric if claim in ("conj.gradient-value", "conj.nonsymmetric-attractive") else batch.P
+    assert np.linalg.norm(scaled, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zP, P_MAX), **close)
+    if claim == "conj.multihead-causal":
+        assert np.linalg.norm(batch.U, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zU, 2.0), **close)
+    if claim == "conj.multihead-causal-common":
+        assert np.linalg.eigvalsh(batch.U)[..., -1] == pytest.approx(bounded_scale(zU, 2.0), **close)
+    if claim == "conj.nonsymmetric-attractive":
+        skew = batch.P - symmetric
+        assert np.linalg.norm(skew, ord=2, axis=(-2, -1)) == pytest.approx(bounded_scale(zU, SKEW_MAX), **close)
+        eigenvalues = np.linalg.eigvalsh(symmetric)
+        assert np.all(eigenvalues[..., 0] >= FLOOR / (1 + FLOOR) * eigenvalues[..., -1] * (1 - 1e-12))
+        assert np.any(eigenvalues[..., 0] < 2 * FLOOR * eigenvalues[..., -1])  # the floor is reached, not just met
+
+
+def test_an_attractive_draw_is_valid_only_when_its_start_is_valid_too():
+    """Two tokens in R^3 always lie in an open hemisphere (but for an antipodal pair, of probability 0): every
+    draw's P meets the attractive hypotheses, and still none is valid, as its start is Theorem 4.1's case."""
+    family = FAMILIES["conj.nonsymmetric-attractive"]
+    shape = Shape(1, 2, 3)
+    batch = family.decode(np.random.default_rng(6).standard_normal((8, family.parameters(shape))), shape)
+    assert all(attractive_problems(p) == [] for p in batch.P)
+    assert not np.any(batch.valid)
+    assert all(in_open_hemisphere(y) for y in batch.y0)

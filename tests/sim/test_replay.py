@@ -6,6 +6,8 @@ Each refusal has its negative control: the same file unmodified replays (exit 0)
 be a certified attractor, so that only the new check refuses it.
 """
 
+import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -13,12 +15,12 @@ import numpy as np
 import pytest
 
 from sim.__main__ import main
-from sim.conjectures.certify import EVIDENCE_HORIZON
+from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
 import sim.conjectures.replay as replay_module
 from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, load, mismatches,
                                     replay)
-from sim.conjectures.validated import TIGHT_RADII, Problem, certify
+from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_distance
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
                 if p.name != "index.json")
@@ -383,3 +385,137 @@ def test_a_family_passed_to_replay_replaces_the_claims():
     outcome = replay(stored("conj.value-full"), FAMILIES["conj.value-causal"])
     assert outcome.refuted is False
     assert outcome.reason.startswith("the witness does not meet its claim's hypotheses: mask")
+
+
+# --- replay's later steps at their bounds, and what the family and the integrators are given -----------------------
+def family_with(claim: str, **functions):
+    """``claim``'s family with some of its functions replaced (a search passes its own family the same way)."""
+    return dataclasses.replace(FAMILIES[claim], **functions)
+
+
+def written_with_integers(value):
+    """A witness's JSON value with every whole float written as an integer (2 for 2.0: the schema accepts both)."""
+    if isinstance(value, list):
+        return [written_with_integers(item) for item in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def test_a_witness_written_with_integers_reaches_its_family_as_float64():
+    """The gradient-value witness (P = U = [[2, -2], [-2, 2]]) with the start (e_2, -e_2), every number written as an
+    integer: the family's distance receives the witness's P, U (float64, a leading instance axis) and the certified
+    equilibrium, its state_margin U and y0 (float64). The control: the same witness written with floats replays
+    to the same outcome, and the integer one really holds integers."""
+    floats = dict(stored("conj.gradient-value"), y0=[[0.0, 1.0], [0.0, -1.0]])
+    integers = {key: written_with_integers(value) for key, value in floats.items()}
+    assert all(np.asarray(integers[key]).dtype == np.int64 for key in ("P", "U", "y0"))
+    seen = {}
+    family = FAMILIES["conj.gradient-value"]
+
+    def distance(P, U, y):
+        seen["distance"] = (P, U, y)
+        return family.distance(P, U, y)
+
+    def state_margin(U, ys):
+        seen["state_margin"] = (U, ys)
+        return family.state_margin(U, ys)
+
+    outcome = replay(integers, family_with("conj.gradient-value", distance=distance, state_margin=state_margin))
+    P, U, y_star = seen["distance"]
+    U_at_margin, ys = seen["state_margin"]
+    for array in (P, U, y_star, U_at_margin, ys):
+        assert array.dtype == np.float64
+    assert np.array_equal(P, np.asarray(floats["P"])[None]) and np.array_equal(U, np.asarray(floats["U"])[None])
+    assert np.array_equal(y_star, outcome.certificate.equilibrium[None])
+    assert np.array_equal(U_at_margin, np.asarray(floats["U"])) and np.array_equal(ys, np.asarray(floats["y0"])[None])
+    control = replay(floats)
+    assert (outcome.refuted, outcome.reason, outcome.numbers) == (control.refuted, control.reason, control.numbers)
+    assert outcome.refuted
+
+
+def test_an_attractor_exactly_away_from_the_claim_is_not_its_outcome_and_one_ulp_nearer_is():
+    """The bound is distance >= AWAY (the module docstring): a family whose distance is AWAY exactly lets the stored
+    witness refute (the control), one float below it is refused with its reason."""
+    witness = stored("conj.value-full")
+    at = replay(witness, family_with("conj.value-full", distance=lambda P, U, y: np.array([AWAY])))
+    assert at.refuted is True and at.numbers["distance_from_claim"] == AWAY
+    nearer = float(np.nextafter(AWAY, 0.0))
+    below = replay(witness, family_with("conj.value-full", distance=lambda P, U, y: np.array([nearer])))
+    assert (below.refuted, below.reason) == (False, f"the attractor is the claimed outcome (distance {nearer:.3g} < "
+                                                    f"{AWAY:g})")
+
+
+def test_the_start_must_lie_more_than_two_box_radii_inside_the_hypothesis_set():
+    """A margin of exactly 2 box radii is the edge (refused with its reason); one float above it is inside (the
+    control: the stored witness refutes)."""
+    witness = stored("conj.value-full")
+    radius = replay(witness).certificate.numbers["box_radius"]
+
+    def with_margin(value: float):
+        return replay(witness, family_with("conj.value-full", state_margin=lambda U, ys: np.array([value])))
+
+    edge = with_margin(2 * radius)
+    assert (edge.refuted, edge.reason) == (False, f"the start lies on the edge of the hypothesis set (margin "
+                                                  f"{2 * radius:.3g})")
+    assert edge.numbers["hypothesis_margin_at_y0"] == 2 * radius
+    assert with_margin(float(np.nextafter(2 * radius, np.inf))).refuted is True
+
+
+def test_the_float64_runs_must_end_within_half_the_ball_less_the_zero_enclosure(monkeypatch):
+    """The multi-head witness whose start lies outside its ball, with the runs' ends replaced: an end e with
+    e + enclosure = basin / 2 exactly is refused (whichever integrator it is), one float nearer is accepted."""
+    witness = stored("conj.multihead-causal", 0)
+    outcome = replay(witness)
+    assert outcome.refuted and outcome.numbers["start_inside_certified_ball"] is False
+    basin, enclosure = outcome.certificate.numbers["basin_radius"], outcome.certificate.numbers["zero_enclosure"]
+    assert 0 < enclosure < basin / 4
+    edge = basin / 2 - enclosure
+    while edge + enclosure < basin / 2:  # the largest end meeting the bound with equality, to the last float
+        edge = float(np.nextafter(edge, np.inf))
+    while np.nextafter(edge, 0.0) + enclosure >= basin / 2:
+        edge = float(np.nextafter(edge, 0.0))
+    assert edge + enclosure == basin / 2
+    nearer = float(np.nextafter(edge, 0.0))
+    for sim_end, scipy_end, refuted in ((edge, 0.0, False), (0.0, edge, False), (nearer, nearer / 2, True),
+                                        (nearer / 2, nearer, True)):
+        ends = {"evidence_horizon": EVIDENCE_HORIZON, "sim_end_distance": sim_end, "scipy_end_distance": scipy_end}
+        monkeypatch.setattr(replay_module, "_evidence", lambda problem, y0, y_star, ends=ends: ends)
+        outcome = replay(witness)
+        assert outcome.refuted is refuted, (sim_end, scipy_end)
+        assert outcome.reason == ("validated attractor; float64 runs (two integrators) carry the start into its ball"
+                                  if refuted else "float64 runs from the start do not reach the certified ball")
+
+
+def test_the_evidence_is_sims_dopri5_and_scipys_lsoda_from_the_start_to_the_horizon(monkeypatch):
+    """The two runs of the module docstring, each called once: sim's with ``EVIDENCE``'s tolerances, SciPy's LSODA
+    with the same ones over [0, EVIDENCE_HORIZON]; the end distances are those of each run's state at the horizon."""
+    witness = stored("conj.multihead-causal", 0)
+    calls = {}
+
+    def spy(name, function):
+        def called(*args, **kwargs):
+            result = function(*args, **kwargs)
+            bound = inspect.signature(function).bind(*args, **kwargs)
+            bound.apply_defaults()
+            calls.setdefault(name, []).append((bound.arguments, result))
+            return result
+        return called
+
+    monkeypatch.setattr(replay_module, "integrate", spy("integrate", replay_module.integrate))
+    monkeypatch.setattr(replay_module, "solve_ivp", spy("solve_ivp", replay_module.solve_ivp))
+    outcome = replay(witness)
+    assert outcome.refuted and outcome.numbers["start_inside_certified_ball"] is False
+    assert len(calls["integrate"]) == len(calls["solve_ivp"]) == 1
+    (ours, sim_states), = calls["integrate"]
+    (theirs, solution), = calls["solve_ivp"]
+    y0 = np.asarray(witness["y0"])
+    assert np.array_equal(ours["y0"], y0) and ours["t1"] == EVIDENCE_HORIZON and ours["controller"] is EVIDENCE
+    assert np.array_equal(theirs["y0"], y0.reshape(-1)) and tuple(theirs["t_span"]) == (0.0, EVIDENCE_HORIZON)
+    assert theirs["method"] == "LSODA"
+    assert theirs["options"] == {"rtol": EVIDENCE.rtol, "atol": EVIDENCE.atol} == {"rtol": 1e-10, "atol": 1e-12}
+    problem, y_star = _problem(witness), outcome.certificate.equilibrium
+    assert solution.t[-1] == EVIDENCE_HORIZON and solution.t[-2] < EVIDENCE_HORIZON
+    assert outcome.numbers["sim_end_distance"] == start_distance(problem, y_star, sim_states[-1])
+    assert outcome.numbers["scipy_end_distance"] == start_distance(problem, y_star,
+                                                                   solution.y[:, -1].reshape(y0.shape))
+    assert outcome.numbers["scipy_end_distance"] != start_distance(problem, y_star,
+                                                                   solution.y[:, -2].reshape(y0.shape))
