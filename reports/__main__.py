@@ -11,6 +11,7 @@ Hypothesis profile. DIR may be any folder, inside the project or not, absolute o
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -249,6 +250,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         from .compare import main as compare
 
         return compare(args.old, args.new, args.expected, as_json=args.json)
+    return build_from_arguments(args, build_parser)
+
+
+def build_from_arguments(args: argparse.Namespace, build_parser: argparse.ArgumentParser) -> int:
+    """``build`` with the parsed arguments of ``build``: the weights folders read, ``--scale auto`` resolved (full
+    with a CUDA device, :func:`foundation.scale.default_scale`), ``--max-rss`` checked; a bad value exits 2."""
     weights_env = {}
     if args.weights_dir:
         from empirical.sources import parse_weights_dirs, weights_dirs_environment  # (torch: only when named)

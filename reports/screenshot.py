@@ -37,7 +37,8 @@ def sidecar(verdicts: dict[str, Any], report: Path) -> dict[str, Any]:
     """What a picture shows, read from the report's ``verdicts.json``: its counts, revision and kind of run."""
     manifest = verdicts.get("manifest", {})
     return {"counts": verdicts["counts"], "git_revision": manifest.get("git_revision"),
-            "full_checks": manifest.get("full_checks"), "report_created": manifest.get("created"),
+            "full_checks": manifest.get("full_checks"), "scale": manifest.get("scale"),
+            "report_created": manifest.get("created"),
             "report": str(report)}
 
 

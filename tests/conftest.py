@@ -35,10 +35,26 @@ settings.register_profile("thorough", max_examples=300, deadline=None, print_blo
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+#: What a report build (reports/__main__.py) tells its test process: where its sections, build folder and memory
+#: ledger are, its memory bound, scale and full checks. An inline pytester run inherits the environment, so inside
+#: `make report` it would write its sections into the build's and run at its scale (measured: the parallel-workers
+#: test of tests/reports/test_report_plugin.py read the report's benchmark sections as its own, and failed only there).
+REPORT_BUILD_ENVIRONMENT = ("CONSENSUS_SECTIONS_DIR", "CONSENSUS_REPORT_BUILD_FOLDER", "CONSENSUS_MEMORY_LEDGER",
+                            "CONSENSUS_MEMORY_BOUND_BYTES", "CONSENSUS_REPORT_SCALE", "CONSENSUS_FULL")
+
+
+@pytest.fixture(autouse=True)
+def _inline_runs_outside_the_report_build(request, monkeypatch):
+    """A test that runs pytest inline (``pytester``) runs it as ``make test`` would, whoever runs the test."""
+    if "pytester" in request.fixturenames:
+        for name in REPORT_BUILD_ENVIRONMENT:
+            monkeypatch.delenv(name, raising=False)
+
+
 def pytest_configure(config):
-    _share_the_cores_between_workers()
     """A report build's --weights-dir naming a model the report does not run trained is refused before any test
     runs (also when the environment variable was set by hand rather than by the build's command line)."""
+    _share_the_cores_between_workers()
     if os.environ.get("CONSENSUS_WEIGHTS_DIRS"):  # empirical.sources.WEIGHTS_DIRS_ENV, read without importing torch
         from empirical.sources import report_weights_dirs  # (torch: only when a report build named folders)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from foundation.memory import MEMORY_LEDGER_ENV
+
 from reports.__main__ import ROOT, main, run_benchmark
 from reports.build import SECTION_REVISION_KEY, ReportInputError, check_reused_sections, read_section
 from foundation.manifest import git_revision
@@ -94,14 +96,16 @@ def test_build_keeps_benchmark_sections_of_this_revision(tmp_path):
     check_reused_sections(sections, git_revision(ROOT))  # raises if refused
 
 
-def test_failed_benchmark_leaves_no_section_of_an_earlier_build(tmp_path, capsys):
+def test_failed_benchmark_leaves_no_section_of_an_earlier_build(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(MEMORY_LEDGER_ENV, raising=False)  # inside `make report`: not a stage of the real build
     sections = _sections(tmp_path, **{SECTION_REVISION_KEY: git_revision(ROOT)})
     run_benchmark("sim-bench", "no_such_benchmark_module", tmp_path, sections, "abc", dict(os.environ))
     assert not (sections / "sim-bench.section.json").exists()
     assert "benchmark sim-bench failed" in capsys.readouterr().err
 
 
-def test_benchmark_section_is_stamped_with_the_revision(tmp_path):
+def test_benchmark_section_is_stamped_with_the_revision(tmp_path, monkeypatch):
+    monkeypatch.delenv(MEMORY_LEDGER_ENV, raising=False)  # inside `make report`: not a stage of the real build
     package = tmp_path / "modules" / "fake_benchmark"
     package.mkdir(parents=True)
     (package / "__main__.py").write_text(

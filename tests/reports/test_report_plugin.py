@@ -244,3 +244,21 @@ def test_parallel_workers_hand_every_record_to_the_report(pytester, monkeypatch)
     claims = {c["claim"]: c for c in parallel[0]}
     assert claims["model.layernorm"]["records"][0]["corrected"] == "radius sqrt(n+1) |gamma0|"
     assert claims["conj.gradient-equilibria"]["verdict"] == "supported"
+
+
+def test_inline_runs_are_cleared_of_every_variable_a_report_build_sets():
+    """tests/conftest.py clears these for every pytester test; a variable the build adds must join them."""
+    from foundation.memory import MEMORY_LEDGER_ENV
+    from foundation.scale import REPORT_SCALE_ENV
+    from reports.build import EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV
+    from reports.checkout import BUILD_FOLDER_ENV
+    from pathlib import Path
+
+    from tests.conftest import REPORT_BUILD_ENVIRONMENT
+
+    assert set(REPORT_BUILD_ENVIRONMENT) == {EXTRA_SECTIONS_DIR_ENV, FULL_ENV, BUILD_FOLDER_ENV, MEMORY_LEDGER_ENV,
+                                             MEMORY_BOUND_ENV, REPORT_SCALE_ENV}
+    source = (Path(__file__).resolve().parents[2] / "reports" / "__main__.py").read_text()
+    build_environment = source[source.index("env = {**os.environ"):source.index("env.setdefault(")]
+    assert all(name in build_environment for name in ("EXTRA_SECTIONS_DIR_ENV", "FULL_ENV", "BUILD_FOLDER_ENV",
+                                                      "MEMORY_LEDGER_ENV", "MEMORY_BOUND_ENV", "REPORT_SCALE_ENV"))

@@ -3,7 +3,7 @@
 import pytest
 
 from empirical import report_jobs
-from empirical.checks import PAPER_COMMAND, SHORT_SCALE_REASON, left_at_short_scale
+from empirical.checks import FULL_SCALE_COMMAND, PAPER_COMMAND, SHORT_SCALE_REASON, left_at_short_scale
 from empirical.sources import PAPER_MODELS
 from empirical.suite import PROFILES, report_profile_variants, report_variants
 from foundation.registration import check
@@ -71,7 +71,8 @@ def test_a_claim_left_at_the_short_scale_is_not_run_with_the_commands_that_run_i
     result = _short_record()
     assert (result.claim, result.verdict) == ("emp.random-fixed", "not-run")
     assert "make report SCALE=full" in result.detail and PAPER_COMMAND in result.detail
-    assert SHORT_SCALE_REASON in result.detail and result.numbers == {"scale": "short"}
+    assert SHORT_SCALE_REASON in result.detail and result.numbers["scale"] == "short"
+    assert list(result.numbers["missing"].values()) == [FULL_SCALE_COMMAND]  # the first look's command for it
 
 
 @pytest.mark.parametrize("cuda, expected", [(True, "full"), (False, "short")])

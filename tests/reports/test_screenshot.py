@@ -69,3 +69,15 @@ def test_readme_picture_shows_the_counts_of_todays_full_report():
     stale = screenshot.stale_counts(sidecar, TODAY)
     assert not stale, (f"docs/images/report.png shows other counts than {TODAY} ({'; '.join(stale)}): "
                        f"python -m reports.screenshot --report {TODAY.parent}")
+
+
+def test_readme_picture_counts_every_claim_of_the_registry():
+    """Without a report at hand (CI): the picture was made from a full-checks report of today's claims, so a claim
+    added or removed since makes it stale."""
+    from foundation.registry import CLAIMS
+
+    shown = json.loads(screenshot.sidecar_path(README_PICTURE).read_text())
+    assert shown["full_checks"] is True, "the README's picture must show a report with the expensive checks"
+    assert sum(shown["counts"].values()) == len(CLAIMS), (
+        f"docs/images/report.png counts {sum(shown['counts'].values())} claims, the registry has {len(CLAIMS)}: "
+        "python -m reports.screenshot --report build/report after make report")
