@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
                             "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
                             "and peers")
     bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                       help="peers: where the peers run (cuda: the PyTorch peers' tensors on the GPU, JAX on its GPU "
+                            "backend); ours runs on the CPU either way")
+    bench.add_argument("--libraries", type=_libraries, default=None, metavar="NAMES",
+                       help="peers: the peers to run, comma-separated, among diffrax, torchdiffeq, torchode "
+                            "(default: every one; ours always runs)")
     bench.add_argument("--threads", type=_positive, default=1,
                        help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
                             "intra-op threads; the PyTorch peers: torch.set_num_threads)")
@@ -164,7 +170,8 @@ def _bench(args) -> int:
     if args.part in ("all", "peers"):
         from sim.bench.peers import run_peer_benchmark, table
 
-        peers = run_peer_benchmark(quick=args.quick, threads=args.threads,
+        peers = run_peer_benchmark(quick=args.quick, threads=args.threads, device=args.device,
+                                   **({"peers": args.libraries} if args.libraries else {}),
                                    progress=lambda text: print(text, flush=True))
         if args.peers_out:
             args.peers_out.parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +275,17 @@ def _replay(args) -> int:
         print(f"file: hash-checked against {INDEX} beside it" if checked else
               f"file: not hash-checked (no {INDEX} beside it); checked by its schema and its certificate")
     return 0 if outcome.refuted else 1
+
+
+def _libraries(text: str) -> tuple[str, ...]:
+    """``--libraries diffrax,torchode``: peers' names, each one the benchmark knows."""
+    from sim.bench.peer_fields import PREPARE
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in PREPARE]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: name peers among {', '.join(PREPARE)}, comma-separated")
+    return names
 
 
 def _positive_seconds(text: str) -> float:

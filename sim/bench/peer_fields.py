@@ -5,7 +5,8 @@ Each peer integrates eq. 6 on the sphere (``sim.field.array_field``, in its own 
 none of them has one) in float64 (JAX with x64 enabled), from 0 to t1 at rtol = atol = tol, and returns the end
 states: diffrax and torchdiffeq with the whole batch as one state ``[b, l, d]`` (one step size, their RMS norm over
 the batch), torchode with one state, one time and one step size per instance (its RMS norm per instance), as ours.
-The PyTorch peers run on ``device`` ("cpu", or "cuda" in a GPU script); diffrax on JAX's default device. A problem
+Every peer runs on ``device``: "cpu" (the default), or "cuda" (``python -m sim bench --part peers --device cuda``, part of
+the GPU script ``consensus gpu-checks``): the PyTorch peers' tensors there, JAX on its GPU backend. A problem
 is ``Systems``: per-instance matrices ``P, U : [b, h, d, d]`` (P' when modulated by ``CosineDiagonal`` arrays ``[h,
 d]``), ``causal``, ``y0 : [b, l, d]``, t1.
 """
@@ -62,17 +63,20 @@ class PreparedPeer:
     method: str = ""
 
 
-def prepare_diffrax(systems: Systems, threads: int = 1) -> PreparedPeer:
+def prepare_diffrax(systems: Systems, threads: int = 1, device: str = "cpu") -> PreparedPeer:
     """diffrax ``Dopri5`` with a ``PIDController(rtol=tol, atol=tol)`` (its defaults: RMS norm over the whole
     state, an I controller), ``dt0=None`` (its own starting step), jitted once with the tolerance an argument;
-    the compile timed apart (``jax.jit(...).lower(...).compile()``). On ``threads`` threads, one by default as ours
-    (XLA's flags are set before JAX is first imported, so the first call of a process decides; if JAX was imported
-    before, its own settings stay and ``threads`` says so)."""
+    the compile timed apart (``jax.jit(...).lower(...).compile()``); the runs call the jitted function, which
+    compiles once more on the ladder's first, untimed-for-the-comparison run (a ``Compiled`` object called by hand
+    must be given JAX's hoisted constants too, which changed between JAX versions). On ``device``: "cpu" on ``threads`` threads, one by default as ours, or "cuda",
+    JAX's GPU backend (XLA's flags and JAX's platform are set before JAX is first imported, so the first call of a
+    process decides; if JAX was imported before, its own settings stay and ``threads`` says so)."""
     fresh = "jax" not in sys.modules
     if fresh:
         eigen = "false" if threads == 1 else "true"
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={eigen} "
                                    f"intra_op_parallelism_threads={threads}").strip()
+        os.environ["JAX_PLATFORMS"] = "cpu" if device == "cpu" else "cuda"
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -91,16 +95,20 @@ def prepare_diffrax(systems: Systems, threads: int = 1) -> PreparedPeer:
         return solution.ys[-1]
 
     y0 = jnp.asarray(systems.y0)
+    jitted = jax.jit(integrate)
     started = time.perf_counter()
-    compiled = jax.jit(integrate).lower(y0, jnp.float64(1e-8)).compile()
+    jitted.lower(y0, jnp.float64(1e-8)).compile()
     compile_seconds = time.perf_counter() - started
 
     def run(tol: float) -> np.ndarray:
-        return np.asarray(jax.block_until_ready(compiled(y0, jnp.float64(tol))))
+        return np.asarray(jax.block_until_ready(jitted(y0, jnp.float64(tol))))
 
-    threads = f"{threads} (XLA_FLAGS)" if fresh else f"XLA's own (JAX was imported before; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})"
+    where = jax.devices()[0].platform
+    threads = (f"{where} (JAX)" if where != "cpu" else f"{threads} (XLA_FLAGS)" if fresh
+               else f"XLA's own (JAX was imported before; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})")
     return PreparedPeer("diffrax", run, compile_seconds, threads,
-                        "diffrax Dopri5 + PIDController (jax.jit), the batch as one state, no retraction")
+                        f"diffrax Dopri5 + PIDController (jax.jit) on JAX's {where}, the batch as one state, "
+                        "no retraction")
 
 
 def _torch_field(systems: Systems, device: str):

@@ -160,8 +160,11 @@ def _loosest(tried: dict[float, dict[str, float]], target: float) -> float | Non
     return max(hits) if hits else None
 
 
-def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1) -> dict[str, Any]:
-    """One problem: the reference, each available library's ladder, then the timings at equal accuracy."""
+def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1, device: str = "cpu",
+            peers: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """One problem: the reference, the ladder of each available library of ``peers`` (peers' names, default every
+    one; ours
+    always runs, on the CPU) with the peers on ``device``, then the timings at equal accuracy."""
     reference, check = _reference(systems)
     runners: dict[str, Callable[[float], np.ndarray]] = {}
     libraries: dict[str, dict[str, Any]] = {}
@@ -173,10 +176,12 @@ def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1) -> di
                          "method": "sim.solvers.compiled: Dopri5 per instance, own step size, retracted to the sphere"}
     runners["ours"] = ours
     for name, reason in available().items():
+        if peers is not None and name not in peers:
+            continue
         if reason is not None:
             libraries[name] = {"skipped": f"{name} {reason}"}
             continue
-        prepared = PREPARE[name](systems, threads=threads)
+        prepared = PREPARE[name](systems, threads=threads, device=device)
         runners[name] = prepared.run
         libraries[name] = {"compile_seconds": prepared.compile_seconds, "threads": prepared.threads,
                            "method": prepared.method}
@@ -212,32 +217,52 @@ def compare(systems: Systems, *, repeats: int = REPEATS, threads: int = 1) -> di
             "libraries": libraries, "levels": levels}
 
 
-def run_peer_benchmark(*, quick: bool = False, threads: int = 1,
+def run_peer_benchmark(*, quick: bool = False, threads: int = 1, device: str = "cpu",
+                       peers: tuple[str, ...] | None = None,
                        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every problem of ``problems(quick)`` through ``compare``, every library on ``threads`` threads; JSON-ready,
-    with the machine's load average. ``progress``, if given, gets each problem's table as soon as it is measured."""
+    """Every problem of ``problems(quick)`` through ``compare``: ours on ``threads`` threads of the CPU, the peers
+    of ``peers`` on ``device`` (on ``threads`` threads where it is the CPU); JSON-ready, with the machine's
+    load average and the libraries' versions. ``progress``, if given, gets each problem's table as soon as it is
+    measured."""
     started = time.time()
     load_before = os.getloadavg()
     results = []
     for systems in problems(quick):
-        results.append(compare(systems, repeats=2 if quick else REPEATS, threads=threads))
+        results.append(compare(systems, repeats=2 if quick else REPEATS, threads=threads, device=device,
+                               peers=peers))
         if progress is not None:
             progress(table({"benchmark": "so far", "targets": list(TARGETS), "repeats": 2 if quick else REPEATS,
                             "load_average_before": load_before, "load_average_after": os.getloadavg(),
-                            "cpus": os.cpu_count(), "threads": threads, "problems": results[-1:]}))
+                            "cpus": os.cpu_count(), "threads": threads, "device": device,
+                            "problems": results[-1:]}))
     return {"benchmark": "sim.solvers.compiled vs diffrax (jax.jit) vs torchdiffeq vs torchode at equal accuracy",
             "quick": quick, "targets": list(TARGETS), "repeats": 2 if quick else REPEATS, "threads": threads,
+            "device": device, "versions": versions(),
             "seeds": {"a.initial": SEED_A,
             **{claim: chunk_seed(claim, 0) for claim in SEARCH_CLAIMS}}, "cpus": os.cpu_count(),
             "load_average_before": load_before, "load_average_after": os.getloadavg(), "problems": results,
             "seconds": time.time() - started}
 
 
+def versions() -> dict[str, str]:
+    """The installed versions of the libraries compared (and of PyTorch's CUDA, where it has one)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("numpy", "numba", "torch", "jax", "jaxlib", "diffrax", "torchdiffeq", "torchode"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
 def table(results: dict[str, Any]) -> str:
     """The comparison as text: one row per problem and library, the two accuracy levels side by side."""
     lines = [f"{results['benchmark']} (run time, median of {results['repeats']}; compile times apart). "
              f"Load average {results['load_average_before'][0]:.1f} before, {results['load_average_after'][0]:.1f} "
-             f"after, {results['cpus']} CPUs, {results.get('threads', 1)} thread(s) per library."]
+             f"after, {results['cpus']} CPUs, {results.get('threads', 1)} thread(s) per library, the peers on "
+             f"{results.get('device', 'cpu')}."]
     header = f"{'library':<12} | " + " | ".join(f"worst error <= {t:.0e}: wall, CPU (tol, error; peer/ours)" for t in
                                                    results["targets"]) + " | compile / first call"
     for problem in results["problems"]:

@@ -135,3 +135,46 @@ def test_a_ladder_that_buys_no_accuracy_stops_and_says_so():
                "ladder": {f"{tol:.3g}": entry for tol, entry in tried.items()}}},
                "levels": [{"target": target, "runs": {}} for target in TARGETS]}
     assert "not reached (worst error 1.8-1.8" in table(_results(problem))
+
+
+def _fake_peer(calls):
+    """A peer that records the keyword arguments it is prepared with and returns ours' ends at every tolerance."""
+
+    def prepare(systems, **options):
+        calls.append(options)
+        ends = peer_bench._ours(systems)(1e-11)
+        return peer_fields.PreparedPeer("fake", lambda tol: ends, 0.0, options["device"], "fake")
+    return prepare
+
+
+def test_the_chosen_peers_run_on_the_chosen_device(monkeypatch):
+    """``--libraries`` and ``--device``: only the named peers are prepared, each with the device and thread count
+    (ours on the CPU either way); a peer not named is neither run nor listed."""
+    calls = []
+    monkeypatch.setattr(peer_bench, "PREPARE", {"fake": _fake_peer(calls), "other": _fake_peer(calls)})
+    monkeypatch.setattr(peer_bench, "available", lambda: {"fake": None, "other": None})
+    problem = compare(_tiny(), repeats=1, threads=2, device="cuda", peers=("fake",))
+    assert calls == [{"threads": 2, "device": "cuda"}]
+    assert set(problem["libraries"]) == {"ours", "fake"} and problem["libraries"]["fake"]["threads"] == "cuda"
+    assert set(problem["levels"][0]["runs"]) == {"ours", "fake"}
+    # control: with no choice, every peer is prepared
+    calls.clear()
+    compare(_tiny(), repeats=1, device="cpu")
+    assert calls == [{"threads": 1, "device": "cpu"}] * 2
+
+
+def test_the_command_line_refuses_an_unknown_peer(capsys):
+    from sim.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--part", "peers", "--libraries", "diffrax,nonesuch"])
+    assert stop.value.code == 2
+    assert "name peers among diffrax, torchdiffeq, torchode" in capsys.readouterr().err
+
+
+def test_the_benchmark_records_the_device_and_the_versions(monkeypatch):
+    monkeypatch.setattr(peer_bench, "problems", lambda quick: [_tiny()])
+    monkeypatch.setattr(peer_bench, "available", lambda: {name: "absent" for name in PEERS})
+    result = peer_bench.run_peer_benchmark(quick=True, device="cuda")
+    assert result["device"] == "cuda" and set(result["versions"]) >= {"jax", "diffrax", "torch", "torchode"}
+    assert "the peers on cuda" in table(result)
