@@ -26,6 +26,8 @@ COMMANDS = {
     "report": ("reports", "build", "the full verification (about an hour): the HTML report and verdicts.json"),
     "compare": ("reports", "compare", "compare the verdicts.json of two reports"),
     "bench": (None, None, "a benchmark: sim (the solvers), empirical (the cost of E), search (a search's solver)"),
+    "gpu-checks": ("consensus", "gpu-checks", "every GPU check in one call: the paper's protocol on GPT-2 XL and "
+                                              "GPT-Neo 2.7B, the loop against cuBLAS, the peers on the GPU"),
 }
 #: The distribution whose version ``consensus --version`` prints (``[project] name`` in pyproject.toml).
 DISTRIBUTION = "consensus-verification"
@@ -93,4 +95,8 @@ def _main(argv: list[str]) -> int:
             top.error(f"argument WHICH of `consensus bench WHICH`: must be one of {', '.join(BENCHMARKS)}")
         prog = f"{prog} {rest[0]}"
         (package, command), rest = BENCHMARKS[rest[0]], rest[1:]
+    if name == "gpu-checks":  # a script of several packages' commands (consensus/gpu_script.py)
+        from .gpu_script import main as gpu_script
+
+        return gpu_script(rest, prog=prog)
     return importlib.import_module(f"{package}.__main__").main([command, *rest], prog=prog)

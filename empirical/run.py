@@ -586,6 +586,8 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
                 if twin is not None:
                     twin.copy_weights(model)
+                _synchronise(state.x.device)
+                state.draws[-1]["seconds"] = time.perf_counter() - started  # the draw, its check and the twin's copy
             result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k,
                               loop_variant=settings.loop_variant, metric=settings.metric)
             state.x, state.done = result.hidden, k + 1

@@ -77,6 +77,7 @@ def prepare_diffrax(systems: Systems, threads: int = 1, device: str = "cpu") -> 
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={eigen} "
                                    f"intra_op_parallelism_threads={threads}").strip()
         os.environ["JAX_PLATFORMS"] = "cpu" if device == "cpu" else "cuda"
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the PyTorch peers share the GPU
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -2,8 +2,10 @@
 
 import json
 
+import pytest
+
 from empirical.__main__ import main
-from empirical.gpu_checks import END_TO_END_TARGET, PHASES, grid
+from empirical.gpu_checks import END_TO_END_TARGET, GEMM_BOUND_TARGET, PHASES, grid
 
 
 def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path, capsys):
@@ -32,8 +34,16 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
     assert divergence["bfloat16"] > 100 * divergence["float32"]  # the twin tells bfloat16's rounding from float32's
     assert set(result["effective_floor_per_dtype"]) == set(result["E_floor_per_dtype"])
     speed = [run for run in result["runs"] if "targets" in run]
-    assert len(speed) == 2 and all(len(run["targets"]) == 2 for run in speed)
+    assert [len(run["targets"]) for run in speed] == [3, 2]  # the GEMM bound's target: float32 alone
     assert f"end_to_end <= {END_TO_END_TARGET:g} x loop" in speed[0]["targets"]
+    assert f"loop <= {GEMM_BOUND_TARGET:g} x GEMM bound" in speed[0]["targets"]
+    # every run against its GEMM bound, the redraws timed apart
+    for run in result["runs"]:
+        bound = run["gemm_bound"]
+        assert bound["passes"] == 2 and bound["bound_s"] > 0 and bound["dtype"] == run["dtype"]
+        assert run["loop_with_draws_over_gemm_bound"] * bound["bound_s"] == pytest.approx(run["loop_s"] - run["twin_s"])
+        assert (run["draws_s"] > 0) == (run["weights"] == "redrawn")
+        assert run["loop_over_gemm_bound"] < run["loop_with_draws_over_gemm_bound"] or run["weights"] != "redrawn"
     assert len(capsys.readouterr().out.splitlines()) == 6  # the resume check, a line per run, then the file
 
 

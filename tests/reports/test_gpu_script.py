@@ -1,0 +1,50 @@
+"""``consensus gpu-checks``: the one GPU script (consensus/gpu_script.py), its steps and its record, run here with
+stand-in steps (the real ones take minutes on a GPU; ``--tiny`` is their smoke test, docs/gpu.md)."""
+
+import json
+import sys
+
+import pytest
+
+from consensus import cli, gpu_script
+from consensus.gpu_script import Step, steps
+
+
+def test_the_steps_cover_the_protocol_and_the_peers_on_the_gpu_and_on_every_core(tmp_path):
+    names = {step.name: step.argv for step in steps(tmp_path, tiny=False, cuda=True, cores=16)}
+    assert list(names) == ["gpu-checks.json", "peers-cuda.json", "peers-cpu-16.json", "peers-cpu-1.json"]
+    assert names["gpu-checks.json"][:2] == ("empirical", "gpu-checks") and "--tiny" not in names["gpu-checks.json"]
+    assert names["peers-cuda.json"][-6:-2] == ("--device", "cuda", "--threads", "16")
+    assert "--quick" not in names["peers-cuda.json"] and names["peers-cpu-1.json"][-4:-2] == ("--threads", "1")
+    # the smoke test: the same steps at their smallest sizes, on the CPU
+    tiny = {step.name: step.argv for step in steps(tmp_path, tiny=True, cuda=False, cores=2)}
+    assert list(tiny) == ["gpu-checks.json", "peers-cpu.json", "peers-cpu-2.json", "peers-cpu-1.json"]
+    assert "--tiny" in tiny["gpu-checks.json"] and all("--quick" in argv for argv in list(tiny.values())[1:])
+
+
+def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypatch):
+    ok = Step("ok.json", ("json.tool", "--help"), "ok.json")
+    bad = Step("bad.json", ("sim", "bench", "--part", "nope"), "bad.json")
+    monkeypatch.setattr(gpu_script, "steps", lambda out, **options: (bad, ok))
+    monkeypatch.setattr(gpu_script, "_cuda", lambda: True)
+    lines = []
+    assert gpu_script.run(tmp_path, report=lines.append) == 1
+    record = json.loads((tmp_path / "gpu-script.json").read_text())
+    assert [(s["name"], s["exit_status"]) for s in record["steps"]] == [("bad.json", 2), ("ok.json", 0)]
+    assert any("invalid choice" in line for line in record["steps"][0]["output_tail"])
+    assert lines[-1].endswith("FAILED: bad.json")
+    # control: the good step alone
+    monkeypatch.setattr(gpu_script, "steps", lambda out, **options: (ok,))
+    assert gpu_script.run(tmp_path, report=lines.append) == 0 and lines[-1].endswith("all ok")
+
+
+def test_without_a_gpu_only_the_smoke_test_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gpu_script, "_cuda", lambda: False)
+    assert cli.main(["gpu-checks", "--out", str(tmp_path / "x")]) == 2
+    assert "--tiny" in capsys.readouterr().out and not (tmp_path / "x").exists()
+
+
+def test_the_command_is_routed_with_its_name(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["gpu-checks", "--help"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("usage: consensus gpu-checks ")
