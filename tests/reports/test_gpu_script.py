@@ -2,7 +2,6 @@
 stand-in steps (the real ones take minutes on a GPU; ``--tiny`` is their smoke test, docs/gpu.md)."""
 
 import json
-import sys
 
 import pytest
 
