@@ -68,15 +68,22 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def run(out: Path, *, tiny: bool = False, report=print) -> int:
-    """Run every step into ``out``; return 0 when each exited 0, else 1."""
+def run(out: Path, *, tiny: bool = False, only: tuple[str, ...] = (), report=print) -> int:
+    """Run every step into ``out`` (those named in ``only``, if any); return 0 when each exited 0, else 1."""
     cuda = _cuda()
     if not cuda and not tiny:
         report("error: no CUDA device here; `consensus gpu-checks --tiny` runs the script's smoke test on the CPU")
         return 2
     out.mkdir(parents=True, exist_ok=True)
     record = {"tiny": tiny, "cuda": cuda, "cores": os.cpu_count(), "steps": []}
-    for step in steps(out, tiny=tiny, cuda=cuda, cores=os.cpu_count() or 1):
+    chosen = [step for step in steps(out, tiny=tiny, cuda=cuda, cores=os.cpu_count() or 1)
+              if not only or step.name in only]
+    unknown = set(only) - {step.name for step in chosen}
+    if unknown:
+        report(f"error: no step {', '.join(sorted(unknown))}; the steps: "
+               + ", ".join(step.name for step in steps(out, tiny=tiny, cuda=cuda, cores=os.cpu_count() or 1)))
+        return 2
+    for step in chosen:
         report(f"== {step.name}: python -m {' '.join(step.argv)}")
         started = time.perf_counter()
         lines = []
@@ -100,5 +107,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the folder of the call's JSON files")
     parser.add_argument("--tiny", action="store_true",
                         help="every step at its smallest sizes (on the CPU without a GPU): a smoke test")
+    parser.add_argument("--step", action="append", default=[], metavar="NAME",
+                        help="run only this step, named by its file (gpu-checks.json, peers-cuda.json, ...); "
+                             "repeatable")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    return run(args.out, tiny=args.tiny)
+    return run(args.out, tiny=args.tiny, only=tuple(args.step))

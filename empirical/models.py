@@ -317,20 +317,36 @@ FINGERPRINT_SAMPLE = 256
 def fingerprint(model: nn.Module, *, statistics: bool = True) -> dict[str, ParameterFingerprint]:
     """Per-parameter fingerprints (a few KB in total, whatever the model size). Without ``statistics`` only the
     sample is taken (mean and std NaN): what :func:`verify_draw` compares a draw against, at no cost (measured on
-    random GPT-2 XL, 2 shared cores: 7.5 s a pass for the mean and std of its 1.6e9 entries)."""
-    prints = {}
+    random GPT-2 XL, 2 shared cores: 7.5 s a pass for the mean and std of its 1.6e9 entries). The samples and
+    statistics are gathered on each parameter's device and copied to the host once per device: one copy per
+    parameter cost a redrawn GPT-Neo 2.7B about 0.4 s a pass on an H200, where its products take 0.7 s."""
+    names, sizes, samples, moments = [], [], [], []
     for name, parameter in model.named_parameters():
         flat = parameter.detach().reshape(-1)
         step = max(1, flat.numel() // FINGERPRINT_SAMPLE)
-        mean = std = math.nan
-        if statistics:
-            if flat.numel() > 1:
-                std, mean = (float(v) for v in torch.std_mean(flat.float()))  # one call: one read of the entries
-            else:
-                std, mean = 0.0, float(flat.float().mean())
-        prints[name] = ParameterFingerprint(flat[::step][:FINGERPRINT_SAMPLE].float().cpu().clone(), mean, std,
-                                            flat.numel())
-    return prints
+        names.append(name)
+        sizes.append(flat.numel())
+        samples.append(flat[::step][:FINGERPRINT_SAMPLE].float())
+        if statistics:  # std_mean: one read of the entries; a single entry has std 0
+            std, mean = torch.std_mean(flat.float()) if flat.numel() > 1 else (flat.float()[0] * 0, flat.float()[0])
+            moments.append(torch.stack([mean, std]))
+    host_samples = _to_host(samples)
+    host_moments = _to_host(moments) if statistics else [torch.full((2,), math.nan)] * len(names)
+    return {name: ParameterFingerprint(sample, float(moment[0]), float(moment[1]), size)
+            for name, size, sample, moment in zip(names, sizes, host_samples, host_moments, strict=True)}
+
+
+def _to_host(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``tensors`` on the CPU, each device's copied in one transfer (concatenated there, split here)."""
+    result: list[torch.Tensor | None] = [None] * len(tensors)
+    by_device: dict[torch.device, list[int]] = {}
+    for index, tensor in enumerate(tensors):
+        by_device.setdefault(tensor.device, []).append(index)
+    for indices in by_device.values():
+        joined = torch.cat([tensors[i].reshape(-1) for i in indices]).cpu()
+        for i, part in zip(indices, joined.split([tensors[i].numel() for i in indices]), strict=True):
+            result[i] = part.reshape(tensors[i].shape).clone()
+    return result
 
 
 #: Sampling tolerance for statistics: |measured - expected| <= Z * standard error (Z = 6, so a correct

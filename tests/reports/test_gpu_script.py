@@ -47,3 +47,25 @@ def test_the_command_is_routed_with_its_name(capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["gpu-checks", "--help"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith("usage: consensus gpu-checks ")
+
+
+def test_chosen_steps_run_alone_and_an_unknown_one_is_refused(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(gpu_script, "_cuda", lambda: True)
+    monkeypatch.setattr(gpu_script.subprocess, "Popen", lambda argv, **options: ran.append(argv) or _Done())
+    assert gpu_script.run(tmp_path, only=("peers-cpu-1.json",), report=lambda line: None) == 0
+    assert len(ran) == 1 and ran[0][-1].endswith("peers-cpu-1.json")
+    lines = []
+    assert gpu_script.run(tmp_path, only=("nope.json",), report=lines.append) == 2 and "no step nope.json" in lines[0]
+
+
+class _Done:
+    """A finished process with no output (the stand-in of subprocess.Popen above)."""
+
+    stdout, returncode = (), 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
