@@ -394,6 +394,7 @@ class _Twin:
                           loop_variant=self.settings.loop_variant, metric=self.settings.metric)
         self.x = result.hidden
         self.columns.append(result.E.T.double())
+        _synchronise(self.x.device)  # its queued work is the twin's time, not the next pass's (a redraw's)
         self.seconds += time.perf_counter() - started
 
     def checkpoint_state(self) -> dict[str, torch.Tensor]:

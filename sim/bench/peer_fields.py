@@ -106,7 +106,7 @@ def prepare_diffrax(systems: Systems, threads: int = 1, device: str = "cpu") -> 
 
     where = jax.devices()[0].platform
     threads = (f"{where} (JAX)" if where != "cpu" else f"{threads} (XLA_FLAGS)" if fresh
-               else f"XLA's own (JAX was imported before; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})")
+               else f"as at JAX's first import in this process (XLA_FLAGS={os.environ.get('XLA_FLAGS')!r})")
     return PreparedPeer("diffrax", run, compile_seconds, threads,
                         f"diffrax Dopri5 + PIDController (jax.jit) on JAX's {where}, the batch as one state, "
                         "no retraction")
