@@ -13,7 +13,7 @@ import pytest
 from sim.conjectures import seek as seeking
 from sim.conjectures.allocation import FactoredSampler
 from sim.conjectures.equilibria import Instance
-from sim.conjectures.families import Shape, get_family
+from sim.conjectures.families import Shape, get_family, top_eigenpair
 from sim.conjectures.seek import (CERTIFY_PER_INSTANCE, CHILD_STARTS, FIRST_SIGMA, GENERATIONS, OFFSPRING, ROUNDS,
                                   STARTS, WARM_STARTS, Assessment, Equilibrium, HitCheck, assess, certified_hit,
                                   evaluate, optimise, seek, seek_instance, starts)
@@ -147,7 +147,8 @@ def test_a_budget_that_is_not_positive_is_refused(budget):
 
 def test_a_small_positive_budget_is_accepted(clocked):
     assert seek(CLAIM, 0.5)["instances"] == 0  # elapsed 1 >= 0.5 at the first reading
-    assert seek(CLAIM, 1.5)["instances"] == 1
+    summary = seek(CLAIM, 1.5)
+    assert summary["instances"] == 1 and summary["seed"] == 0 and summary["hit_records"][0]["seed"] == [0, 0]
 
 
 def test_sources_outside_the_claims_are_refused_even_beside_fitting_ones():
@@ -245,7 +246,7 @@ def children(monkeypatch):
     state = SimpleNamespace(calls=[], scores={})
 
     def evaluate(draw, theta, rng, warm=(), count=STARTS, rounds=ROUNDS):
-        state.calls.append({"theta": theta, "warm": list(warm), "count": count, "rounds": rounds})
+        state.calls.append({"theta": theta, "warm": list(warm), "count": count, "rounds": rounds, "rng": rng})
         score = state.scores.get(len(state.calls), 5.0)
         return Assessment(theta, None, None, [_equilibrium(score)])
 
@@ -309,9 +310,10 @@ def test_the_strategy_stops_once_the_parent_scores_negative(children):
 
 
 def test_children_are_solved_from_the_parents_best_equilibria_or_fresh_starts(children):
-    parent = _parent(1.0)
-    optimise(SimpleNamespace(structure="random"), parent, np.random.default_rng(0), generations=1)
+    parent, rng = _parent(1.0), np.random.default_rng(0)
+    optimise(SimpleNamespace(structure="random"), parent, rng, generations=1)
     assert all(call["warm"] == parent.equilibria[:WARM_STARTS] and len(call["warm"]) == 2 for call in children.calls)
+    assert all(call["rng"] is rng for call in children.calls)  # the strategy's generator solves the children too
     assert all(call["count"] == 0 and call["rounds"] == 1 for call in children.calls)
     children.calls = []
     optimise(SimpleNamespace(structure="random"), _parent(1.0, count=0), np.random.default_rng(0), generations=1)
@@ -398,20 +400,25 @@ def test_an_instance_outside_the_hypotheses_is_not_solved(monkeypatch, passes):
                       np.random.default_rng(0))
     assert passes.calls == [] and result.equilibria == [] and result.score == np.inf
     np.testing.assert_array_equal(result.theta, [2.0])
+    np.testing.assert_array_equal(result.P, np.zeros((1, 2, 2)))
+    np.testing.assert_array_equal(result.U, np.eye(2)[None])
 
 
 # --- starts ----------------------------------------------------------------------------------------------------------
-def test_the_starts_are_the_structured_ones_in_a_random_order_then_random_points():
-    U = np.diag([2.0, 1.0])[None]  # v = e1; the eigenvectors of sum U and of U: e1, e2 and e1, e2
+@pytest.mark.parametrize("top", [0, 1])
+def test_the_starts_are_the_structured_ones_in_a_random_order_then_random_points(top):
+    U = np.diag([1.0, 1.0])[None] + np.diag(np.eye(2)[top])[None]  # v = e_top; eigenvectors e1, e2 twice
     instance = Instance(np.eye(2)[None], U, True)
     got = starts(instance, 2, np.random.default_rng(5), count=16)
     e1, e2 = np.eye(2)
-    structured = [[e1, e1], [-e1, -e1], [e1, -e1]] + [[e1, s * e] for e in (e1, e2, e1, e2) for s in (1.0, -1.0)]
+    v = np.eye(2)[top]
+    assert np.array_equal(top_eigenpair(U[0])[2], v)
+    structured = [[v, v], [-v, -v], [v, -v]] + [[v, s * e] for e in (e1, e2, e1, e2) for s in (1.0, -1.0)]
     rng = np.random.default_rng(5)
     order = rng.permutation(11)
     random = rng.standard_normal((8, 2, 2))
     random /= np.linalg.norm(random, axis=-1, keepdims=True)
-    random[:4] *= np.where(random[:4] @ e1 < 0, -1.0, 1.0)[..., None]
+    random[:4] *= np.where(random[:4] @ v < 0, -1.0, 1.0)[..., None]
     np.testing.assert_allclose(got, np.concatenate([np.array(structured)[order[:8]], random]), rtol=0, atol=0)
 
 
@@ -426,12 +433,14 @@ def test_a_count_beyond_twice_the_structured_starts_fills_up_with_random_ones():
 
 
 def test_without_a_top_eigenvector_the_first_axis_stands_in_for_v():
-    instance = Instance(np.eye(3)[None], np.eye(3)[None], True)  # sum U = I: no simple top eigenvalue
+    # sum U = diag(1, 3, 3): a double top eigenvalue, whose eigenvector top_eigenpair still gives is e2, not e1
+    instance = Instance(np.eye(3)[None], np.diag([1.0, 3.0, 3.0])[None], True)
+    assert top_eigenpair(instance.U[0])[0] is False and top_eigenpair(instance.U[0])[2][0] == 0.0
     got = starts(instance, 2, np.random.default_rng(2), count=4)
     e1 = np.eye(3)[0]
     rng = np.random.default_rng(2)
-    structured = [[e1, e1], [-e1, -e1], [e1, -e1]] + [[e1, s * e] for e in np.concatenate([np.eye(3)] * 2)
-                                                       for s in (1.0, -1.0)]
+    eigenvectors = [np.real(e) for e in np.linalg.eig(instance.U[0])[1].T]
+    structured = [[e1, e1], [-e1, -e1], [e1, -e1]] + [[e1, s * e] for e in eigenvectors * 2 for s in (1.0, -1.0)]
     order = rng.permutation(len(structured))
     np.testing.assert_array_equal(got[:2], np.array(structured)[order[:2]])
     assert np.all(got[2] @ e1 >= 0)  # the first random start is reflected into e1's hemisphere
@@ -504,3 +513,13 @@ def test_a_certified_hit_passes_the_instance_as_float64_to_the_replay(monkeypatc
     assert check.hit is True and check.reason == "certified"
     assert check.numbers == {"a": 1, "b": 3, "c": 4}  # the replay's numbers over the certificate's
     np.testing.assert_array_equal(check.equilibrium, np.ones((2, 2)))
+
+
+def test_the_passes_stop_at_the_first_negative_score_not_at_zero(monkeypatch, passes):
+    draw, _, _ = _multihead_draw(monkeypatch)
+    passes.roots = [np.full((1, 2, 2), k) for k in range(4)]
+    scores = iter([0.0, 0.5, -1e-300, -2.0])
+    monkeypatch.setattr(seeking, "assess", lambda family, instance, new: [_equilibrium(next(scores))])
+    result = evaluate(draw, np.array([1.0]), np.random.default_rng(3), count=2, rounds=4)
+    assert len(passes.calls) == 3  # 0 and 0.5 go on, -1e-300 stops
+    assert [e.score for e in result.equilibria] == [-1e-300, 0.0, 0.5]  # all scored so far, best first
