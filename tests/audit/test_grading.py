@@ -236,16 +236,16 @@ def test_the_invertible_row_names_no_condition_number_when_the_run_has_none():
 def test_the_normalisation_rows_read_every_norm():
     run = _run()
     norm = run["weights"]["norms"][0]
-    run["weights"]["norms"] = [norm, dict(norm, verdict="nearly", axis_ratio=1.25, bias_norm=0.5, gain_rms=0.5),
+    run["weights"]["norms"] = [norm, dict(norm, verdict="nearly", axis_ratio=1.25, bias_norm=0.5, gain_rms=0.25),
                                dict(norm, axis_ratio=1.0625)]
     table = _table(run)
     assert table["normalisation onto a sphere (constant gain)"] == (
         "nearly", "layernorm; gain axis ratio max|g|/min|g| median 1.06, max 1.25 over 3 norms")
-    # the centre: |beta| / (sqrt(4) rms(gamma)) = 0.5 / (2 * 0.5) = 0.5 for the second norm
+    # the centre: |beta| / (sqrt(4) rms(gamma)) = 0.5 / (2 * 0.25) = 1 for the second norm
     assert table["normalised states on a surface centred at 0 (E_W)"] == (
-        "fails", "LayerNorm centre beta: max |beta| / (sqrt(d) rms(gamma)) = 0.5; states also lie in the hyperplane "
+        "fails", "LayerNorm centre beta: max |beta| / (sqrt(d) rms(gamma)) = 1; states also lie in the hyperplane "
                  "1^T (z - beta)/gamma = 0")
-    run["weights"]["norms"][1].update(verdict="fails", bias_norm=0.2)  # 0.2 / (2 * 0.5) = 0.2
+    run["weights"]["norms"][1].update(verdict="fails", bias_norm=0.2, gain_rms=0.5)  # 0.2 / (2 * 0.5) = 0.2
     table = _table(run)
     assert table["normalisation onto a sphere (constant gain)"][0] == "fails"
     assert table["normalised states on a surface centred at 0 (E_W)"][0] == "fails"

@@ -189,3 +189,25 @@ def test_blocks_to_fraction_reaches_the_fraction_inclusively_on_the_mean_of_the_
     for fraction in (0.0, 1.0):
         with pytest.raises(ValueError, match="must lie in"):
             blocks_to_fraction(e, fraction)
+
+
+def test_float32_values_are_fitted_in_float64():
+    e = np.exp(-np.outer([0.1, 0.2, 0.3], np.arange(5))).astype(np.float32)
+    single, double = fit_exponential(e), fit_exponential(e.astype(np.float64))
+    np.testing.assert_array_equal(single.per_prompt, double.per_prompt)  # the same float64 arithmetic
+    assert (single.rate, single.ci_low, single.ci_high) == (double.rate, double.ci_low, double.ci_high)
+
+
+def test_three_blocks_are_enough_and_two_are_refused_for_their_count():
+    assert fit_exponential(np.array([[1.0, 0.5, 0.25]])).rate == pytest.approx(np.log(2), rel=1e-12)
+    with pytest.raises(ValueError, match="with at least 3 blocks; got"):
+        fit_exponential(np.ones((4, 2)))
+
+
+def test_more_prompts_than_blocks_and_two_prompts_get_an_interval():
+    e = np.exp(-np.outer([0.1, 0.2, 0.3, 0.4], np.arange(3)))  # 4 prompts, 3 blocks
+    fit = fit_exponential(e)
+    assert fit.prompts == 4 and fit.r2 == pytest.approx(1.0, abs=1e-12)
+    two = fit_exponential(e[:2])  # rates 0.1, 0.2; t_{0.975, 1} = tan(0.475 pi) (Cauchy)
+    half = np.tan(0.475 * np.pi) * np.std([0.1, 0.2], ddof=1) / np.sqrt(2)
+    assert (two.ci_low, two.ci_high) == pytest.approx((0.15 - half, 0.15 + half), rel=1e-9)
