@@ -69,7 +69,9 @@ MUTANTS_SCOPE := 'foundation.records.*' 'empirical.eq9.*' 'sim.field.manifold.*'
   'sim.solvers.base.x_evaluate_into*' 'sim.solvers.base.x_flat*' \
   'sim.field.dynamics.*' 'sim.field.instances.*' 'sim.solvers.compiled.*' 'empirical.loop.*' 'empirical.adapters.*' \
   'empirical.decision.*' 'empirical.floor.*' 'sim.conjectures.validated.*' 'sim.conjectures.replay.*' \
-  'sim.conjectures.families.*' 'sim.conjectures.equilibria.*' 'empirical.audit.heads.*'
+  'sim.conjectures.families.*' 'sim.conjectures.equilibria.*' 'empirical.audit.heads.*' \
+  'sim.conjectures.seek.*' 'empirical.audit.grading.*' 'empirical.audit.checklist.*' 'empirical.audit.rates.*' \
+  'empirical.audit.hypotheses.*' 'empirical.audit.geometry.*'
 COMPILED_SESSION := build/mutants/compiled.sqlite
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'

@@ -43,7 +43,7 @@ def test_every_mutation_target_exists():
 
 def test_the_scope_names_the_modules_of_its_globs():
     modules = scope_modules((ROOT / "Makefile").read_text())
-    assert "sim.solvers.controllers" in modules and "foundation.records" in modules and len(modules) == 24
+    assert "sim.solvers.controllers" in modules and "foundation.records" in modules and len(modules) == 30
     assert "empirical.decision" in modules and "empirical.floor" in modules
     assert "sim.conjectures.validated" in modules and "sim.conjectures.replay" in modules
     assert "sim.conjectures.families" in modules and "sim.conjectures.equilibria" in modules

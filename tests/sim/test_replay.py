@@ -9,6 +9,9 @@ be a certified attractor, so that only the new check refuses it.
 import dataclasses
 import inspect
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -307,6 +310,36 @@ def test_a_file_of_exactly_max_bytes_loads_and_one_byte_more_is_refused(tmp_path
     assert load(write(tmp_path, text + " " * (MAX_BYTES - len(text))))["claim"] == "conj.value-full"
     with pytest.raises(ValueError, match=f"larger than {MAX_BYTES} bytes"):
         load(write(tmp_path, text + " " * (MAX_BYTES + 1 - len(text))))
+
+
+#: Reads a witness in a process whose locale encoding is ASCII (C locale, with Python's UTF-8 mode and its coercion of
+#: the C locale both off): the witness through load, and the same file through open() with the locale's encoding.
+ASCII_LOCALE_READ = """
+import locale, sys
+from sim.conjectures.replay import load
+print(locale.getencoding())
+print(ascii(load(sys.argv[1])["provenance"]))
+try:
+    open(sys.argv[1]).read()
+except UnicodeDecodeError:
+    print("the locale cannot read it")
+"""
+
+
+def test_a_witness_is_read_as_utf_8_whatever_the_locale(tmp_path):
+    """A provenance with non-ASCII characters, written as UTF-8, loads in an ASCII locale; the control: the same
+    file read with the locale's encoding fails there (so the locale is one where the encoding matters)."""
+    witness = dict(stored("conj.value-full"), provenance="found by the search \u2014 \u03a9, \u00e9t\u00e9")
+    path = write(tmp_path, json.dumps(witness, ensure_ascii=False))
+    assert path.read_bytes().count("\u2014".encode()) == 1  # stored as UTF-8 bytes, not as a \\u escape
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", ASCII_LOCALE_READ, str(path)], capture_output=True, text=True,
+                          env=env, cwd=Path(__file__).parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr
+    encoding, provenance, control = done.stdout.splitlines()
+    assert encoding.lower() not in ("utf-8", "utf8") and control == "the locale cannot read it"
+    assert provenance == ascii(witness["provenance"])
 
 
 def test_a_schema_refusal_names_the_path_inside_the_witness_or_the_document(tmp_path):
