@@ -26,9 +26,12 @@ COMMANDS = {
     "report": ("reports", "build", "the full verification (about an hour): the HTML report and verdicts.json"),
     "compare": ("reports", "compare", "compare the verdicts.json of two reports"),
     "bench": (None, None, "a benchmark: sim (the solvers), empirical (the cost of E), search (a search's solver)"),
-    "gpu-checks": ("consensus", "gpu-checks", "every GPU check in one call: the paper's protocol on GPT-2 XL and "
-                                              "GPT-Neo 2.7B, the loop against cuBLAS, the peers on the GPU"),
+    "gpu-checks": (None, None, "every GPU check in one call: the paper's protocol on GPT-2 XL and GPT-Neo 2.7B, the "
+                               "loop against cuBLAS, the peers on the GPU"),
 }
+#: The commands that are no one package's command: what each runs.
+SCRIPTS = {"bench": "python -m sim|empirical bench, sim search-bench",
+           "gpu-checks": "python -m empirical gpu-checks, then sim bench --part peers"}
 #: The distribution whose version ``consensus --version`` prints (``[project] name`` in pyproject.toml).
 DISTRIBUTION = "consensus-verification"
 #: The exit status after a reader of the output went away (``consensus check --json | head -1``): 128 + SIGPIPE,
@@ -47,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, (package, command, text) in COMMANDS.items():
-        where = f"python -m {package} {command}" if package else "python -m sim|empirical bench, sim search-bench"
+        where = f"python -m {package} {command}" if package else SCRIPTS[name]
         commands.add_parser(name, help=f"{text} ({where})", add_help=False)
     return top
 

@@ -88,26 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     figure.add_argument("--size", choices=("full", "fast"), default="full",
                         help="full: the paper's size; fast: fewer trajectories/instances (Figs. 4-6)")
     _add_json(figure, "figure, png, data (the paths written), verdict, detail")
-    bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
-    bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
-    bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
-    bench.add_argument("--quick", action="store_true",
-                       help="small sizes, for trying the command (not the benchmark's figures)")
-    bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
-                       help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
-                            "diffrax, torchdiffeq and torchode (the extra .[peers]; a missing one is skipped with a "
-                            "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
-                            "and peers")
-    bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
-    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                       help="peers: where the peers run (cuda: the PyTorch peers' tensors on the GPU, JAX on its GPU "
-                            "backend); ours runs on the CPU either way")
-    bench.add_argument("--libraries", type=_libraries, default=None, metavar="NAMES",
-                       help="peers: the peers to run, comma-separated, among diffrax, torchdiffeq, torchode "
-                            "(default: every one; ours always runs)")
-    bench.add_argument("--threads", type=_positive, default=1,
-                       help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
-                            "intra-op threads; the PyTorch peers: torch.set_num_threads)")
+    bench = _add_bench(commands)
     _add_search(commands)
     replay = commands.add_parser("replay", help="re-check a stored witness of a refuted conjecture and print its "
                                                 "certificate (exit 0: it refutes its claim; 1: it does not)")
@@ -139,6 +120,31 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--blas-threads", type=int, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     return parser
+
+
+def _add_bench(commands) -> argparse.ArgumentParser:
+    """``bench``: the solvers against SciPy, the backends, and the peers (on the CPU or a GPU)."""
+    bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
+    bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
+    bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes, for trying the command (not the benchmark's figures)")
+    bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
+                       help="scipy: problems (a) and (b) against solve_ivp; peers: the compiled integrations against "
+                            "diffrax, torchdiffeq and torchode (the extra .[peers]; a missing one is skipped with a "
+                            "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
+                            "and peers")
+    bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                       help="peers: where the peers run (cuda: the PyTorch peers' tensors on the GPU, JAX on its GPU "
+                            "backend); ours runs on the CPU either way")
+    bench.add_argument("--libraries", type=_libraries, default=None, metavar="NAMES",
+                       help="peers: the peers to run, comma-separated, among diffrax, torchdiffeq, torchode "
+                            "(default: every one; ours always runs)")
+    bench.add_argument("--threads", type=_positive, default=1,
+                       help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
+                            "intra-op threads; the PyTorch peers: torch.set_num_threads)")
+    return bench
 
 
 def _figure(args) -> int:
