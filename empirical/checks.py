@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 
 import numpy as np
@@ -205,8 +205,7 @@ def left_at_short_scale(claim: str, paper_figure: str) -> CheckResult:
                         detail=f"{paper_figure}: {SHORT_SCALE_REASON}{PAPER_COMMAND}")
 
 
-@check("emp.no-ffn", method="empirical")
-@check("emp.full", method="empirical")
+@named_check
 def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[str, str], figure_path: Path,
                   paper_figure: str, statement: str, *, rule: CollapseRule = CollapseRule()) -> CheckResult:
     """emp.no-ffn / emp.full (convergence part) on trained GPT-2 XL / GPT-Neo 2.7B, from the runs whose weights
@@ -229,7 +228,7 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                    {"missing": dict(missing)})
 
 
-@check("emp.in-kind-trained", method="empirical")
+@named_check
 def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path, *,
                   rule: CollapseRule = CollapseRule()) -> CheckResult:
     """emp.in-kind-trained: trained models of other families (SmolLM2, Gemma 3), with and without FFN, looped as in
@@ -250,8 +249,7 @@ def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path, *,
                                             "mean E over the prompts", "Fig. 7-8"))
 
 
-@check("emp.random-fixed", method="empirical")
-@check("emp.random-redrawn", method="empirical")
+@named_check
 def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_path: Path, paper_figure: str,
                          statement: str, *, rule: CollapseRule = CollapseRule()) -> CheckResult:
     """emp.random-fixed / emp.random-redrawn on the paper's architectures, by :func:`collapse_verdict`; the FFN's
@@ -280,7 +278,7 @@ def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_p
 PRINTED_PROMPT = "divest anxYou coasts Oz Vi Happy appreciate tcp."
 
 
-@check("emp.prompts", method="empirical")
+@named_check
 def check_prompts() -> CheckResult:
     """emp.prompts: the authors' procedure gives the prompt the paper prints (decoded with GPT-2's vocabulary)."""
     ids = authors_prompts(1, 10, GPT2_VOCAB_SIZE, PAPER_SEED)[0]

@@ -1,16 +1,17 @@
-"""Checks registered by claim: ``@check("full.wendel", method="exact")`` links a check to the claim it checks.
+"""Checks registered by claim: the registry ties each product check to its claims, a test names its claim itself.
 
-One decorator for every kind of check: a check function of ``theory``, ``sim`` or ``empirical`` (it returns result
-records) and a test (pytest reads the registration as the test's claim; ``control=True`` marks a negative control).
-Inside a registered check, :func:`claim_result` builds a record of the running check's claim and method, so the id
-is written once, on the decorator; the records a check returns must be of its registrations (an error names the
-function otherwise). The claim id and the method are validated when the decorator runs, that is when the module is
-imported (for a test: when pytest collects it): an id outside the registry or a method that is no evidence kind is
-an error naming it. A test may name a registered check function instead of repeating its id and method:
-``@check(wendel.check_closed_forms)``.
+A check function of ``theory``, ``sim`` or ``empirical`` (it returns result records) carries a bare ``@named_check``:
+its claims and methods are those of the registry entries whose ``Claim.checks`` list its ``module:qualname``, found
+when the module is imported (an error names the function that no entry lists), so a claim's id is typed once in the
+product code, on its registry entry. A test registers with ``@check("full.wendel", method="exact")`` (pytest reads
+the registration as the test's claim; ``control=True`` marks a negative control), validated when pytest collects it:
+an id outside the registry or a method that is no evidence kind is an error naming it; or it names the registered
+check it calls instead of repeating its id and method: ``@check(wendel.check_closed_forms)``.
+Inside a registered check, :func:`claim_result` builds a record of the running check's claim and method; the
+records a check returns must be of its registrations (an error names the function otherwise).
 
-The registry names each claim's checks as ``module:qualname`` strings (``Claim.checks``); this module never resolves
-them, since they point up into the packages that stand on it: the report does (:mod:`reports.named_checks`).
+The registry's names point up into the packages that stand on this module, so it never imports them: the report
+resolves them (:mod:`reports.named_checks`).
 
 The registered checks say which declared evidence kinds of a claim (``Claim.evidence``) have a check:
 :func:`coverage` gives ``covered`` or ``gap`` per kind, and the report shows every gap.
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from .records import CheckResult
-from .registry import CLAIMS, EVIDENCE_KINDS, get_claim
+from .registry import CLAIMS, CLAIMS_BY_ID, EVIDENCE_KINDS, get_claim
 
 #: The attribute a decorated function carries: a tuple of its :class:`Check` registrations.
 ATTRIBUTE = "claim_checks"
@@ -46,12 +47,12 @@ class Check:
 REGISTERED: list[Check] = []
 
 
-def check(claim: str | tuple[str, ...] | Callable, method: str | None = None, *, control: bool = False) -> Callable:
-    """Register the decorated function as a check of ``claim`` by ``method``.
+def check(claim: str | Callable, method: str | None = None, *, control: bool = False) -> Callable:
+    """Register the decorated function (a test) as a check of ``claim`` by ``method``.
 
-    ``claim`` is a registry id, a tuple of them (one function checking each, such as a search's verdict), or a
-    function already registered (its claim and method are taken; ``method`` must then be omitted). Raises ``KeyError`` naming an unknown id and ``ValueError`` for a method that is not
-    one of ``EVIDENCE_KINDS``. The function is returned unchanged, with its registrations in ``claim_checks``.
+    ``claim`` is a registry id, or a function already registered (its claims and methods are taken; ``method`` must
+    then be omitted). Raises ``KeyError`` naming an unknown id and ``ValueError`` for a method that is not one of
+    ``EVIDENCE_KINDS``. The function is returned unchanged, with its registrations in ``claim_checks``.
     """
     if callable(claim):
         if method is not None:
@@ -60,15 +61,29 @@ def check(claim: str | tuple[str, ...] | Callable, method: str | None = None, *,
         targets = registrations(claim)
         if not targets:
             raise ValueError(f"check({_name(claim)}): that function is not a registered check (decorate it with "
-                             "@check(claim_id, method=...) first).")
-        pairs = [(target.claim, target.method) for target in targets]
-    else:
-        claims = (claim,) if isinstance(claim, str) else tuple(claim)
-        for claim_id in claims:
-            get_claim(claim_id)
-        if method not in EVIDENCE_KINDS:
-            raise ValueError(f"check({claim!r}, method={method!r}): method must be one of {EVIDENCE_KINDS}.")
-        pairs = [(claim_id, method) for claim_id in claims]
+                             "@named_check and name it in its claim's registry entry first).")
+        return _registering([(target.claim, target.method) for target in targets], control)
+    get_claim(claim)
+    if method not in EVIDENCE_KINDS:
+        raise ValueError(f"check({claim!r}, method={method!r}): method must be one of {EVIDENCE_KINDS}.")
+    return _registering([(claim, method)], control)
+
+
+def named_check(function: Callable) -> Callable:
+    """Register ``function`` as the check its registry entries name: for each claim (of ``CLAIMS_BY_ID``) whose
+    ``Claim.checks`` lists its ``module:qualname``, with the method listed beside the name. Raises ``LookupError``
+    naming the function when no entry lists it. The function is returned unchanged, with its registrations in
+    ``claim_checks``."""
+    name = _name(function)
+    pairs = [(claim.id, method) for claim in CLAIMS_BY_ID.values() for named, method in claim.checks if named == name]
+    if not pairs:
+        raise LookupError(f"@named_check on {name}: no claim of the registry names it; add ({name!r}, method) to "
+                          "the checks of its claim's entry in foundation/registry.py.")
+    return _registering(pairs, control=False)(function)
+
+
+def _registering(pairs: list[tuple[str, str]], control: bool) -> Callable[[Callable], Callable]:
+    """The decorator registering a function for each (claim, method) of ``pairs``, besides any it already has."""
 
     def register(function: Callable) -> Callable:
         previous = registrations(function)  # stacked decorators: one wrapper holding every registration
@@ -100,7 +115,8 @@ def claim_result(verdict: str, *, claim: str | None = None, **fields: Any) -> Ch
     :class:`~foundation.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
     running = _RUNNING.get()
     if not running:
-        raise RuntimeError("claim_result() builds a record inside a function decorated with @check; none is running.")
+        raise RuntimeError("claim_result() builds a record inside a registered check (@named_check or @check); "
+                           "none is running.")
     chosen = [c for c in running if claim is None or c.claim == claim]
     if len({c.claim for c in chosen}) != 1:
         raise ValueError(f"claim_result(): the running check {running[0].name} is registered for "

@@ -31,10 +31,12 @@ class Claim:
     statement: str
     evidence: tuple[str, ...]
     origin: str = "paper"
-    #: The claim's registered checks, "module:qualname" of each function decorated with ``@check`` for it (the
-    #: tests that call a check name it in their own ``@check``): registry -> check module -> test. The names are
-    #: checked, never trusted (``reports.named_checks.naming_problems``).
-    checks: tuple[str, ...] = ()
+    #: The claim's checks, each as ("module:qualname", method): the function and the evidence kind it gives. This
+    #: entry is the one place a product check is tied to its claim: the function carries a bare ``@named_check``,
+    #: which finds its claims and methods here by its own name at import (``foundation.registration``); the tests
+    #: that call a check name it in their own ``@check``: registry -> check module -> test. The names are checked,
+    #: never trusted (``reports.named_checks.naming_problems``).
+    checks: tuple[tuple[str, str], ...] = ()
     #: The LaTeX of the formula the statement states ("as printed" where it says so), typeset in the HTML report
     #: (display only: ``verdicts.json`` and the statement keep the ASCII form); empty when it states none.
     formula: str = ""
@@ -45,6 +47,15 @@ class Claim:
             raise ValueError(f"Claim {self.id!r}: evidence kinds {sorted(unknown)} must be among {EVIDENCE_KINDS}.")
         if self.origin not in ORIGINS:
             raise ValueError(f"Claim {self.id!r}: origin={self.origin!r} must be one of {ORIGINS}.")
+        for name, method in self.checks:
+            if ":" not in name or method not in EVIDENCE_KINDS:
+                raise ValueError(f"Claim {self.id!r}: the check ({name!r}, {method!r}) must be named "
+                                 f"'module:qualname' with a method among {EVIDENCE_KINDS}.")
+
+    @property
+    def check_names(self) -> tuple[str, ...]:
+        """The "module:qualname" of each of the claim's checks, in the entry's order."""
+        return tuple(name for name, _ in self.checks)
 
     @property
     def area(self) -> str:
@@ -58,7 +69,8 @@ class Claim:
 
 
 #: The two checks of every searched conjecture: a stored witness's replay and a search's summary.
-SEARCH_CHECKS = ("sim.conjectures.replay:record_of", "sim.conjectures.distributed:check_result")
+SEARCH_CHECKS = (("sim.conjectures.replay:record_of", "search"),
+                 ("sim.conjectures.distributed:check_result", "search"))
 
 CLAIMS: tuple[Claim, ...] = (
     # --- Section 2: the model -------------------------------------------------------------------
@@ -68,8 +80,9 @@ CLAIMS: tuple[Claim, ...] = (
         "T_x pi_W . X = |x|_W^{-1} (I - x x^T W |x|_W^{-2}) X, and for y in E_W, T_y pi_W . X = (I - y y^T W) X "
         "(a projection onto T_y E_W = {X : y^T W X = 0} with kernel span{y}, self-adjoint for <.,.>_W).",
         ("symbolic",),
-        checks=("theory.model:check_projection", "theory.model:check_projection_jacobian_coordinates",
-                "theory.model:spot_check_projection"),
+        checks=(("theory.model:check_projection", "symbolic"),
+                ("theory.model:check_projection_jacobian_coordinates", "symbolic"),
+                ("theory.model:spot_check_projection", "numeric")),
         formula=r"\begin{aligned}&\pi_W(x) = x\,\|x\|_W^{-1},\\&"
                 r" T_x\pi_W\cdot X = \|x\|_W^{-1}\bigl(I - x x^\top W\,\|x\|_W^{-2}\bigr)X,\\&"
                 r" T_y\pi_W\cdot X = (I - y y^\top W)X\ \ (y \in E_W)\end{aligned}",
@@ -80,8 +93,9 @@ CLAIMS: tuple[Claim, ...] = (
         "first-order approximation of the discrete model (1)/(4): d/dtau pi_W(y + tau f)|_{tau=0} = P_y f, so one "
         "discrete step differs from the flow by O(tau^2).",
         ("symbolic", "numeric"),
-        checks=("theory.model:check_continuum", "theory.model:numeric_continuum_order",
-                "sim.solvers.checks:check_continuum"),
+        checks=(("theory.model:check_continuum", "symbolic"),
+                ("theory.model:numeric_continuum_order", "numeric"),
+                ("sim.solvers.checks:check_continuum", "numeric")),
         formula=r"\dot y_i = T_{y_i}\pi_W\Bigl(\sum_\eta\sum_j \alpha_{ij}^\eta U_\eta y_j\Bigr),\qquad"
                 r"\frac{d}{d\tau}\pi_W(y + \tau f)\Big|_{\tau=0} = P_y f",
     ),
@@ -91,9 +105,11 @@ CLAIMS: tuple[Claim, ...] = (
         "then the tokens lie on the n-sphere of center beta and radius (n+1) gamma0^2 (as printed). Conjecture: for "
         "arbitrary scale parameters gamma the tokens lie on a hypersurface diffeomorphic to the n-sphere.",
         ("symbolic", "numeric"),
-        checks=("theory.layernorm:check_layernorm_radius", "theory.layernorm:check_layernorm_arbitrary_gamma",
-                "theory.layernorm:check_rmsnorm", "theory.layernorm:torch_normalisations",
-                "empirical.audit.report:layernorm_records"),
+        checks=(("theory.layernorm:check_layernorm_radius", "symbolic"),
+                ("theory.layernorm:check_layernorm_arbitrary_gamma", "symbolic"),
+                ("theory.layernorm:check_rmsnorm", "symbolic"),
+                ("theory.layernorm:torch_normalisations", "numeric"),
+                ("empirical.audit.report:layernorm_records", "numeric")),
         formula=r"\begin{aligned}&N(x) = \frac{x - \mu(x)\mathbf{1}}{\sigma(x)}\,\gamma + \beta,\\&"
                 r"\gamma = \gamma_0\mathbf{1} \;\Rightarrow\; \|N(x) - \beta\| = (n+1)\,\gamma_0^2"
                 r"\ \ \text{(as printed)}\end{aligned}",
@@ -104,7 +120,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 3.1 (h = 1, U = I, P time-independent SPD; reconstructed: W = P) the orthogonal projection "
         "onto the tangent bundle of (E_W)^l for the metric (7) g_y(X, Y) = sum_i Z_i(y) X_i^T W Y_i is T pi_W.",
         ("symbolic",),
-        checks=("theory.gradient:check_orthogonal_projection",),
+        checks=(("theory.gradient:check_orthogonal_projection", "symbolic"),),
         formula=r"g_y(X, Y) = \sum_i Z_i(y)\,X_i^\top W Y_i,\qquad "
                 r"\operatorname{proj}^{g}_{T_y (E_W)^l} = T\pi_W \ \ (W = P)",
     ),
@@ -113,8 +129,10 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 3.1 the vector field of (6) is the Riemannian gradient, for the metric (7), of the "
         "potential (8) Phi(y) = 1/2 sum_{i,j} exp(y_i^T P y_j) (reconstructed constants).",
         ("symbolic",),
-        checks=("theory.gradient:check_gradient_field", "theory.gradient:check_gradient_general_condition",
-                "theory.gradient:numeric_gradient", "theory.gradient:counterexamples"),
+        checks=(("theory.gradient:check_gradient_field", "symbolic"),
+                ("theory.gradient:check_gradient_general_condition", "symbolic"),
+                ("theory.gradient:numeric_gradient", "numeric"),
+                ("theory.gradient:counterexamples", "numeric")),
         formula=r"\Phi(y) = \tfrac12 \sum_{i,j} e^{y_i^\top P y_j},\qquad \dot y = \operatorname{grad}_g \Phi(y)",
     ),
     Claim(
@@ -123,8 +141,10 @@ CLAIMS: tuple[Claim, ...] = (
         "with equality only at equilibria (LaSalle), and every solution converges to a single equilibrium "
         "(Lojasiewicz inequality; Phi and g are real analytic).",
         ("symbolic", "numeric", "property"),
-        checks=("theory.gradient:counterexamples", "theory.gradient:check_potential_monotone",
-                "theory.gradient:numeric_convergence", "sim.properties.conclusions:check_potential_monotone"),
+        checks=(("theory.gradient:counterexamples", "numeric"),
+                ("theory.gradient:check_potential_monotone", "symbolic"),
+                ("theory.gradient:numeric_convergence", "numeric"),
+                ("sim.properties.conclusions:check_potential_monotone", "property")),
         formula=r"\frac{d\Phi}{dt} = \|\operatorname{grad}_g \Phi\|_g^2 \ge 0",
     ),
     Claim(
@@ -132,7 +152,7 @@ CLAIMS: tuple[Claim, ...] = (
         "If P is the identity, linearisation around each equilibrium shows that the only asymptotically stable "
         "equilibria are the consensus equilibria.",
         ("numeric",),
-        checks=("sim.conjectures.linearisation:check_stable_consensus",),
+        checks=(("sim.conjectures.linearisation:check_stable_consensus", "numeric"),),
         formula=r"P = I:\ \text{asymptotically stable equilibria} = \text{consensus equilibria}",
     ),
     # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
@@ -141,8 +161,9 @@ CLAIMS: tuple[Claim, ...] = (
         "If there exists p > 0 with |P_eta(t)| <= p for all t, then there exist 0 < a <= b such that the attention "
         "weights satisfy a <= alpha_ij^eta(t, y) <= b for all t, y in (E_W)^l, i, j.",
         ("symbolic", "numeric", "property"),
-        checks=("theory.full_attention:check_attention_bounds", "theory.full_attention:bounds_spot_check",
-                "sim.properties.conclusions:check_attention_bounds"),
+        checks=(("theory.full_attention:check_attention_bounds", "symbolic"),
+                ("theory.full_attention:bounds_spot_check", "numeric"),
+                ("sim.properties.conclusions:check_attention_bounds", "property")),
         formula=r"\|P_\eta(t)\| \le p\ \ \forall t \;\Rightarrow\; 0 < a \le \alpha_{ij}^\eta(t, y) \le b",
     ),
     Claim(
@@ -150,14 +171,15 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 4.1 (U_eta = I, h >= 1, P_eta(t) bounded and uniformly continuous) the set H+(v)^l, "
         "H+(v) = {y in E_W : v^T y > 0}, is forward invariant: the vector field points into its interior.",
         ("symbolic", "property"),
-        checks=("theory.full_attention:check_invariance", "sim.properties.conclusions:check_full_invariance"),
+        checks=(("theory.full_attention:check_invariance", "symbolic"),
+                ("sim.properties.conclusions:check_full_invariance", "property")),
         formula=r"H^+(v) = \{y \in E_W : v^\top y > 0\},\qquad H^+(v)^l\ \text{forward invariant}",
     ),
     Claim(
         "full.equilibria", "Theorem 4.1 (proof)", "Theorem 3.2",
         "Every consensus point (y, ..., y), y in E_W, is an equilibrium of (6) under Hypothesis 4.1.",
         ("symbolic",),
-        checks=("theory.full_attention:check_equilibria",),
+        checks=(("theory.full_attention:check_equilibria", "symbolic"),),
         formula=r"(y, \dots, y),\ y \in E_W:\ \dot y_i = 0\ \ \forall i",
     ),
     Claim(
@@ -165,8 +187,9 @@ CLAIMS: tuple[Claim, ...] = (
         "V(y) = max_i (1 - v^T y_i) (eq. 10) has upper Dini derivative (Danskin, eq. 9) D+V <= 0 on H+(v)^l, with "
         "equality if and only if y is a consensus point.",
         ("symbolic", "property"),
-        checks=("theory.full_attention:check_lyapunov", "theory.full_attention:lyapunov_spot_check",
-                "sim.properties.conclusions:check_full_lyapunov"),
+        checks=(("theory.full_attention:check_lyapunov", "symbolic"),
+                ("theory.full_attention:lyapunov_spot_check", "numeric"),
+                ("sim.properties.conclusions:check_full_lyapunov", "property")),
         formula=r"\begin{aligned}&V(y) = \max_i\,(1 - v^\top y_i),\\& D^+V \le 0\ \text{on}\ H^+(v)^l,"
                 r"\quad D^+V = 0 \iff y\ \text{consensus}\end{aligned}",
     ),
@@ -175,14 +198,16 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 4.1, the consensus set is attractive from H+(v)^l: every solution starting with all tokens "
         "in an open hemisphere converges to consensus.",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_full_convergence_figure", "sim.properties.conclusions:check_full_convergence"),
+        checks=(("sim.figures.theorems:check_full_convergence_figure", "figure"),
+                ("sim.properties.conclusions:check_full_convergence", "property")),
         formula=r"y(0) \in H^+(v)^l \;\Rightarrow\; y(t) \to \text{consensus}",
     ),
     Claim(
         "full.autonomous", "Remark 4.1", "-",
         "For time-independent P_eta, attractivity of the consensus set upgrades to asymptotic stability (LaSalle).",
         ("numeric",),
-        checks=("sim.figures.stability:check_asymptotic_stability", "sim.properties.conclusions:check_consensus_returns"),
+        checks=(("sim.figures.stability:check_asymptotic_stability", "numeric"),
+                ("sim.properties.conclusions:check_consensus_returns", "property")),
         formula=r"\dot P_\eta = 0 \;\Rightarrow\; \text{consensus set asymptotically stable}",
     ),
     Claim(
@@ -190,7 +215,8 @@ CLAIMS: tuple[Claim, ...] = (
         "For l tokens drawn uniformly on S^n, the probability that they lie in a common hemisphere is "
         "2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) (as printed); in particular it equals 1 whenever n >= l.",
         ("exact", "monte-carlo"),
-        checks=("theory.wendel:check_closed_forms", "theory.wendel:check_monte_carlo"),
+        checks=(("theory.wendel:check_closed_forms", "exact"),
+                ("theory.wendel:check_monte_carlo", "monte-carlo")),
         formula=r"P_{l,n} = 2^{-(l-1)} \sum_{\mu=0}^{n-1} \binom{l-1}{\mu}\ \ \text{(as printed)},"
                 r"\qquad P_{l,n} = 1 \ \text{if}\ n \ge l",
     ),
@@ -199,7 +225,8 @@ CLAIMS: tuple[Claim, ...] = (
         "causal.first-token", "sec. 5.1", "sec. 4.1",
         "In the auto-regressive model with U_eta = I the first token is fixed: dy_1/dt = 0.",
         ("symbolic", "property"),
-        checks=("theory.causal:check_first_token", "sim.properties.conclusions:check_first_token_fixed"),
+        checks=(("theory.causal:check_first_token", "symbolic"),
+                ("sim.properties.conclusions:check_first_token_fixed", "property")),
         formula=r"\dot y_1 = 0",
     ),
     Claim(
@@ -207,7 +234,8 @@ CLAIMS: tuple[Claim, ...] = (
         "For the scalar reduction b = y_1^T y_2 (eq. 12) the only equilibria are b = -1 and b = 1; -1 is unstable and "
         "1 is asymptotically stable with domain of attraction b in (-1, 1]; (13) is a Lyapunov function.",
         ("symbolic", "numeric"),
-        checks=("theory.causal:check_scalar", "theory.causal:numeric_scalar"),
+        checks=(("theory.causal:check_scalar", "symbolic"),
+                ("theory.causal:numeric_scalar", "numeric")),
         formula=r"\begin{aligned}&b = y_1^\top y_2:\ \ \text{equilibria}\ b = \pm 1,\\&"
                 r"\text{domain of attraction of}\ b = 1:\ (-1, 1]\end{aligned}",
     ),
@@ -216,7 +244,8 @@ CLAIMS: tuple[Claim, ...] = (
         "Under Hypothesis 5.1 (causal, U_eta = I, h >= 1, P_eta(t) bounded) the consensus (y_1, ..., y_1) is "
         "asymptotically stable and its domain of attraction contains {y : y_j != -y_1 for j >= 2} (a conull set).",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_causal_identity_figure", "sim.properties.conclusions:check_causal_consensus"),
+        checks=(("sim.figures.theorems:check_causal_identity_figure", "figure"),
+                ("sim.properties.conclusions:check_causal_consensus", "property")),
         formula=r"\{y : y_j \ne -y_1,\ j \ge 2\} \subset \text{domain of attraction of}\ (y_1, \dots, y_1)",
     ),
     Claim(
@@ -229,7 +258,7 @@ CLAIMS: tuple[Claim, ...] = (
         "P = beta Q^T K constant, U = I) up to a time scale: the paper's rows sum to 1/sqrt(d), CSA's to 1, so "
         "CSA's field is sqrt(d) times eq. 6's; the first token is fixed, so consensus is (x_1(0), ..., x_1(0)).",
         ("symbolic",), "cited",
-        checks=("theory.karagodin:check_thm1_reduction",),
+        checks=(("theory.karagodin:check_thm1_reduction", "symbolic"),),
     ),
     Claim(
         "causal.identity-iss", "Theorem 5.1 (proof, eq. 14-15)", "Theorem 4.2 (proof sketch)",
@@ -237,7 +266,7 @@ CLAIMS: tuple[Claim, ...] = (
         "(eq. 15) for which the function (13) is an ISS-Lyapunov function with input e (reconstructed: the formulas "
         "are lost in the long version's text).",
         ("symbolic",),
-        checks=("theory.causal:check_identity_iss",),
+        checks=(("theory.causal:check_identity_iss", "symbolic"),),
         formula=r"e_j = y_j - y_1,\qquad b = y_1^\top y_i",
     ),
     Claim(
@@ -245,7 +274,8 @@ CLAIMS: tuple[Claim, ...] = (
         "If U is invertible, choosing the projection onto the ellipsoid defined from U, a change of coordinates "
         "reduces the model (16) to the case U = I.",
         ("symbolic",),
-        checks=("theory.causal:check_reparam", "theory.causal:numeric_reparam"),
+        checks=(("theory.causal:check_reparam", "symbolic"),
+                ("theory.causal:numeric_reparam", "numeric")),
     ),
     Claim(
         "causal.first-token-symmetric", "Lemma 5.2", "Lemma 4.4",
@@ -253,8 +283,9 @@ CLAIMS: tuple[Claim, ...] = (
         "token are the unit eigenvectors of U; +-v are asymptotically stable with domains {+-v^T y > 0}; all other "
         "equilibria are unstable.",
         ("symbolic", "numeric", "property"),
-        checks=("theory.causal:check_first_token_symmetric", "theory.causal:numeric_first_token_symmetric",
-                "sim.properties.conclusions:check_token_lyapunov_monotone"),
+        checks=(("theory.causal:check_first_token_symmetric", "symbolic"),
+                ("theory.causal:numeric_first_token_symmetric", "numeric"),
+                ("sim.properties.conclusions:check_token_lyapunov_monotone", "property")),
         formula=r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"
                 r"\ \{\pm v^\top y > 0\}",
     ),
@@ -264,8 +295,8 @@ CLAIMS: tuple[Claim, ...] = (
         "P(t) bounded) the consensus (v, ..., v) is asymptotically stable with domain of attraction containing "
         "D^l(v) = {y : v^T y_i > 0 for all i}.",
         ("property", "figure"),
-        checks=("sim.figures.theorems:check_causal_symmetric_figure",
-                "sim.properties.conclusions:check_symmetric_consensus"),
+        checks=(("sim.figures.theorems:check_causal_symmetric_figure", "figure"),
+                ("sim.properties.conclusions:check_symmetric_consensus", "property")),
         formula=r"D^l(v) = \{y : v^\top y_i > 0\ \ \forall i\} \subset \text{domain of attraction of}\ (v, \dots, v)",
     ),
     Claim(
@@ -274,7 +305,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Lemma 5.2 plus an input term bounded by a constant times |e| (19), so V = 1 - b is a strict ISS-Lyapunov "
         "function for b = 1 (reconstructed: the formulas are lost in the long version's text).",
         ("symbolic",),
-        checks=("theory.causal:check_symmetric_iss",),
+        checks=(("theory.causal:check_symmetric_iss", "symbolic"),),
         formula=r"y_j = v + e_j,\qquad b = v^\top y_i,\qquad V = 1 - b",
     ),
     Claim(
@@ -283,65 +314,72 @@ CLAIMS: tuple[Claim, ...] = (
         "hemisphere of v(t0) converge to a ball around (v(t), ..., v(t)) whose radius grows with sup |dv/dt|; the "
         "consensus is exact when v is constant.",
         ("symbolic", "property"),
-        checks=("theory.causal:check_time_varying", "theory.causal:numeric_time_varying",
-                "sim.properties.conclusions:check_tracking_radius"),
+        checks=(("theory.causal:check_time_varying", "symbolic"),
+                ("theory.causal:numeric_time_varying", "numeric"),
+                ("sim.properties.conclusions:check_tracking_radius", "property")),
         formula=r"\limsup_{t\to\infty} \|y_i(t) - v(t)\| \le r\bigl(\sup_t \|\dot v(t)\|\bigr),\quad r(0) = 0",
     ),
     # --- Simulations: figures 1-6 -------------------------------------------------------------
     Claim("sim.fig1", "sec. 6.1, Fig. 1", "sec. 5.1, Fig. 1",
           "Frobenius norms of the time-varying P_1(t), P_2(t) of the full-attention example.", ("figure",),
-          checks=("sim.figures.plots:check_figure1",),
+          checks=(("sim.figures.plots:check_figure1", "figure"),),
           formula=r"\|P_1(t)\|_F,\ \ \|P_2(t)\|_F"),
     Claim("sim.fig2", "sec. 6.1, Fig. 2", "sec. 5.1, Fig. 2",
           "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
           ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure2", "sim.figures.numbers:measure_figure2")),
+          checks=(("sim.figures.plots:check_figure2", "figure"),
+                  ("sim.figures.numbers:measure_figure2", "numeric"))),
     Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
           "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
           ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure3", "sim.figures.numbers:measure_figure3"),
+          checks=(("sim.figures.plots:check_figure3", "figure"),
+                  ("sim.figures.numbers:measure_figure3", "numeric")),
           formula=r"V(y) = \max_i\,(1 - v^\top y_i),\qquad v = (1, 0, 0)"),
     Claim("sim.fig4", "sec. 6.1, Fig. 4", "sec. 5.1, Fig. 4",
           "Causal attention, 50 tokens on S^499, h = 2, U = I: E (eq. 9) converges to zero along all 100 trajectories.",
           ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure4", "sim.figures.numbers:measure_figure4"),
+          checks=(("sim.figures.plots:check_figure4", "figure"),
+                  ("sim.figures.numbers:measure_figure4", "numeric")),
           formula=r"E(y) = 1 - \frac1l \sum_i \cos(y_1, y_i) \to 0\qquad (l = 50,\ S^{499},\ h = 2,\ U = I)"),
     Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
           "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
           "start and remain in the hemisphere defined by v.", ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure5", "sim.figures.numbers:measure_figure5")),
+          checks=(("sim.figures.plots:check_figure5", "figure"),
+                  ("sim.figures.numbers:measure_figure5", "numeric"))),
     Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
           "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
           "eventually converges to zero.", ("figure", "numeric"),
-          checks=("sim.figures.plots:check_figure6", "sim.figures.numbers:measure_figure6"),
+          checks=(("sim.figures.plots:check_figure6", "figure"),
+                  ("sim.figures.numbers:measure_figure6", "numeric")),
           formula=r"V_1 = 1 - y_1^\top v,\qquad V_2 = 1 - y_2^\top v"),
     # --- Experiments: figures 7-10 ------------------------------------------------------------
     Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
           "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "
           "random.seed(42), randint(0, V-1)); the first 10 tokens of the first prompt decode to "
           "'divest anxYou coasts Oz Vi Happy appreciate tcp.'", ("empirical",),
-          checks=("empirical.checks:check_prompts",)),
+          checks=(("empirical.checks:check_prompts", "empirical"),)),
     Claim("emp.no-ffn", "sec. 6.2, Fig. 7", "sec. 5.2, Fig. 7",
           "Looped GPT-2 XL and GPT-Neo 2.7B with the feed-forward layers removed: the mean of E over the prompts "
           "converges asymptotically to 0.", ("empirical",),
-          checks=("empirical.checks:check_trained",),
+          checks=(("empirical.checks:check_trained", "empirical"),),
           formula=r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0"),
     Claim("emp.full", "sec. 6.2, Fig. 8", "sec. 5.2, Fig. 8",
           "With the full models the mean E still converges to 0; the feed-forward layers increase the convergence "
           "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",),
-          checks=("empirical.audit.report:ffn_record", "empirical.checks:check_trained")),
+          checks=(("empirical.audit.report:ffn_record", "empirical"),
+                  ("empirical.checks:check_trained", "empirical"))),
     Claim("emp.random-fixed", "sec. 6.2, Fig. 9", "sec. 5.2, Fig. 9",
           "With random weight matrices drawn once, with and without feed-forward layers, convergence towards "
           "consensus still occurs; the feed-forward layer may decrease the convergence rate.", ("empirical",),
-          checks=("empirical.checks:check_random_weights",)),
+          checks=(("empirical.checks:check_random_weights", "empirical"),)),
     Claim("emp.random-redrawn", "sec. 6.2, Fig. 10", "sec. 5.2, Fig. 10",
           "With random weight matrices re-drawn before each model pass, convergence towards consensus still occurs.",
           ("empirical",),
-          checks=("empirical.checks:check_random_weights",)),
+          checks=(("empirical.checks:check_random_weights", "empirical"),)),
     Claim("emp.rate", "sec. 6.2 (end)", "sec. 5.2 (end)",
           "The choice of weight matrices affects the rate of convergence, faster convergence being observed with "
           "pretrained matrices.", ("empirical",),
-          checks=("empirical.audit.report:rate_record",)),
+          checks=(("empirical.audit.report:rate_record", "empirical"),)),
     Claim("emp.in-kind-trained", "sec. 6.2, Fig. 7-8 (in kind)", "sec. 5.2, Fig. 7-8 (in kind)",
           "Not printed: the question of figures 7-8 asked of trained models of other families (SmolLM2-135M, Llama "
           "family; Gemma 3 270M). Looped with and without the feed-forward layers, the mean E over the prompts "
@@ -351,14 +389,14 @@ CLAIMS: tuple[Claim, ...] = (
           "constants. Not necessarily at every pass: Gemma 3 with FFN collapses slowly and not monotonically (in float64 at "
           "8 x 200 its E stays near 2e-2 from pass 20 to 40, then falls to 6e-13 by pass 100; docs/empirical.md; "
           "whether E falls at every pass is reported beside the verdict, as a separate finding).", ("empirical",),
-          checks=("empirical.checks:check_in_kind",)),
+          checks=(("empirical.checks:check_in_kind", "empirical"),)),
     # --- Theory meets practice: the theorems' premises in real transformers (the audit) ------------
     Claim("emp.audit-hemisphere", "Remark 4.3, Theorem 4.1", "Remark 3.4, Theorem 3.2",
           "Theorem 4.1's premise, all tokens in one open hemisphere, 'deals with the most general situation for "
           "higher dimensions': by Wendel's theorem l tokens with n >= l lie in one hemisphere almost surely. Audit: "
           "the token states of real transformers (prompts shorter than the width) lie in one open hemisphere at "
           "every layer.", ("empirical",),
-          checks=("empirical.audit.report:hemisphere_record",),
+          checks=(("empirical.audit.report:hemisphere_record", "empirical"),),
           formula=r"\exists v:\ v^\top y_i > 0\ \ \forall i\quad (l \le n + 1,\ \text{every layer})"),
     Claim("emp.theory-scope", "sec. 6.2", "sec. 5.2",
           "'Our theoretical results predict this observation only when feedforward layers are absent, i.e., the case "
@@ -366,7 +404,7 @@ CLAIMS: tuple[Claim, ...] = (
           "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
           "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
           ("empirical",),
-          checks=("empirical.audit.report:scope_record",),
+          checks=(("empirical.audit.report:scope_record", "empirical"),),
           formula=r"U_\eta = I\quad \text{or}\quad \bigl(h = 1,\ U = U^\top,\ \lambda_{\max}(U)\ \text{simple}, > 0\bigr)"),
     # --- Open conjectures: settled by certified counterexample searches (sim/conjectures/search.py) -------------
     Claim("conj.multihead-causal", "sec. 1 (on Theorem 5.2)", "sec. 1 (on Theorem 4.5)",
@@ -383,7 +421,8 @@ CLAIMS: tuple[Claim, ...] = (
           "U_eta sharing an eigenvector v that is, for every head, the eigenvector of its largest eigenvalue "
           "lambda_eta, simple and positive; bounded P_eta: (v, ..., v) is asymptotically stable and its domain of "
           "attraction contains D^l(v).", ("proof", "search"), "suite",
-          checks=("theory.multihead_cascade:check_multihead_common_proof", *SEARCH_CHECKS)),
+          checks=(("theory.multihead_cascade:check_multihead_common_proof", "proof"),
+                  *SEARCH_CHECKS)),
     Claim("conj.value-causal", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
@@ -421,7 +460,8 @@ CLAIMS: tuple[Claim, ...] = (
           "conditions whose validity cannot be easily ascertained.' The case left open: under Hypothesis 3.1 "
           "(h = 1, U = I, P constant symmetric positive definite; reconstructed W = P) with P != I, every "
           "asymptotically stable equilibrium is a consensus equilibrium.", ("proof", "search"),
-          checks=("theory.conjectures:check_gradient_equilibria_proof", *SEARCH_CHECKS),
+          checks=(("theory.conjectures:check_gradient_equilibria_proof", "proof"),
+                  *SEARCH_CHECKS),
           formula=r"h = 1,\ U = I,\ W = P = P^\top \succ 0,\ P \ne I"),
     Claim("conj.gradient-value", "sec. 3 (with the condition of grad.field)", "-",
           "This suite's own question (not printed): the same question asked of the whole gradient class this suite "
@@ -461,7 +501,8 @@ CLAIMS: tuple[Claim, ...] = (
           "alpha_kj proportional to exp(beta <Q x_k, K x_j>) over j <= k, rows summing to 1 (eq. 6 with h = 1, "
           "P = beta Q^T K, U = V, up to the time scale sqrt(d)). Witnesses must meet the hypothesis exactly: the "
           "spectrum certified by Arb eigenvalue balls.", ("search", "symbolic"), "cited",
-          checks=("theory.karagodin:check_thm15_two_tokens", *SEARCH_CHECKS)),
+          checks=(("theory.karagodin:check_thm15_two_tokens", "symbolic"),
+                  *SEARCH_CHECKS)),
     Claim("conj.karagodin-thm2-normalized-component", "Remark 5.3 (citing [26])",
           "Remark 4.6 (citing Karagodin et al.)",
           "Cited conjecture (arXiv 2411.04990v2, sec. 4, as transcribed): 'Let lambda > 0, let L be an eigenspace of "
@@ -475,12 +516,11 @@ CLAIMS: tuple[Claim, ...] = (
           "Quoted as conj.karagodin-thm2-normalized-component. READING 2 (the source's symbols, "
           "y_1 := P_{L^perp}(x_1(0))): every token converges to P_{L^perp} x_1(0) / |P_{L^perp} x_1(0)|.",
           ("search", "proof"), "cited",
-          checks=("theory.karagodin:check_thm2_perp_first_token", *SEARCH_CHECKS)),
+          checks=(("theory.karagodin:check_thm2_perp_first_token", "proof"),
+                  *SEARCH_CHECKS)),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {claim.id: claim for claim in CLAIMS}
-#: The claims settled by a counterexample search (evidence kind "search"): one search function checks them all.
-SEARCHED: tuple[str, ...] = tuple(claim.id for claim in CLAIMS if "search" in claim.evidence)
 
 
 def get_claim(claim_id: str) -> Claim:

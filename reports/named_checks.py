@@ -1,9 +1,12 @@
-"""The registry's check names resolved: each claim's ``Claim.checks`` ("module:qualname" strings) leads to functions
-registered with ``@check`` for that claim (:func:`naming_problems` says where one does not).
+"""The registry's check names resolved: each claim's ``Claim.checks`` ("module:qualname", method) leads to a function
+registered for that claim by that method (:func:`naming_problems` says where one does not).
 
-The names point into the packages that stand on the foundation (theory, sim, empirical), never into the tests, so
-they are resolved here, on the report's floor, which may import them all; the layout test reads every name as an
-import of this module and holds it to the import table of docs/layout.md (tests/reports/test_layout.py).
+A product check is registered by ``@named_check`` from the registry entries that name it, so its claims and methods
+are the registry's by construction; what a name can still get wrong is the function: a module or function that does
+not exist, or one that carries no ``@named_check``. The names point into the packages that stand on the
+foundation (theory, sim, empirical), never into the tests, so they are resolved here, on the report's floor, which
+may import them all; the layout test reads every name as an import of this module and holds it to the import table
+of docs/layout.md (tests/reports/test_layout.py).
 """
 
 from __future__ import annotations
@@ -27,32 +30,27 @@ def resolve(name: str) -> tuple[Check, ...]:
         raise LookupError(f"{name}: no such function ({error}).") from None
     found = registrations(target)
     if not found:
-        raise LookupError(f"{name}: not a registered check (no @check on it).")
+        raise LookupError(f"{name}: not a registered check (no @named_check on it).")
     return found
 
 
-def naming_problems(claims: Iterable[Claim], registered: Iterable[Check]) -> list[str]:
-    """What keeps each claim's ``checks`` from leading to its checks: a name that resolves to no non-control
-    registration of that claim, a non-control check among ``registered`` of the claim that its entry does not
-    name, and a declared evidence kind that no named check covers (a gap). Empty when none."""
+def naming_problems(claims: Iterable[Claim]) -> list[str]:
+    """What keeps each claim's ``checks`` from leading to its checks: a name that resolves to no registration of
+    that claim by the method written beside it, and a declared evidence kind that no such check covers (a gap).
+    Empty when none."""
     problems = []
-    by_claim: dict[str, set[str]] = {}
-    for c in registered:
-        if not c.control:
-            by_claim.setdefault(c.claim, set()).add(c.name)
     for claim in claims:
         kinds: set[str] = set()
-        for name in claim.checks:
+        for name, method in claim.checks:
             try:
-                mine = [c for c in resolve(name) if c.claim == claim.id and not c.control]
+                found = resolve(name)
             except LookupError as error:
                 problems.append(f"{claim.id}: {error.args[0]}")
                 continue
-            if not mine:
-                problems.append(f"{claim.id}: {name} is a registered check, but not of {claim.id}.")
-            kinds |= {c.method for c in mine}
-        for name in sorted(by_claim.get(claim.id, set()) - set(claim.checks)):
-            problems.append(f"{claim.id}: the registered check {name} is not named in its entry's checks.")
+            if (claim.id, method) not in {(c.claim, c.method) for c in found if not c.control}:
+                problems.append(f"{claim.id}: {name} is a registered check, but not of {claim.id} by {method}.")
+            else:
+                kinds.add(method)
         for kind in [k for k in claim.evidence if k not in kinds]:
             problems.append(f"{claim.id}: no named check of the declared kind {kind!r} (a gap).")
     return problems

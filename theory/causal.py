@@ -11,7 +11,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -27,7 +27,7 @@ def _heads(count: int) -> tuple[Form, ...]:
     return tuple(Form(f"P{eta + 1}", symmetric=False) for eta in range(count))
 
 
-@check("causal.first-token", method="symbolic")
+@named_check
 def check_first_token(l: int = 3, heads: int = 2, causal: bool = True, value=None) -> CheckResult:
     """causal.first-token: with U_eta = I and the causal mask, dy_1/dt = alpha_11 P_{y_1} y_1 = 0."""
     field = AttentionField(ellipsoid=SPHERE, scores=_heads(heads), causal=causal, value=value or (lambda eta, y: y))
@@ -39,7 +39,7 @@ def check_first_token(l: int = 3, heads: int = 2, causal: bool = True, value=Non
                "itself, and P_{y_1} y_1 = 0. (The same holds on any ellipsoid E_W.)")
 
 
-@check("causal.scalar", method="symbolic")
+@named_check
 def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
     """causal.scalar (Lemma 5.1): with y_1 fixed, b = y_1^T y_2 obeys db/dt = a(t)(1 - b^2),
     a = sum_eta alpha_21^eta > 0 (eq. 12); equilibria b = +-1; -1 unstable, +1 asymptotically stable with
@@ -82,7 +82,7 @@ def check_scalar(heads: int = 2, tangent_projection=None) -> CheckResult:
                "the Lyapunov function taken as V = 1 - b (>= 0, zero iff b = 1, strictly decreasing on (-1, 1)).")
 
 
-@check("causal.scalar", method="numeric")
+@named_check
 def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: float = 60.0,
                    rate_factor: float = 1.0) -> CheckResult:
     """causal.scalar, numeric: two causal tokens in d = 20, time-varying P_eta(t) = D_eta(t) P'_eta; b(t)
@@ -120,7 +120,7 @@ def numeric_scalar(seed: int = 20250109, d: int = 20, heads: int = 2, horizon: f
                f"b(T) = {b[-1]:.12f}.", seeds={"numeric_scalar": seed})
 
 
-@check("causal.first-token-symmetric", method="symbolic")
+@named_check
 def check_first_token_symmetric(symmetric: bool = True) -> CheckResult:
     """causal.first-token-symmetric (Lemma 5.2): for dy/dt = a P_y(U y) on the sphere, U = U^T, U v = lambda v:
     b = v^T y obeys db/dt = a(lambda - y^T U y) b; with y = b v + w (w ⊥ v), lambda - y^T U y =
@@ -159,7 +159,7 @@ CORRECTED_EMPTY_DOMAIN = ("The other unit eigenvectors are unstable, and the set
                           "every y with v^T y = 0 and u_2^T y > 0.")
 
 
-@check("causal.first-token-symmetric", method="numeric")
+@named_check
 def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: float = 0.0) -> CheckResult:
     """causal.first-token-symmetric, numeric (d = 50, U = Q diag(2, 1.5, eigenvalues <= 0) Q^T): from v^T y > 0
     the first token converges to v; from v^T y = 0, u_2^T y > 0 it converges to u_2 (so the printed 'empty
@@ -202,7 +202,7 @@ def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: f
         seeds=result.seeds, printed=PRINTED_EMPTY_DOMAIN, corrected=CORRECTED_EMPTY_DOMAIN)
 
 
-@check("causal.time-varying", method="symbolic")
+@named_check
 def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
     """causal.time-varying (Theorem 5.3; ICML Remark 4.7, eq. 8): for U(t) symmetric, U v = lambda v, |v| = 1,
     b = v(t)^T y_1 obeys db/dt = alpha(lambda - y^T U y) b + e, e = dv/dt^T y (as printed); e = dv/dt^T w
@@ -230,7 +230,7 @@ def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
                "(lambda - lambda_2)): an ISS estimate whose ultimate ball shrinks to b = 1 as sup|dv/dt| -> 0.")
 
 
-@check("causal.time-varying", method="numeric")
+@named_check
 def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1),
                          bound_factor: float = 1.0) -> CheckResult:
     """causal.time-varying, numeric (first token, d = 3): U(t) = R(t) diag(1, 0, -1) R(t)^T rotating about e_3
@@ -275,7 +275,7 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
         seeds={"numeric_time_varying": seed})
 
 
-@check("causal.reparam", method="symbolic")
+@named_check
 def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     """causal.reparam (Remark 5.2, reconstructed): U invertible, W = U^T U (SPD by construction), new
     projection pi~(x) = U^-1 x / |x| onto E_W, system (16): dy_i/dt = T_{U y_i} pi~ (sum_j alpha_ij U y_j)
@@ -333,7 +333,7 @@ def check_reparam(d: int = 2, metric: str = "U^T U") -> list[CheckResult]:
     return [reduction, obstruction]
 
 
-@check("causal.identity-iss", method="symbolic")
+@named_check
 def check_identity_iss(heads: int = 2, tangent_projection=None) -> CheckResult:
     """causal.identity-iss (proof of Theorem 5.1, eq. 14-15): with errors e_j = y_j - y_1 of the earlier
     tokens, b = y_1^T y_i obeys db/dt = sum_{j<i} alpha_ij [(1 - b^2) + (y_1 - b y_i)^T e_j], and
@@ -361,7 +361,7 @@ def check_identity_iss(heads: int = 2, tangent_projection=None) -> CheckResult:
                "every i (each earlier token contributes one such term).")
 
 
-@check("causal.symmetric-iss", method="symbolic")
+@named_check
 def check_symmetric_iss(symmetric: bool = True) -> CheckResult:
     """causal.symmetric-iss (proof of Theorem 5.2, eq. 18-19): U = U^T, U v = lambda v, earlier tokens
     y_j = v + e_j; b = v^T y_i obeys db/dt = alpha_ii (lambda - y_i^T U y_i) b + sum_{j<i} alpha_ij
@@ -394,7 +394,7 @@ def check_symmetric_iss(symmetric: bool = True) -> CheckResult:
                "V = 1 - b. Eq. (18)-(19) are lost in the long version's text: derived here from the vector field.")
 
 
-@check("causal.reparam", method="numeric")
+@named_check
 def numeric_reparam(seed: int = 20250114, d: int = 500, l: int = 6, metric: str = "U^T U") -> CheckResult:
     """causal.reparam in d = 500: random invertible U and P, tokens y_i on E_W (W = U^T U); U times the
     field of (16) equals the causal U = I sphere field of z = U y with P~ = U^-T P U^-1, and (16) equals the

@@ -1,7 +1,7 @@
 """The symbolic and numeric checks of theory by claim id: what ``python -m theory check`` runs.
 
 The checks are the functions of the theory modules that the registry names for each claim (``Claim.checks``;
-each is registered with ``@check(claim, method=...)``, ``foundation.registration``); each returns one
+each carries ``@named_check``, which registers it for those claims, ``foundation.registration``); each returns one
 :class:`foundation.records.CheckResult` or a list of them. The default arguments are the paper's model; the tests
 under ``tests/theory`` call the same functions, and their negative controls call them with a deliberately broken
 model.
@@ -25,7 +25,7 @@ def _theory_function(name: str) -> Callable[[], CheckResult | list[CheckResult]]
 def _theory_checks() -> dict[str, tuple[Callable[[], CheckResult | list[CheckResult]], ...]]:
     """Claim id -> the check functions of theory that the claim's registry entry names (``Claim.checks``, the
     names in theory's modules), in registry order and each entry's order: the registry is the one list of them."""
-    by_claim = {claim.id: tuple(_theory_function(name) for name in claim.checks if name.startswith("theory."))
+    by_claim = {claim.id: tuple(_theory_function(name) for name in claim.check_names if name.startswith("theory."))
                 for claim in CLAIMS}
     return {claim: functions for claim, functions in by_claim.items() if functions}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 from .results import is_zero, render
@@ -49,7 +49,7 @@ def conjugacy_residuals(d: int, root=None) -> dict[str, sp.Matrix]:
             "y^T P x = (S y)^T (S x) (scores, potential, E_P -> sphere)": (y.T * P * x) - (S * y).T * (S * x)}
 
 
-@check("conj.gradient-equilibria", method="proof")
+@named_check
 def check_gradient_equilibria_proof(root=None, dims: tuple[int, ...] = (2, 3)) -> CheckResult:
     """The reduction of conj.gradient-equilibria to cited theorems (module docstring); ``root`` replaces the
     symbolic S (a negative control passes a non-symmetric one)."""

@@ -8,7 +8,7 @@ import numpy as np
 import sympy as sp
 
 import sim
-from foundation.registration import check
+from foundation.registration import named_check
 from foundation.records import CheckResult
 
 from .attention import ROOT_D, AttentionField, tokens
@@ -33,7 +33,7 @@ def _decomposition(field: AttentionField, y, i, v):
                for eta in range(len(field.scores)) for j in field.keys(i, len(y)))
 
 
-@check("full.invariance", method="symbolic")
+@named_check
 def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> CheckResult:
     """full.invariance: at a boundary point of H+(v)^l where v^T y_1 = 0, d/dt (v^T y_1) =
     sum_eta sum_{j >= 2} alpha_1j^eta v^T y_j > 0 (alpha > 0, v^T y_j > 0): the field points inward."""
@@ -57,7 +57,7 @@ def check_invariance(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
                "(this is the Lyapunov argument of full.lyapunov) and H+(v)^l is forward invariant.")
 
 
-@check("full.equilibria", method="symbolic")
+@named_check
 def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> CheckResult:
     """full.equilibria: at a consensus point y_1 = ... = y_l = y in E_W, every F_i = 0 (any P_eta(t))."""
     field = _full_field(heads, **field_kwargs)
@@ -70,7 +70,7 @@ def check_equilibria(l: int = TOKENS, heads: int = HEADS, **field_kwargs) -> Che
                "(sum_eta sum_j alpha_ij^eta) y and P_y y = 0.")
 
 
-@check("full.lyapunov", method="symbolic")
+@named_check
 def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None) -> CheckResult:
     """full.lyapunov: at an index i maximising V_i = 1 - v^T y_i, dV_i/dt = -sum_eta sum_j alpha_ij^eta
     [(v^T y_j - v^T y_i) + (v^T y_i)|y_i - y_j|_W^2/2]; every bracket term is >= 0 on H+(v)^l, so by Danskin
@@ -102,7 +102,7 @@ def check_lyapunov(l: int = TOKENS, heads: int = HEADS, tangent_projection=None)
                "conversely the sum vanishes at consensus. Dimension-free in d, general W, non-symmetric P_eta(t).")
 
 
-@check("full.lyapunov", method="numeric")
+@named_check
 def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: int = 2, samples: int = 5,
                         W=None, field_metric: str = "W") -> CheckResult:
     """full.lyapunov / full.invariance in d = 500: random configurations in H+(v)^l (random W, P_eta):
@@ -137,7 +137,7 @@ def lyapunov_spot_check(seed: int = 20250107, d: int = 500, l: int = 12, heads: 
         seeds={"lyapunov_spot_check": seed}, numbers={"largest dV/dt": largest_rate})
 
 
-@check("full.bounds", method="symbolic")
+@named_check
 def check_attention_bounds(l: int = 4) -> CheckResult:
     """full.bounds (Lemma 4.1): alpha_ij = exp(s_j)/(r sum_k exp(s_k)) (r = sqrt(n+1), s_k = y_i^T P y_k) is
     increasing in s_j and decreasing in s_k (k != j); with |s_k| <= c it lies in [a, b],
@@ -167,7 +167,7 @@ def check_attention_bounds(l: int = 4) -> CheckResult:
                "In the causal case the sums run over j <= i <= l, and the same a, b hold.")
 
 
-@check("full.bounds", method="numeric")
+@named_check
 def bounds_spot_check(seed: int = 20250108, d: int = 500, l: int = 20, samples: int = 10,
                       use_lambda_min: bool = True) -> CheckResult:
     """full.bounds in d = 500: scores |y_i^T P y_j| <= c = |P|_F / lambda_min(W) and all alpha_ij in [a, b],

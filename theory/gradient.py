@@ -12,7 +12,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -50,7 +50,7 @@ def _setting(W: Form, P: Form, l: int):
     return E, y, X, relations
 
 
-@check("grad.projection", method="symbolic")
+@named_check
 def check_orthogonal_projection(tangent_projection=None, l: int = TOKENS) -> CheckResult:
     """grad.projection (Lemma 3.1): for the metric (7), X - P_y X is g-orthogonal to every tangent Y, and
     P_y X is tangent, so P_y (= T_y pi_W) is the g-orthogonal projection onto T(E_W)^l. Needs only W SPD
@@ -86,7 +86,7 @@ def _w_u_equals_p(W: Form, P: Form, vectors: list[Vector], token_vectors: list[V
     return {W(a, _named_value(0, b)): P(a, b) for a in vectors for b in token_vectors}
 
 
-@check("grad.field", method="symbolic")
+@named_check
 def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None = None, w_u_equals_p: bool = False,
                          half: sp.Expr = sp.Rational(1, 2), claim_detail: str = "") -> CheckResult:
     """grad.field (Lemma 3.2, Theorem 3.1): g(F, X) = dPhi(X) for every tangent X, and F is tangent, so F is
@@ -134,7 +134,7 @@ def check_gradient_field(l: int = TOKENS, W: Form | None = None, P: Form | None 
         numbers={"tokens": l})
 
 
-@check("grad.field", method="symbolic")
+@named_check
 def check_gradient_general_condition(l: int = TOKENS) -> CheckResult:
     """grad.field, sharper sufficient condition: P symmetric (not necessarily definite), W any SPD and
     U = W^-1 P (i.e. W U = P): the field is still grad_g Phi. Encoded by the relations
@@ -164,7 +164,7 @@ def _g(y, W, P, A, B):
     return float((Z * np.einsum("id,de,ie->i", A, W, B)).sum())
 
 
-@check("grad.field", method="numeric")
+@named_check
 def numeric_gradient(seed: int = 20250104, d: int = 500, l: int = 8, W=None, P=None, U=None) -> CheckResult:
     """grad.field in d = 500: g(F, X) against a central difference of Phi along a random tangent X, for
     Hypothesis 3.1 (W = P SPD, U = I) and for the general condition (P symmetric indefinite, U = W^-1 P)."""
@@ -201,8 +201,7 @@ RATE_REASON = ("the central difference of Phi (h = 1e-6) rounds to about 1.1e-16
                "negative below -1e-4 (the rates found are of order 1)")
 
 
-@check("grad.field", method="numeric")
-@check("grad.convergence", method="numeric")
+@named_check
 def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 200) -> list[CheckResult]:
     """grad.field / grad.convergence, necessity: dropping W = P (with U = I), or P = P^T, breaks the gradient
     identity; for W != P even dPhi/dt < 0 occurs (Phi is not monotone). Random instances, seeded."""
@@ -251,7 +250,7 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
     return [field_record, convergence_record]
 
 
-@check("grad.convergence", method="symbolic")
+@named_check
 def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None = None) -> CheckResult:
     """grad.convergence: along (6), dPhi/dt = dPhi(F) = g(F, F) = sum_i Z_i |F_i|_W^2 >= 0, zero iff F = 0
     (Z_i > 0, W SPD). ``W`` and ``P`` let a negative control take W != P."""
@@ -271,7 +270,7 @@ def check_potential_monotone(l: int = 2, W: Form | None = None, P: Form | None =
                "LaSalle and the Lojasiewicz inequality (Phi, g real analytic) solutions converge to one equilibrium.")
 
 
-@check("grad.convergence", method="numeric")
+@named_check
 def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: float = 60.0) -> CheckResult:
     """grad.convergence, numeric: under Hypothesis 3.1 (W = P SPD), Phi is non-decreasing along a solution
     and |F| decays to ~0 (convergence to an equilibrium)."""

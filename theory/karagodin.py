@@ -30,7 +30,7 @@ from __future__ import annotations
 import sympy as sp
 from flint import arb, ctx
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 from .results import is_zero, render
@@ -61,7 +61,7 @@ def csa_field(xs: list[sp.Matrix], V: sp.Matrix, scores) -> list[sp.Matrix]:
     return fields
 
 
-@check("causal.karagodin-thm1", method="symbolic")
+@named_check
 def check_thm1_reduction(d: int = 3, tokens: int = 3, scale=None) -> CheckResult:
     """CSA with V = I equals sqrt(d) x eq. 6 with U = I, P = beta Q^T K (``scale`` replaces sqrt(d): a negative
     control passes 1), and the first token is fixed; Theorem 5.1 then gives their Theorem 1."""
@@ -105,7 +105,7 @@ def check_thm1_reduction(d: int = 3, tokens: int = 3, scale=None) -> CheckResult
     return claim_result("verified", detail=detail, expression="\n".join(lines))
 
 
-@check("conj.karagodin-thm2-perp-projection", method="proof")
+@named_check
 def check_thm2_perp_first_token(d: int = 3, flow=None) -> CheckResult:
     """x(t) = u / |u| with u' = V u solves x' = P_x(V x) (symbolic V, u; ``flow`` replaces u' = V u: a negative
     control passes u' = V^T u); with the module docstring's bound, token 1 -> normalised P_L x_1(0), not reading 2's
@@ -182,7 +182,7 @@ def _arb_function(theta: sp.Symbol, expression: sp.Expr):
     return lambda value: evaluate(expression, value)
 
 
-@check("conj.karagodin-thm1.5", method="symbolic")
+@named_check
 def check_thm15_two_tokens(bracket=THM15_BRACKET) -> CheckResult:
     """The d = 2, l = 2 argument of the module docstring; ``bracket`` may be moved (a negative control puts it
     around the unstable zero near theta = pi, or where f has no zero)."""

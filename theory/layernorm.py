@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Table
 
 from .gram import Form, vector
@@ -41,7 +41,7 @@ def _layernorm_gram(d: sp.Symbol):
     return centred * (gamma0 / sigma), {E(one, one): d}, x, one, gamma0, E
 
 
-@check("model.layernorm", method="symbolic")
+@named_check
 def check_layernorm_radius(radius=None) -> CheckResult:
     """model.layernorm, printed statement: with gamma = gamma0 1, is |N(x) - beta| the printed radius
     (n+1) gamma0^2? Dimension-free (d = n+1 a symbol). ``radius`` replaces the radius tested (controls)."""
@@ -79,7 +79,7 @@ def check_layernorm_radius(radius=None) -> CheckResult:
                       examples),))
 
 
-@check("model.layernorm", method="symbolic")
+@named_check
 def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
     """model.layernorm, the conjecture: for gamma with nonzero entries, z = N(x) satisfies
     (z - beta)^T D^-2 (z - beta) = n+1 and 1^T D^-1 (z - beta) = 0 (D = diag(gamma)): the outputs lie on the
@@ -122,7 +122,7 @@ def check_layernorm_arbitrary_gamma(d: int = 4, ddof: int = 0) -> CheckResult:
                "which is dimension-free.")
 
 
-@check("model.layernorm", method="symbolic")
+@named_check
 def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
     """model.layernorm (RMSNorm, Llama-family): N(x) = g * x / rms(x) equals pi_W(D x) with D = diag(g) and
     W = D^-2/(n+1): RMSNorm is the paper's projection onto an ellipsoid (after the linear map D), and its
@@ -148,7 +148,7 @@ def check_rmsnorm(scale: sp.Expr | None = None) -> CheckResult:
                "|N(x)|_W^2 = ms/(ms + eps) < 1, ms = mean(x^2).")
 
 
-@check("model.layernorm", method="numeric")
+@named_check
 def torch_normalisations(seed: int = 20250103, d: int = 768, samples: int = 64, eps_correction: bool = True,
                          radius=None) -> CheckResult:
     """model.layernorm against torch.nn.LayerNorm and torch.nn.RMSNorm (float64, eps as in torch), the claim's one

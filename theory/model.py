@@ -10,7 +10,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.registration import check
+from foundation.registration import named_check
 from foundation.records import CheckResult, Table
 
 from .ellipsoid import Ellipsoid, random_spd
@@ -29,7 +29,7 @@ def _paper_tangent_projection(ellipsoid: Ellipsoid, point: Vector, X: Vector) ->
     return ellipsoid.tangent_projection(point, X)
 
 
-@check("model.projection", method="symbolic")
+@named_check
 def check_projection(tangent_projection: TangentProjection = _paper_tangent_projection) -> CheckResult:
     """model.projection, dimension-free: pi_W lands on E_W; its directional derivative is eq. 3; at y in
     E_W, P_y = I - y y^T W is idempotent, maps into {X : y^T W X = 0}, has kernel span{y} and is
@@ -63,7 +63,7 @@ def check_projection(tangent_projection: TangentProjection = _paper_tangent_proj
                "substituted constraints, so the identities hold for every n.")
 
 
-@check("model.projection", method="symbolic")
+@named_check
 def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3), radial_power: int = 2) -> CheckResult:
     """model.projection in explicit coordinates: the Jacobian matrix of x / sqrt(x^T W x) with a generic
     symmetric W equals eq. 3 entry by entry. ``radial_power`` is the power of |x|_W in eq. 3's
@@ -81,7 +81,7 @@ def check_projection_jacobian_coordinates(dimensions: tuple[int, ...] = (2, 3), 
                                     "of the two Jacobian matrices simplifies to 0.")
 
 
-@check("model.projection", method="numeric")
+@named_check
 def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: bool = True) -> CheckResult:
     """model.projection in d = 500 (float64): the identities above, and eq. 3 against central differences.
     ``use_W=False`` builds P_y = I - y y^T, without W (a negative control)."""
@@ -112,7 +112,7 @@ def spot_check_projection(seed: int = 20250101, d: int = SPOT_DIMENSION, use_W: 
         detail=f"Random W (SPD, cond <= 9), y in E_W, X, Z in d = {d}.", seeds={"spot_check_projection": seed})
 
 
-@check("model.continuum", method="symbolic")
+@named_check
 def check_continuum(tangent_projection: TangentProjection = _paper_tangent_projection) -> CheckResult:
     """model.continuum, dimension-free: d/dtau pi_W(y + tau f)|_0 = P_y f, and the second-order remainder
     pi_W(y + tau f) = y + tau P_y f + tau^2 [((3 a^2 - c)/2) y - a f] + O(tau^3), a = y^T W f, c = f^T W f.
@@ -140,7 +140,7 @@ def check_continuum(tangent_projection: TangentProjection = _paper_tangent_proje
                "(and not less in general: the flow's own tau^2 term is (1/2) D(P f)[P f]).")
 
 
-@check("model.continuum", method="numeric")
+@named_check
 def numeric_continuum_order(seed: int = 20250102, tokens: int = 4, d: int = 100, project_flow: bool = True) -> CheckResult:
     """model.continuum, numeric order: the distance between one discrete step (1) and the time-tau flow of
     (6) (full attention, h = 1, random P, U, W) scales like tau^2 (log-log slope fitted over 8 values).

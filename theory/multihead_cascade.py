@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 import sim
@@ -257,7 +257,7 @@ def comparison_margins(P, U, v: np.ndarray, y: np.ndarray) -> np.ndarray:
     return margins
 
 
-@check("conj.multihead-causal-common", method="proof")
+@named_check
 def check_multihead_common_proof(heads: int = 2, tangent_projection=None, symmetric: bool = True,
                                  eigenvector: bool = True, comparison_sign: int = 1,
                                  antipodal_heads=ANTIPODAL_HEADS) -> CheckResult:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
@@ -62,7 +62,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z_SCORE) -> tuple[fl
     return low, high
 
 
-@check("full.wendel", method="exact")
+@named_check
 def check_closed_forms() -> CheckResult:
     """full.wendel, exact: the corrected formula (d = n+1) against classical closed forms, symbolic in l:
     circle (n = 1) l / 2^{l-1}; S^2: (l^2 - l + 2) / 2^l; and the printed formula's values there."""
@@ -87,7 +87,7 @@ def check_closed_forms() -> CheckResult:
                "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed one.")
 
 
-@check("full.wendel", method="monte-carlo")
+@named_check
 def check_monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
                 printed=printed_probability) -> CheckResult:
     """full.wendel: printed formula, Wendel with d = n+1, Cover's recursion, and a Monte Carlo estimate (LP

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, ReportSection, Table
 
 from ..decision import FLOOR_MARGIN
@@ -263,7 +263,7 @@ def _paper_weights_text(results: list[dict[str, Any]]) -> str:
 
 
 # -- claim records -----------------------------------------------------------------------------------------
-@check("emp.audit-hemisphere", method="empirical")
+@named_check
 def hemisphere_record(results: list[dict[str, Any]]) -> CheckResult:
     numbers, all_inside = {}, True
     for result in results:
@@ -337,7 +337,7 @@ def trained_paper_audits(settings: AuditSettings, folder: Path, *, weights_dirs:
     return audits, _missing([a["model"] for a in audits])
 
 
-@check("emp.rate", method="empirical")
+@named_check
 def rate_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.rate: trained weights converge faster than random weights of the same architecture, paired over the
     same prompts, with and without FFN. ``verified`` when every comparison of a trained paper model that ran
@@ -387,7 +387,7 @@ def _suite_ffn_effects(extra_rates: list[dict[str, Any]]) -> dict[str, dict[str,
             if len(pair) == 2 and len(pair[True]["rate"]["per_prompt"]) == len(pair[False]["rate"]["per_prompt"])}
 
 
-@check("emp.full", method="empirical")
+@named_check
 def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
     """emp.full, its rate part: the FFN increases the rate in trained GPT-2 XL and decreases it in trained
     GPT-Neo 2.7B. Decided on the figure-8 runs of the suite (with vs without FFN, paired over the same
@@ -438,7 +438,7 @@ SCOPE_THEOREMS = {
 }
 
 
-@check("emp.theory-scope", method="empirical")
+@named_check
 def scope_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.theory-scope: "our theoretical results predict this observation [figure 7] only when feedforward layers
     are absent". ``verified`` when, in every trained paper model that ran, every hypothesis of Theorem 5.1 or of
@@ -483,7 +483,7 @@ def scope_record(results: list[dict[str, Any]]) -> CheckResult:
                         numbers={**numbers, "covered_by": covered, "missing": missing})
 
 
-@check("model.layernorm", method="numeric")
+@named_check
 def layernorm_records(results: list[dict[str, Any]]) -> list[CheckResult]:
     """model.layernorm on real LayerNorm modules with a constant gain (random-weight paper architectures)."""
     records = []

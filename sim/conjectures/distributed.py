@@ -25,12 +25,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from foundation.registration import check
 from foundation.files import sha256, write_json
 from foundation.outputs import (SCHEMA_VERSIONS, OutputError, check_output_folder, claim_output_folder, output_lock,
                              read_json, say_rebuilt)
 from foundation.records import CheckResult
-from foundation.registry import SEARCHED, get_claim
+from foundation.registration import named_check
+from foundation.registry import get_claim
 
 import numpy as np
 
@@ -362,7 +362,7 @@ SCORE_REASON = (f"best_score is a distance at the horizon read off integrations 
                 f"{AWAY:g} of the conjecture's outcome), far above it")
 
 
-@check(SEARCHED, method="search")
+@named_check
 def check_result(summary: dict) -> CheckResult:
     """The registry record of a search: ``supported`` (no certified witness) or ``refuted``."""
     first = summary["witnesses"][0] if summary["witnesses"] else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Table
 
 from sim.field.dynamics import AttentionField, misalignment
@@ -59,7 +59,7 @@ def equilibria(tokens: int, dim: int) -> dict[str, np.ndarray]:
     return found
 
 
-@check("grad.stable-consensus", method="numeric")
+@named_check
 def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float = 1.0, starts: int = 20,
                            seed: int = 0) -> CheckResult:
     """Linearise the P = I flow at its symmetric equilibria and integrate it from random starts.

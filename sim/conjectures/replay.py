@@ -34,10 +34,9 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from foundation.registration import check
 from foundation.outputs import SCHEMA_VERSIONS, schema_path
 from foundation.records import CheckResult
-from foundation.registry import SEARCHED
+from foundation.registration import named_check
 
 from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON, attention_field, integrate
 from sim.conjectures.families import FAMILIES, Family
@@ -187,7 +186,7 @@ def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:
             "scipy_end_distance": start_distance(problem, y_star, theirs)}
 
 
-@check(SEARCHED, method="search")
+@named_check
 def record_of(outcome: Replay, name: str, witness: dict | None = None, figure_dir: Path | str | None = None
               ) -> CheckResult:
     """The record a stored witness gives its claim: ``refuted`` when it replays, ``failed`` when a stored witness

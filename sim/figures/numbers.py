@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, FIG4_REASON, FIG4_TOL, MONOTONE_REASON, MONOTONE_TOL,
@@ -28,7 +28,7 @@ def _diameter(y: np.ndarray) -> float:
     return float(np.max(np.linalg.norm(y[:, None, :] - y[None, :, :], axis=-1)))
 
 
-@check("sim.fig2", method="numeric")
+@named_check
 def measure_figure2(data: dict[str, Any]) -> CheckResult:
     """Fig. 2 (data ``y : shape=[time, l, 3]``, ``v : shape=[3]``): the hemisphere margin min_t min_i v^T y_i(t)
     is positive (start and remain in H+(v)) and the diameter at the horizon is below DIAMETER_TOL."""
@@ -47,7 +47,7 @@ def measure_figure2(data: dict[str, Any]) -> CheckResult:
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
-@check("sim.fig3", method="numeric")
+@named_check
 def measure_figure3(data: dict[str, Any]) -> CheckResult:
     """Fig. 3 (data ``V : shape=[time]``, eq. 7/10 with v = (1, 0, 0)): the largest increase of V between samples
     is at most MONOTONE_TOL and V(T) < V(0)."""
@@ -62,7 +62,7 @@ def measure_figure3(data: dict[str, Any]) -> CheckResult:
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
-@check("sim.fig4", method="numeric")
+@named_check
 def measure_figure4(data: dict[str, Any]) -> CheckResult:
     """Fig. 4 (data ``E : shape=[trajectory, time]``): E at the horizon is at most FIG4_TOL on every trajectory,
     and log E still falls at rate >= FIG4_MIN_RATE over the last quarter of the horizon on every trajectory."""
@@ -79,7 +79,7 @@ def measure_figure4(data: dict[str, Any]) -> CheckResult:
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 
 
-@check("sim.fig5", method="numeric")
+@named_check
 def measure_figure5(data: dict[str, Any]) -> CheckResult:
     """Figs. 5 (all instances): the margin min over time, instances and tokens of v^T y_i is positive, and the
     largest 1 - v^T y_i at the horizon (= |y_i - v|^2 / 2 on the sphere) is at most CONSENSUS_TOL."""
@@ -95,7 +95,7 @@ def measure_figure5(data: dict[str, Any]) -> CheckResult:
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
 
-@check("sim.fig6", method="numeric")
+@named_check
 def measure_figure6(data: dict[str, Any]) -> CheckResult:
     """Fig. 6 (all instances): V_1 never increases by more than MONOTONE_TOL, V_2 does on some instance, and every
     1 - v^T y_i (V_2 among them) is at most CONSENSUS_TOL at the horizon."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
 from foundation.records import CheckResult, Figure
 
@@ -198,7 +198,7 @@ def _hypothesis_not_met(what: str, numbers: dict[str, Any]) -> CheckResult:
                         "checked on these data.", numbers=numbers)
 
 
-@check("sim.fig1", method="figure")
+@named_check
 def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 1: the plotted norms are those of the printed P_eta(t) (closed form), bounded and 1-periodic."""
     norms = np.array([data["norm_P1"], data["norm_P2"]])
@@ -217,7 +217,7 @@ def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         numbers=numbers, tolerance=EXACT_TOL, tolerance_reason=EXACT_REASON, figures=figures)
 
 
-@check("sim.fig2", method="figure")
+@named_check
 def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 2: the tokens start and remain in H+(v) and meet (E -> 0)."""
     y = np.array(data["y"])
@@ -239,7 +239,7 @@ def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
-@check("sim.fig3", method="figure")
+@named_check
 def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 3: V(y) = max_i (1 - v^T y_i), v = (1, 0, 0), does not increase along the Fig. 2 solution."""
     V = np.array(data["V"])
@@ -257,7 +257,7 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
 
-@check("sim.fig4", method="figure")
+@named_check
 def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 4: E -> 0 along every trajectory (small at the horizon and still decaying exponentially)."""
     E = np.array(data["E"])  # [trajectory, time]
@@ -280,7 +280,7 @@ def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 
 
-@check("sim.fig5", method="figure")
+@named_check
 def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 5: tokens starting in D^l(v) stay there and converge to (v, ..., v)."""
     numbers = {"lambda": data["lambda"], "instances": data["instances"],
@@ -298,7 +298,7 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
 
-@check("sim.fig6", method="figure")
+@named_check
 def check_figure6(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Fig. 6: V_1 = 1 - y_1^T v is monotone; V_2 = 1 - y_2^T v need not be, but tends to 0."""
     V2 = np.array(data["V2"])

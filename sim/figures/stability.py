@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 from sim.field.dynamics import AttentionField
@@ -74,7 +74,7 @@ def perturbed_runs(make_field=AttentionField) -> StabilityRun:
     return StabilityRun(np.array(growth), np.array(attraction))
 
 
-@check("full.autonomous", method="numeric")
+@named_check
 def check_asymptotic_stability(run: StabilityRun) -> CheckResult:
     """Verified when on every instance and perturbation size the distance to z never grows (to STABILITY_TOL)
     and the diameter falls below ATTRACTION_RATIO of its start."""

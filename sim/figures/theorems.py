@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
@@ -127,19 +127,19 @@ def _decide(data: dict[str, Any], figures: tuple[Figure, ...]) -> CheckResult:
         seeds={"figure": SEED})
 
 
-@check("full.convergence", method="figure")
+@named_check
 def check_full_convergence_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Thm 4.1: E -> 0 from every start in an open hemisphere."""
     return _decide(data, figures)
 
 
-@check("causal.identity", method="figure")
+@named_check
 def check_causal_identity_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Thm 5.1: every token tends to y_1 from a start off {y_j = -y_1}."""
     return _decide(data, figures)
 
 
-@check("causal.symmetric", method="figure")
+@named_check
 def check_causal_symmetric_figure(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> CheckResult:
     """Thm 5.2: every token tends to v from a start in D^l(v)."""
     return _decide(data, figures)

@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from foundation.registration import check
+from foundation.registration import named_check
 from sim.field.dynamics import AttentionField, hemisphere_lyapunov, misalignment
 from sim.solvers import AdaptiveStepSize, Dopri5, SaveAt, solve
 
@@ -112,7 +112,7 @@ def _field_for(instance, model, **keywords):
 
 
 # --- full attention (Thm 4.1 / ICML 3.2) ---------------------------------------------------------
-@check("full.invariance", method="property")
+@named_check
 def check_full_invariance(instance, model=MODEL) -> Outcome:
     """full.invariance: tokens starting in H+(v) stay there, min_{t,i} v^T y_i(t) > 0, over [0, 10 sqrt(d)].
 
@@ -127,7 +127,7 @@ def check_full_invariance(instance, model=MODEL) -> Outcome:
                                          "tolerance": tolerance})
 
 
-@check("full.lyapunov", method="property")
+@named_check
 def check_full_lyapunov(instance, model=MODEL) -> Outcome:
     """full.lyapunov: V = max_i (1 - v^T y_i) never increases, and decreases strictly (no instance starts at
     consensus), over [0, 10 sqrt(d)].
@@ -144,7 +144,7 @@ def check_full_lyapunov(instance, model=MODEL) -> Outcome:
                    {"max_increase": rise, "total_decrease": drop, "V0": float(V[0]), "tolerance": tolerance})
 
 
-@check("full.convergence", method="property")
+@named_check
 def check_full_convergence(instance, model=MODEL) -> Outcome:
     """full.convergence: E (eq. 9) reaches CONSENSUS_E before t = 100 sqrt(d) (the generated instances
     need at most ~10 sqrt(d))."""
@@ -156,7 +156,7 @@ def check_full_convergence(instance, model=MODEL) -> Outcome:
                              "time": float(run.ts[-1]), "time_over_sqrt_d": float(run.ts[-1] / scale)})
 
 
-@check("full.autonomous", method="property")
+@named_check
 def check_consensus_returns(instance, model=MODEL) -> Outcome:
     """full.autonomous (Remark 4.1): a perturbed consensus z returns. Stability: no token ever gets farther
     from z (W-distance) than the farthest one started, since max_i (1 - <z, y_i>_W) is the Lyapunov
@@ -193,7 +193,7 @@ def attention_bounds(instance) -> tuple[float, float]:
     return float(np.exp(-2 * p * c2) / base), float(np.exp(2 * p * c2) / base)
 
 
-@check("full.bounds", method="property")
+@named_check
 def check_attention_bounds(instance, model=MODEL) -> Outcome:
     """full.bounds (Lemma 4.1): a <= alpha_ij^eta(t, y) <= b at 64 times and 64 states (the instance's
     tokens, random tokens on E_W, and all tokens equal to +- P's top singular vectors, where
@@ -220,7 +220,7 @@ def check_attention_bounds(instance, model=MODEL) -> Outcome:
 
 
 # --- causal attention, U = I (Thm 5.1 / ICML 4.2) ------------------------------------------------
-@check("causal.first-token", method="property")
+@named_check
 def check_first_token_fixed(instance, model=MODEL) -> Outcome:
     """causal.first-token: y_1(t) = y_1(0) over [0, 5 sqrt(d)] (long enough for a moving y_1 to move by
     ~ 5 alpha_11 sqrt(d) = O(1), far above the tolerance).
@@ -234,7 +234,7 @@ def check_first_token_fixed(instance, model=MODEL) -> Outcome:
     return Outcome(moved <= tolerance, {"first_token_motion": moved, "tolerance": tolerance})
 
 
-@check("causal.identity", method="property")
+@named_check
 def check_causal_consensus(instance, model=MODEL) -> Outcome:
     """causal.identity: every token reaches CONSENSUS_DISTANCE of y_1(0) before t = 200 sqrt(d)
     (consensus at the fixed first token: E -> 0 and y_1 fixed)."""
@@ -254,7 +254,7 @@ def _symmetric_field(instance, model):
     return model(P=(instance.P,), U=(U,), causal=True)
 
 
-@check("causal.symmetric", method="property")
+@named_check
 def check_symmetric_consensus(instance, model=MODEL) -> Outcome:
     """causal.symmetric: every token reaches CONSENSUS_DISTANCE of v before t = 200 sqrt(d) / gap
     (the rates near (v..v) are (lambda_1 - lambda_2) times the row sums 1/sqrt(d))."""
@@ -267,7 +267,7 @@ def check_symmetric_consensus(instance, model=MODEL) -> Outcome:
                              "distance_to_v": float(np.max(np.linalg.norm(run.ys[-1] - instance.v, axis=-1)))})
 
 
-@check("causal.first-token-symmetric", method="property")
+@named_check
 def check_token_lyapunov_monotone(instance, model=MODEL, token: int = 0) -> Outcome:
     """V_k = 1 - v^T y_k never increases over [0, 20 sqrt(d) / gap] (k = 0: V_1 of Thm 5.2's proof and
     Fig. 6, a Lyapunov function; k = 1: V_2, which the paper says need not be monotone).
@@ -308,7 +308,7 @@ def tracking_radius(instance, model=MODEL) -> float:
     return float(np.max(np.linalg.norm(ys - targets[:, None, :], axis=-1)))
 
 
-@check("causal.time-varying", method="property")
+@named_check
 def check_tracking_radius(instance, model=MODEL) -> Outcome:
     """causal.time-varying: the limiting radius vanishes at speed 0 and grows with the speed (SPEEDS)."""
     kappa = instance.gap / _time_scale(instance.dim)
@@ -324,7 +324,7 @@ def potential(P: np.ndarray, y: np.ndarray) -> np.ndarray:
     return 0.5 * np.sum(np.exp(y @ P @ np.swapaxes(y, -1, -2)), axis=(-2, -1))
 
 
-@check("grad.convergence", method="property")
+@named_check
 def check_potential_monotone(instance, model=MODEL, metric_is_P: bool = True) -> Outcome:
     """grad.convergence: Phi never decreases along a solution (Hyp. 3.1, W = P), strictly off equilibria,
     and the solution comes to rest: max_i |dy_i/dt| falls by 1e-6 before t = 200 sqrt(d).

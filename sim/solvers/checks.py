@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from foundation.registration import check, claim_result
+from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 
 from sim.solvers import AdaptiveStepSize, Dopri5, Solver, integrate_fixed, solve
@@ -108,7 +108,7 @@ def one_step_defect(field, t0: float, y0, taus, *, discrete_field=None) -> Order
     return convergence_order(np.asarray(taus, dtype=float), errors)
 
 
-@check("model.continuum", method="numeric")
+@named_check
 def check_continuum(field, t0: float, y0, taus, *, discrete_field=None, seeds=None, label: str = "") -> CheckResult:
     """Claim ``model.continuum``: one discrete step (eq. 1) differs from the flow of eq. 6 by O(tau^2).
 

@@ -1,13 +1,15 @@
-"""Checks registered by claim (foundation.registration): validation at import, records of the running check, coverage and
-gaps, and what a test without a claim contributes (nothing)."""
+"""Checks registered by claim (foundation.registration): a product check found in the registry by its name, validation
+at import, records of the running check, coverage and gaps, and what a test without a claim contributes (nothing)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from foundation.registration import (COVERED, GAP, REGISTERED, Check, check, checks_of, claim_result, coverage, gaps,
-                            registrations)
+                                     named_check, registrations)
+from foundation.registry import CLAIMS_BY_ID
 from reports.pytest_plugin import FULL_ENV
 
 pytest_plugins = ["pytester"]
@@ -39,6 +41,37 @@ def exact_check():
         return claim_result(verdict, detail="a record of the running check")
 
     return exact
+
+
+def named_in(monkeypatch, function, entries: dict[str, str]) -> str:
+    """``function``'s "module:qualname", planted with a method in the checks of the registry entries ``entries``
+    (claim id -> method) for the test's duration."""
+    name = f"{function.__module__}:{function.__qualname__}"
+    for claim_id, method in entries.items():
+        claim = CLAIMS_BY_ID[claim_id]
+        monkeypatch.setitem(CLAIMS_BY_ID, claim_id, replace(claim, checks=(*claim.checks, (name, method))))
+    return name
+
+
+def test_a_product_check_takes_its_claims_and_methods_from_the_entries_naming_it(monkeypatch):
+    def verdict(claim=None):
+        return claim_result("verified", claim=claim)
+
+    name = named_in(monkeypatch, verdict, {"full.wendel": "exact", "causal.scalar": "symbolic"})
+    registered = named_check(verdict)
+    assert {(c.claim, c.method, c.control, c.name) for c in registrations(registered)} == {
+        ("full.wendel", "exact", False, name), ("causal.scalar", "symbolic", False, name)}
+    record = registered("causal.scalar")
+    assert (record.claim, record.method) == ("causal.scalar", "symbolic")
+
+
+def test_a_product_check_no_entry_names_is_an_error_naming_it():
+    # negative control: the same decorator on a function that no registry entry lists
+    def unnamed():
+        return claim_result("verified")
+
+    with pytest.raises(LookupError, match=r"@named_check on tests\.reports\.test_checks:.*unnamed: no claim"):
+        named_check(unnamed)
 
 
 def test_a_registered_check_builds_records_of_its_claim_and_method(exact_check):
@@ -86,7 +119,7 @@ def test_a_record_of_another_claim_than_registered_is_an_error():
 
 
 def test_claim_result_outside_a_registered_check_is_an_error():
-    with pytest.raises(RuntimeError, match="inside a function decorated with @check"):
+    with pytest.raises(RuntimeError, match="inside a registered check"):
         claim_result("verified")
 
 

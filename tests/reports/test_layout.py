@@ -153,7 +153,7 @@ def ground_floor_string_imports(root: Path, rules: dict[str, set[str]]) -> list[
 def registry_check_names() -> list[str]:
     from foundation.registry import CLAIMS
 
-    return [name for claim in CLAIMS for name in claim.checks]
+    return [name for claim in CLAIMS for name in claim.check_names]
 
 
 def test_every_import_follows_the_layout_table():

@@ -165,7 +165,7 @@ def test_each_claim_section_names_the_checks_its_registry_entry_names():
     page = render.render_html(entries=[wendel], sections=[], manifest={}, counts={}, mathjax=None)
     section = page[page.index('<section class="claim" id="claim-full.wendel"'):]
     section = section[:section.index("</section>")]
-    names = CLAIMS_BY_ID["full.wendel"].checks
+    names = CLAIMS_BY_ID["full.wendel"].check_names
     assert names and all(f"<code>{name}</code>" in section for name in names)
     unnamed = dict(wendel, claim=dataclasses.replace(CLAIMS_BY_ID["full.wendel"], checks=()))
     page = render.render_html(entries=[unnamed], sections=[], manifest={}, counts={}, mathjax=None)
