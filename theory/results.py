@@ -60,7 +60,7 @@ def render_relations(relations: Mapping) -> str:
 
 def identities_result(identities: list[Identity], *, detail: str, numbers: Mapping | None = None,
                       fail_verdict: str = "refuted", **extra) -> CheckResult:
-    """One record of the running check (``@check``: its claim and method) for a list of identities: ``verified``
+    """One record of the running check (``@named_check``: its claim and method) for a list of identities: ``verified``
     when every reduced residual is 0, else ``fail_verdict``; the expression lists each identity, its residual and
     the substituted relations."""
     lines, failing = [], []
@@ -83,7 +83,7 @@ def identities_result(identities: list[Identity], *, detail: str, numbers: Mappi
 def numeric_result(residuals: Mapping[str, float], *, tolerance: float, tolerance_reason: str, detail: str,
                    seeds: Mapping[str, int], fail_verdict: str = "refuted", numbers: Mapping | None = None,
                    **extra) -> CheckResult:
-    """A spot check, one record of the running check (``@check``: its claim and method): ``verified`` when every
+    """A spot check, one record of the running check (``@named_check``: its claim and method): ``verified`` when every
     residual is at most ``tolerance``."""
     failing = [name for name, value in residuals.items() if not value <= tolerance]
     verdict = "verified" if not failing else fail_verdict
