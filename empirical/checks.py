@@ -148,8 +148,9 @@ def _how_to_decide(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> s
     return advice
 
 
-def _record(claim: str, verdict: str, detail: str, runs, summaries, rule: CollapseRule, figure: Figure,
-            numbers: dict[str, Any] | None = None) -> CheckResult:
+def _record(verdict: str, detail: str, runs, summaries, rule: CollapseRule, figure: Figure,
+            numbers: dict[str, Any] | None = None, *, claim: str | None = None) -> CheckResult:
+    """The running check's record (``claim``: which of its claims, when it checks several)."""
     return claim_result(verdict, claim=claim, detail=detail,
                         numbers={"rule": rule.describe(), "runs": [
                             {**s, "weights_source": m.get("weights_source"), "verified_draws": m.get("draws", [])}
@@ -224,8 +225,8 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
     detail = ("Trained weights, as printed: " + "; ".join(f"{describe(m)}, weights from {_source(m)}" for m, _ in runs)
               + f". Rule: {rule.describe()}. {_OUTCOME[verdict]}: {_findings(summaries, rule)}."
               + _how_to_decide(summaries, rule) + (f" Not run (weights absent): {absent}." if missing else ""))
-    return _record(claim, verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure),
-                   {"missing": dict(missing)})
+    return _record(verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure),
+                   {"missing": dict(missing)}, claim=claim)
 
 
 @named_check
@@ -244,7 +245,7 @@ def check_in_kind(runs: Sequence[tuple[dict, dict]], figure_path: Path, *,
     plot_families(runs, figure_path, "Fig. 7-8 in kind: trained " + " and ".join(models) + ", with and without FFN")
     detail = (f"Figures 7-8 in kind, on trained models of other families. Rule: {rule.describe()}. "
               f"{_OUTCOME[verdict]}: {_findings(summaries, rule)}." + _how_to_decide(summaries, rule))
-    return _record("emp.in-kind-trained", verdict, detail, runs, summaries, rule,
+    return _record(verdict, detail, runs, summaries, rule,
                    Figure(str(figure_path), "Trained models of two other families side by side, with and without FFN: "
                                             "mean E over the prompts", "Fig. 7-8"))
 
@@ -272,7 +273,8 @@ def check_random_weights(claim: str, runs: Sequence[tuple[dict, dict]], figure_p
               + " FFN effect (the claim's 'may decrease the rate'): " + ("; ".join(ffn_effect) or "no pair ran")
               + ". Every weight draw was verified (each random parameter changed and matches the initialiser's mean "
                 "and std; see verified_draws). Full protocol: " + PAPER_COMMAND)
-    return _record(claim, verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure))
+    return _record(verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure),
+                   claim=claim)
 
 
 PRINTED_PROMPT = "divest anxYou coasts Oz Vi Happy appreciate tcp."

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, named_check, registrations
 from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
@@ -58,7 +58,7 @@ def _modulated_heads(rng: np.random.Generator, heads: int) -> tuple[Modulated, .
 
 def scene(claim: str) -> Scene:
     """The seeded system and starts of ``claim``'s figure (see the module docstring)."""
-    rng = np.random.default_rng([SEED, sorted(SCENES).index(claim)])
+    rng = np.random.default_rng([SEED, sorted(CHECKS).index(claim)])
     sphere = Ellipsoid()
     if claim == "full.convergence":
         v = sphere.random_point(rng, (DIM,))
@@ -77,9 +77,6 @@ def scene(claim: str) -> Scene:
                  sphere.random_point_in_hemisphere(v, rng, (STARTS, TOKENS, DIM)),
                  lambda y: np.max(1.0 - y @ v, axis=-1), "max_i (1 - v^T y_i)",
                  "causal, h = 1, random symmetric U (top eigenvalue 1, simple), time-varying P; starts in D^l(v)")
-
-
-SCENES = ("causal.identity", "causal.symmetric", "full.convergence")
 
 
 def simulate(claim: str, *, reverse: bool = False) -> dict[str, Any]:
@@ -145,8 +142,9 @@ def check_causal_symmetric_figure(data: dict[str, Any], figures: tuple[Figure, .
     return _decide(data, figures)
 
 
-CHECKS = {"full.convergence": check_full_convergence_figure, "causal.identity": check_causal_identity_figure,
-          "causal.symmetric": check_causal_symmetric_figure}
+#: Each figure's claim -> its check, as the registry ties them (each check is registered for one claim).
+CHECKS = {c.claim: c.function for check in (check_full_convergence_figure, check_causal_identity_figure,
+                                             check_causal_symmetric_figure) for c in registrations(check)}
 
 
 def make_theorem_figure(claim: str, out: Path, *, reverse: bool = False) -> CheckResult:
