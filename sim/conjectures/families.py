@@ -277,55 +277,56 @@ def margin_in_no_hemisphere(U: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.array([hull_inradius(y) for y in ys])
 
 
-FAMILIES: dict[str, Family] = {
-    "conj.multihead-causal": Family(
+#: Each searched conjecture's family, by its claim (``Family.claim``).
+FAMILIES: dict[str, Family] = {family.claim: family for family in (
+    Family(
         "conj.multihead-causal", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h in {2, 3} heads, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P_eta = c_eta G_eta/|G_eta|_2 "
         "(G normal, c in (0, 20)); U_eta = s_eta S_eta/|S_eta|_2 (S symmetrised normal, s in (0, 2)), kept when the "
         "top eigenvalue of sum_eta U_eta is simple and positive; y0 uniform on D^l(v)",
         _decode_multihead, distance_from_v, _hypotheses_multihead, margin_in_cone, value_rule="symmetric"),
-    "conj.multihead-causal-common": Family(
+    Family(
         "conj.multihead-causal-common", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h in {2, 3}, l in {2..5}, d in {2, 3, 4}; P_eta as conj.multihead-causal; U_eta = Q diag(s_eta, "
         "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2)); "
         "y0 uniform on D^l(v)",
         _decode_multihead_common, distance_from_v, _hypotheses_multihead_common, margin_in_cone),
-    "conj.value-causal": Family(
+    Family(
         "conj.value-causal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h = 1, l in {2..5} tokens on S^{d-1}, d in {2, 3, 4}; P = c G/|G|_2 (G normal, c in (0, 20)); "
         "U = G'/|G'|_2 (normal, not symmetrised), kept when its eigenvalue of largest real part is real, simple "
         "and positive; y0 uniform on (S^{d-1})^l",
         _decode_value, diameter, _hypotheses_value, value_rule="top-real"),
-    "conj.value-full": Family(
+    Family(
         "conj.value-full", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "full attention, otherwise as conj.value-causal", _decode_value, diameter, _hypotheses_value,
         value_rule="top-real"),
-    "conj.value-causal-antipodal": Family(
+    Family(
         "conj.value-causal-antipodal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "as conj.value-causal; the claimed outcome is every token at +v or -v", _decode_value,
         distance_from_plus_minus_v, _hypotheses_value),
-    "conj.value-full-antipodal": Family(
+    Family(
         "conj.value-full-antipodal", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "as conj.value-full; the claimed outcome is every token at +v or -v", _decode_value,
         distance_from_plus_minus_v, _hypotheses_value),
-    "conj.gradient-equilibria": Family(
+    Family(
         "conj.gradient-equilibria", False, (1,), (2, 3, 4, 5, 6, 7, 8), (2, 3, 4), 200.0,
         "Hypothesis 3.1 with W = P (h = 1, U = I, P SPD): mapped by z = P^{1/2} y onto P = U = W = I on the "
         "sphere (an isometry of the metric (7) and the potential (8)), l in {2..8}, d in {2, 3, 4}, z0 uniform",
         _decode_gradient, diameter, _hypotheses_gradient),
-    "conj.gradient-value": Family(
+    Family(
         "conj.gradient-value", False, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "W = I, U = P = c S/|S|_2 (S symmetrised normal, indefinite allowed, c in (0, 20)), h = 1, full attention, "
         "l in {2..5}, d in {2, 3, 4}, y0 uniform",
         _decode_gradient_value, diameter, _hypotheses_gradient_value, value_rule="equal-P"),
-    "conj.nonsymmetric-full": Family(
+    Family(
         "conj.nonsymmetric-full", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = c_eta G_eta/|G_eta|_2 (G normal: non-symmetric, with "
         "rotation parts; c in (0, 20)), l in {4..8} tokens (l > d: fewer lie in a hemisphere), d in {2, 3}; y0 on (S^{d-1})^l, kept when "
         "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
         "noise 0.5 N(0, I), normalised) so that most draws qualify",
         _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric, margin_in_no_hemisphere, value_rule="identity"),
-    "conj.nonsymmetric-attractive": Family(
+    Family(
         "conj.nonsymmetric-attractive", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = S_eta + K_eta: S_eta = c_eta (M M^T/|M M^T|_2 + 0.05 I)/1.05 "
         "(M normal; symmetric positive definite, attractive, c in (0, 20)), K_eta = k_eta (G - G^T)/|G - G^T|_2 "
@@ -333,7 +334,7 @@ FAMILIES: dict[str, Family] = {
         "(leading minors) and some skew(P_eta) != 0; l in {4..8}, d in {2, 3}; y0 as conj.nonsymmetric-full "
         "(in no open hemisphere, exact LP)",
         _decode_attractive, diameter, _hypotheses_attractive, margin_in_no_hemisphere),
-}
+)}
 
 
 def get_family(claim: str) -> Family:
