@@ -169,6 +169,7 @@ def test_gain_geometry_reads_every_number_of_the_gain():
                                                                                            "fails")
     assert zero.cv == pytest.approx(np.std([0.0, 1.0, -2.0]) * 3, rel=1e-15)
     assert gain_geometry(np.array([2.0])) == GainGeometry(1.0, 0.0, 2.0, 2.0, 0, "holds")  # one entry
+    assert gain_geometry(np.zeros(3)) == GainGeometry(float("inf"), float("inf"), 0.0, 0.0, 0, "fails")  # not 0/0
     assert gain_geometry(np.array([[1.0, 3.0], [1.0, 1.0]])).axis_ratio == 3.0  # read flat
     with pytest.raises(ValueError, match=r"^gain must be a non-empty finite vector\.$"):
         gain_geometry(np.array([]))
