@@ -259,7 +259,7 @@ def variant_hypotheses() -> tuple[Hypothesis, ...]:
         Hypothesis("first token fixed [{variant}]", "Thm 5.1 (consequence of U = I)",
                    lambda v: (v.variant["first_token_drift_block"], v.variant["first_token_drift_pass"],
                               len(v.layers)),
-                   lambda m: graded(float(m[0].max()), exact=EXACT_TOL, nearly=1e-2), _first_token_numbers),
+                   lambda m: graded(float(m[0].max()), nearly=1e-2), _first_token_numbers),
         Hypothesis("conclusion: E decays [{variant}]", "Thm 4.1, 5.1, 5.2 (conclusion)",
                    lambda v: (v.variant["rate"], v.variant["E"]), lambda m: decay_graded(m[0]),
                    lambda m: decay_numbers(*m)),
