@@ -17,8 +17,9 @@ from .grading import (EXACT_TOL, NEARLY_TOL, SURFACE_TOL_FLOAT32, Hypothesis, Ru
                       graded, share_graded, worst)
 
 
-def _always(verdict: str):
-    return lambda measured: verdict
+def _holds(measured: Any) -> str:
+    """The grade of a hypothesis that every run meets (e.g. fixed finite weights)."""
+    return "holds"
 
 
 def _identity(view: RunView) -> dict[str, Any]:
@@ -30,9 +31,16 @@ def _u_asymmetry_graded(u_asym: np.ndarray) -> str:
     return "holds" if u_asym.max() <= EXACT_TOL else "nearly" if np.median(u_asym) <= NEARLY_TOL else "fails"
 
 
+def _head_rank(m: dict[str, Any], matrix: str) -> str:
+    """What a head's width allows ``matrix`` (d x d): rank at most d_head below d, or a full-width head."""
+    if m["head_dim"] < m["width"]:
+        return f"each {matrix} has rank <= d_head = {m['head_dim']} < d = {m['width']}"
+    return f"each {matrix} is d x d with d_head = d = {m['width']}"
+
+
 def _invertible_numbers(m: dict[str, Any]) -> str:
     layers = m["layers"]
-    return (f"each head's U_eta has rank <= {m['head_dim']} < d = {m['width']}"
+    return (_head_rank(m, "head's U_eta")
             + (f"; summed U condition number {min(l['U_sum_condition'] for l in layers):.3g} .. "
                f"{max(l['U_sum_condition'] for l in layers):.3g}" if "U_sum_condition" in layers[0] else ""))
 
@@ -52,7 +60,7 @@ def _rmsnorm_centre_numbers(norms: list[dict[str, Any]]) -> str:
 #: The paper's hypotheses on the weights and the normalisation.
 MODEL_HYPOTHESES = (
     Hypothesis("P_eta bounded", "Lemma 4.1; Thm 4.1, 5.1, 5.2",
-               lambda v: max(h["P_spectral"] for h in v.heads), _always("holds"),
+               lambda v: max(h["P_spectral"] for h in v.heads), _holds,
                lambda p_spectral: f"fixed finite weights; max |P_eta|_2 = {p_spectral:.3g} over all heads"),
     Hypothesis("P, U time-invariant", "Thm 5.2; Remark 4.1",
                lambda v: len(v.layers), lambda blocks: "fails" if blocks > 1 else "holds",
@@ -60,7 +68,7 @@ MODEL_HYPOTHESES = (
     # every block must have U = I (Hyp. 4.1 / 5.1 hold for the model only if they hold layer by layer)
     Hypothesis("U_eta = I", "Thm 4.1, 5.1 (Hyp. 4.1, 5.1)", _identity,
                lambda m: "fails" if m["head_dim"] < m["width"] else graded(float(m["identity"].max())),
-               lambda m: (f"each U_eta has rank <= d_head = {m['head_dim']} < d = {m['width']}; summed over heads: "
+               lambda m: (f"{_head_rank(m, 'U_eta')}; summed over heads: "
                           f"|sum U - I|_F / sqrt(d) = {m['identity'].min():.3g} .. {m['identity'].max():.3g}")),
     Hypothesis("one head (h = 1)", "Thm 5.2 (Hyp. 5.2)",
                lambda v: len(v.layers[0]["heads"]), lambda h: "holds" if h == 1 else "fails",
@@ -80,8 +88,9 @@ MODEL_HYPOTHESES = (
                lambda v: {"head_dim": v.head_dim, "width": v.width,
                           "p_asym": np.array([h["P_asymmetry"] for h in v.heads])},
                lambda m: "fails" if m["head_dim"] < m["width"] else graded(float(np.median(m["p_asym"]))),
-               lambda m: (f"each P_eta has rank <= {m['head_dim']} < d = {m['width']} (not definite); "
-                          f"|P - P^T|_F/|P|_F median {np.median(m['p_asym']):.3g}")),
+               lambda m: (_head_rank(m, "P_eta")
+                          + (" (not definite)" if m["head_dim"] < m["width"] else "")
+                          + f"; |P - P^T|_F/|P|_F median {np.median(m['p_asym']):.3g}")),
     Hypothesis("normalisation onto a sphere (constant gain)", "Remark 2.3; all theorems (W = I)",
                lambda v: v.norms, lambda norms: worst([n["verdict"] for n in norms]),
                lambda norms: (f"{norms[0]['kind']}; gain axis ratio max|g|/min|g| median "
@@ -92,7 +101,7 @@ MODEL_HYPOTHESES = (
                              "states also lie in the hyperplane 1^T (z - beta)/gamma = 0"),
                applies=lambda v: v.norm_kind == "layernorm"),
     Hypothesis("normalised states on a surface centred at 0 (E_W)", "eq. 2 (E_W)",
-               lambda v: v.norms, _always("holds"), _rmsnorm_centre_numbers,
+               lambda v: v.norms, _holds, _rmsnorm_centre_numbers,
                applies=lambda v: v.norm_kind != "layernorm"),
 )
 
@@ -142,10 +151,19 @@ def _qk_numbers(m: dict[str, Any]) -> str:
     if not m["qk_layers"]:
         return "no QK-norm: the logits are s (W_Q z_i)^T (W_K z_j) (rotary aside)"
     spread = m["spread"]
+    varies = (f"median {np.median(spread):.3g}, max {spread.max():.3g} (per prompt, head and block)" if spread.size
+              else "not measured (no block was looped)")
     return (f"QK-norm in {m['qk_layers']} of {m['layers']} layers: the logit is a fixed bilinear form divided "
-            f"by rms(W_Q z_i) rms(W_K z_j); over token pairs that divisor varies by max/min - 1 = "
-            f"median {np.median(spread):.3g}, max {spread.max():.3g} (per prompt, head and block); "
+            f"by rms(W_Q z_i) rms(W_K z_j); over token pairs that divisor varies by max/min - 1 = {varies}; "
             f"q/k norm gain axis ratio up to {max(n['axis_ratio'] for n in m['gains']):.3g}")
+
+
+def _qk_graded(m: dict[str, Any]) -> str:
+    """The divisor's largest spread, graded; with QK-norm layers whose spread was never measured, ``fails``: nothing
+    shows the divisor constant."""
+    if m["spread"].size:
+        return graded(float(m["spread"].max()))
+    return "fails" if m["qk_layers"] else "holds"
 
 
 def _update(view: RunView) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +202,7 @@ ARCHITECTURE_HYPOTHESES = (
                lambda m: "holds" if m[1] == m[0] else "fails", _kv_numbers),
     Hypothesis("attention logits z_i^T P_eta z_j with a fixed P_eta (no QK-norm)",
                "Lemma 4.1; Thm 4.1, 5.1, 5.2 (fixed P)",
-               _qk, lambda m: graded(float(m["spread"].max())) if m["spread"].size else "holds", _qk_numbers),
+               _qk, _qk_graded, _qk_numbers),
     Hypothesis("the block adds the attention output itself (no post-norm) [no-ffn]",
                "the update y + sum_eta U_eta (...) of Sec. 2; pi_W acts on the stream, not the update",
                _update, _update_graded, _update_numbers, applies=lambda v: "no-ffn" in v.run["variants"]),
@@ -226,20 +244,26 @@ def _first_token_numbers(m: tuple[np.ndarray, np.ndarray, int]) -> str:
     return numbers
 
 
-#: The hypotheses judged per variant (with and without FFN) on the looped states.
-VARIANT_HYPOTHESES = (
-    Hypothesis("normalised states on the predicted surface [{variant}]", "Remark 2.3 (corrected); model.layernorm",
-               _surface, lambda m: "holds" if m is not None and m["radial"] <= SURFACE_TOL_FLOAT32 else "fails",
-               _surface_numbers),
-    _hemisphere("normalised", "normalised states"),
-    _hemisphere("residual", "residual stream"),
-    Hypothesis("first token fixed [{variant}]", "Thm 5.1 (consequence of U = I)",
-               lambda v: (v.variant["first_token_drift_block"], v.variant["first_token_drift_pass"], len(v.layers)),
-               lambda m: graded(float(m[0].max()), exact=EXACT_TOL, nearly=1e-2), _first_token_numbers),
-    Hypothesis("conclusion: E decays [{variant}]", "Thm 4.1, 5.1, 5.2 (conclusion)",
-               lambda v: (v.variant["rate"], v.variant["E"]), lambda m: decay_graded(m[0]),
-               lambda m: decay_numbers(*m)),
-)
+def variant_hypotheses() -> tuple[Hypothesis, ...]:
+    """The hypotheses judged per variant (with and without FFN) on the looped states.
+
+    Built on each call, not at import: the rows' measures and texts are then made by the code that is current when
+    the table is drawn (mutation testing switches a mutant on after the module is imported).
+    """
+    return (
+        Hypothesis("normalised states on the predicted surface [{variant}]", "Remark 2.3 (corrected); model.layernorm",
+                   _surface, lambda m: "holds" if m is not None and m["radial"] <= SURFACE_TOL_FLOAT32 else "fails",
+                   _surface_numbers),
+        _hemisphere("normalised", "normalised states"),
+        _hemisphere("residual", "residual stream"),
+        Hypothesis("first token fixed [{variant}]", "Thm 5.1 (consequence of U = I)",
+                   lambda v: (v.variant["first_token_drift_block"], v.variant["first_token_drift_pass"],
+                              len(v.layers)),
+                   lambda m: graded(float(m[0].max()), nearly=1e-2), _first_token_numbers),
+        Hypothesis("conclusion: E decays [{variant}]", "Thm 4.1, 5.1, 5.2 (conclusion)",
+                   lambda v: (v.variant["rate"], v.variant["E"]), lambda m: decay_graded(m[0]),
+                   lambda m: decay_numbers(*m)),
+    )
 
 
 def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
@@ -247,4 +271,5 @@ def hypothesis_rows(run: dict[str, Any], tokens: int) -> list[dict[str, str]]:
     ``tokens`` tokens."""
     view = RunView(run, tokens)
     rows = [h.row(view) for h in (*MODEL_HYPOTHESES, *ARCHITECTURE_HYPOTHESES) if h.applies(view)]
-    return rows + [h.row(variant) for variant in view.per_variant() for h in VARIANT_HYPOTHESES if h.applies(variant)]
+    return rows + [h.row(variant) for variant in view.per_variant() for h in variant_hypotheses()
+                   if h.applies(variant)]

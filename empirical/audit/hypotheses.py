@@ -117,7 +117,7 @@ def _summarise(values: np.ndarray, zeros: int) -> SpectrumSummary:
         all_values = values
     if radius == 0.0:
         return SpectrumSummary(0j, True, size, 0.0, 0.0, 0.0, 0.0, size)
-    order = np.argsort(-all_values.real, kind="stable")
+    order = np.lexsort((-all_values.imag, -all_values.real))  # largest real part first; of a pair, +imag first
     ranked = all_values[order]
     top = complex(ranked[0])
     scale = EIGEN_REL_TOL * radius
@@ -127,7 +127,7 @@ def _summarise(values: np.ndarray, zeros: int) -> SpectrumSummary:
     gap = float((top.real - rest[0].real) / radius) if rest.size else 0.0
     spread = float((ranked[0].real - ranked[-1].real) / radius)
     nonzero = values[np.abs(values) > scale] if zeros else all_values
-    positive_fraction = float(np.mean(nonzero.real > 0)) if nonzero.size else 0.0
+    positive_fraction = float(np.mean(nonzero.real > 0))  # never empty: it holds the eigenvalue of modulus radius
     return SpectrumSummary(top, abs(top.imag) <= scale, multiplicity, gap, spread, radius, positive_fraction, size)
 
 

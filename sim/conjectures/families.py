@@ -104,10 +104,12 @@ def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
 
 
 def _common_top(U: np.ndarray) -> np.ndarray | None:
-    """v when every U_eta's top eigenvalue is simple and positive with the same eigenvector v, else None."""
-    pairs = [top_eigenpair(u) for u in U]
-    v = pairs[0][2]
-    if all(ok and abs(abs(w @ v) - 1) < 1e-9 for ok, _, w in pairs):  # 1e-9: eigenvectors of float64 QR products
+    """v when every U_eta's top eigenvalue is simple and positive with the same eigenvector +-v, else None; v is
+    the top eigenvector of sum_eta U_eta, signed as the decoder's reflection and ``distance_from_v`` sign it (two
+    heads' own vectors can be signed oppositely when v's first entry is near 0)."""
+    v = summed_top_vectors(U[None])[0]
+    heads = [top_eigenpair(u) for u in U]
+    if all(ok and abs(abs(w @ v) - 1) < 1e-9 for ok, _, w in heads):  # 1e-9: eigenvectors of float64 QR products
         return v
     return None
 

@@ -111,13 +111,13 @@ def _layers(run: dict, count: int) -> dict:
 PAPER_TABLE = {
     "P_eta bounded": ("holds", "fixed finite weights; max |P_eta|_2 = 2.5 over all heads"),
     "P, U time-invariant": ("holds", "1 blocks with their own weights (per pass; periodic over passes)"),
-    "U_eta = I": ("holds", "each U_eta has rank <= d_head = 4 < d = 4; summed over heads: |sum U - I|_F / sqrt(d) = "
+    "U_eta = I": ("holds", "each U_eta is d x d with d_head = d = 4; summed over heads: |sum U - I|_F / sqrt(d) = "
                            "0 .. 0"),
     "one head (h = 1)": ("holds", "h = 1 heads per block"),
     "U_eta symmetric": ("holds", "|U - U^T|_F/|U|_F median 0, range 0 .. 0 (random matrices: ~1.41)"),
     "top eigenvalue of U_eta real, simple, > 0": ("holds", "1 of 1 heads"),
-    "U invertible": ("holds", "each head's U_eta has rank <= 4 < d = 4; summed U condition number 1 .. 1"),
-    "P symmetric positive definite (W = P)": ("holds", "each P_eta has rank <= 4 < d = 4 (not definite); "
+    "U invertible": ("holds", "each head's U_eta is d x d with d_head = d = 4; summed U condition number 1 .. 1"),
+    "P symmetric positive definite (W = P)": ("holds", "each P_eta is d x d with d_head = d = 4; "
                                                        "|P - P^T|_F/|P|_F median 0"),
     "normalisation onto a sphere (constant gain)": ("holds", "layernorm; gain axis ratio max|g|/min|g| median 1, "
                                                              "max 1 over 1 norms"),
@@ -171,18 +171,19 @@ def test_the_weights_rows_read_every_head_of_every_layer():
     table = _table(run)
     assert table["P_eta bounded"] == ("holds", "fixed finite weights; max |P_eta|_2 = 7.5 over all heads")
     assert table["P, U time-invariant"] == ("fails", "2 blocks with their own weights (per pass; periodic over passes)")
-    assert table["U_eta = I"] == ("holds", "each U_eta has rank <= d_head = 4 < d = 4; summed over heads: "
+    assert table["U_eta = I"] == ("holds", "each U_eta is d x d with d_head = d = 4; summed over heads: "
                                            "|sum U - I|_F / sqrt(d) = 0 .. 1e-06")
     assert table["one head (h = 1)"] == ("holds", "h = 1 heads per block")  # the first layer's count
     # median of 0, 0.5, 0 is 0: nearly, though one head is far from symmetric
     assert table["U_eta symmetric"] == ("nearly", "|U - U^T|_F/|U|_F median 0, range 0 .. 0.5 (random matrices: "
                                                   "~1.41)")
     assert table["top eigenvalue of U_eta real, simple, > 0"] == ("fails", "2 of 3 heads")  # 2/3 < 0.9
-    assert table["U invertible"] == ("holds", "each head's U_eta has rank <= 4 < d = 4; summed U condition number "
+    assert table["U invertible"] == ("holds", "each head's U_eta is d x d with d_head = d = 4; summed U condition "
+                                              "number "
                                               "1 .. 3")
     # median of 0, 0.25, 0.125 is 0.125, beyond a tenth
     assert table["P symmetric positive definite (W = P)"] == (
-        "fails", "each P_eta has rank <= 4 < d = 4 (not definite); |P - P^T|_F/|P|_F median 0.125")
+        "fails", "each P_eta is d x d with d_head = d = 4; |P - P^T|_F/|P|_F median 0.125")
 
 
 def test_u_equals_i_and_symmetry_are_graded_at_their_bounds():
@@ -200,7 +201,12 @@ def test_u_equals_i_and_symmetry_are_graded_at_their_bounds():
         table = _table(narrow)
         assert table["U_eta = I"][0] == table["U invertible"][0] == "fails"
         assert table["P symmetric positive definite (W = P)"][0] == "fails"
-        assert table["U invertible"][1].startswith(f"each head's U_eta has rank <= {head_dim} < d = 4")
+        assert table["U_eta = I"][1] == (f"each U_eta has rank <= d_head = {head_dim} < d = 4; summed over heads: "
+                                         "|sum U - I|_F / sqrt(d) = 0 .. 0")
+        assert table["U invertible"][1] == (f"each head's U_eta has rank <= d_head = {head_dim} < d = 4; summed U "
+                                            "condition number 1 .. 1")
+        assert table["P symmetric positive definite (W = P)"][1] == (
+            f"each P_eta has rank <= d_head = {head_dim} < d = 4 (not definite); |P - P^T|_F/|P|_F median 0")
     asymmetric = _run()
     head = asymmetric["weights"]["layers"][0]["heads"][0]
     head["U_asymmetry"] = 1e-6
@@ -230,7 +236,7 @@ def test_a_model_of_several_heads_fails_one_head_and_nine_tenths_of_heads_is_nea
 def test_the_invertible_row_names_no_condition_number_when_the_run_has_none():
     run = _run()
     del run["weights"]["layers"][0]["U_sum_condition"]
-    assert _table(run)["U invertible"] == ("holds", "each head's U_eta has rank <= 4 < d = 4")
+    assert _table(run)["U invertible"] == ("holds", "each head's U_eta is d x d with d_head = d = 4")
 
 
 def test_the_normalisation_rows_read_every_norm():
@@ -345,6 +351,23 @@ def test_a_qk_norm_is_graded_by_the_spread_of_its_divisor():
     for variant in run["variants"].values():  # no QK-norm, no spread measured: nothing varies
         variant["qk_scale_spread"] = np.zeros((1, 0))
     assert _table(run)[title] == ("holds", "no QK-norm: the logits are s (W_Q z_i)^T (W_K z_j) (rotary aside)")
+
+
+def test_a_qk_norm_whose_spread_was_never_measured_fails_and_says_so():
+    """A run with QK-norm layers but no looped block (no spread measured): nothing shows the divisor constant."""
+    run = _layers(_run(), 2)
+    run["weights"]["layers"][1]["qk_norm"] = True
+    run["weights"]["qk_norms"] = [{"axis_ratio": 1.5}]
+    for variant in run["variants"].values():
+        variant["qk_scale_spread"] = np.zeros((1, 0))
+    title = "attention logits z_i^T P_eta z_j with a fixed P_eta (no QK-norm)"
+    assert _table(run)[title] == (
+        "fails", "QK-norm in 1 of 2 layers: the logit is a fixed bilinear form divided by rms(W_Q z_i) rms(W_K z_j); "
+                 "over token pairs that divisor varies by max/min - 1 = not measured (no block was looped); q/k norm "
+                 "gain axis ratio up to 1.5")
+    # control: the same run with a spread of 0 measured in one block holds
+    run["variants"]["ffn"]["qk_scale_spread"] = np.zeros((1, 1))
+    assert _table(run)[title][0] == "holds"
 
 
 def test_a_post_norm_update_is_graded_by_its_distance_from_the_projections_output():

@@ -191,6 +191,14 @@ def test_blocks_to_fraction_reaches_the_fraction_inclusively_on_the_mean_of_the_
             blocks_to_fraction(e, fraction)
 
 
+def test_float32_values_reach_the_fraction_in_float64():
+    """Mean 0.5 + 2**-25 of float32 values: above half of the first mean in float64, exactly half in float32."""
+    e = np.array([[1.0, 0.5], [1.0, 0.5 + 2.0 ** -24]], dtype=np.float32)
+    assert blocks_to_fraction(e, 0.5) is None
+    mean32 = np.mean(e, axis=0)  # control: the float32 mean rounds to 0.5 and would reach the fraction
+    assert mean32[1] <= 0.5 * mean32[0]
+
+
 def test_float32_values_are_fitted_in_float64():
     e = np.exp(-np.outer([0.1, 0.2, 0.3], np.arange(5))).astype(np.float32)
     single, double = fit_exponential(e), fit_exponential(e.astype(np.float64))
