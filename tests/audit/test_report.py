@@ -1,0 +1,274 @@
+"""The audit's claim records and tables (empirical.audit.report) on synthetic audits: each record's verdicts reached
+(verified, refuted or failed, not-run, discrepancy) with a control beside each, every bound met exactly, and the
+rows of the tables word for word. A synthetic audit is the dict :func:`empirical.audit.measure.audit_model` returns,
+with the entries the report reads and simple values (under a second together)."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from empirical.audit import report
+from empirical.audit.grading import SURFACE_TOL_FLOAT32
+from empirical.audit.measure import comparison, rate_summary
+from empirical.audit.rates import E_FLOOR
+from empirical.decision import FLOOR_MARGIN
+from empirical.sources import GPT2_XL, GPT_NEO, get_command
+
+
+def _comparison(verdict, difference=0.25):
+    return {"difference": difference, "ci_low": 0.125, "ci_high": 0.375, "ratio": 2.0, "verdict": verdict, "prompts": 3}
+
+
+def _rate(rate=0.5):
+    return {"floor": 1e-7, "rate": rate, "ci_low": 0.25, "ci_high": 0.75, "r2": 0.875, "half_life": math.log(2) / rate,
+            "per_prompt": np.array([rate, rate, rate]), "window": [0, 4], "blocks_to_half": 2, "E_start": 0.5,
+            "E_end": 0.0625}
+
+
+def _variant(inside=True):
+    flags = np.array([[True, True], [True, inside]])
+    return {"inside_normalised": flags, "margin_normalised": np.array([[0.5, 0.25], [0.125, 0.0625]]),
+            "inside_residual": np.ones((2, 3), dtype=bool), "margin_residual": np.array([[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]]),
+            "first_token_drift_block": np.array([[0.1, 0.2], [0.3, 0.05]]), "rate": _rate(),
+            "layernorm_radius": {"min": 999.0, "max": 1001.0}, "surface_radial": np.array([1e-5, SURFACE_TOL_FLOAT32]),
+            "surface_hyperplane": np.array([0.0, 1e-6])}
+
+
+def _run(ffn_effect="faster", inside=True, kind="layernorm", verdict="holds"):
+    norms = [{"kind": kind, "verdict": verdict, "gain_rms": 1.0}, {"kind": kind, "verdict": "holds", "gain_rms": 1.0}]
+    heads = [{"P_spectral": 2.0, "U_asymmetry": 0.5, "U_simple_positive_top": True, "U_top_real": 1.0, "U_radius": 2.0,
+              "U_spread": 0.5}]
+    return {"weights": {"layers": [{"layer": 0, "heads": heads, "kv_heads": 1, "U_sum_asymmetry": 0.5}], "norms": norms},
+            "variants": {"ffn": _variant(inside), "no-ffn": _variant(inside)}, "ffn_effect": _comparison(ffn_effect)}
+
+
+def _rows(**verdicts):
+    return [{"hypothesis": name, "needed_by": "Theorem", "verdict": verdict, "numbers": "n"}
+            for name, verdict in verdicts.items()]
+
+
+def _audit(model=GPT2_XL, weights="trained", *, versus=("faster", "faster"), hypotheses=None, length=1000, **run):
+    runs = {weights: _run(**run)}
+    result = {"model": model, "weights": weights, "settings": {"prompts": 3, "length": length, "passes": 2, "seed": 7},
+              "dtype": "torch.float32", "runs": runs,
+              "description": {"layers": 1, "width": 1000, "architecture": "gpt2", "parameters": 2e6},
+              "hypotheses": {weights: hypotheses if hypotheses is not None else _rows(**{"U_eta = I": "holds"})}}
+    if weights == "trained" and versus is not None:
+        runs["random"] = _run()
+        result["hypotheses"]["random"] = _rows(**{"U_eta = I": "fails"})
+        result["trained_vs_random"] = {"ffn": _comparison(versus[0]), "no-ffn": _comparison(versus[1])}
+    return result
+
+
+# --- emp.audit-hemisphere --------------------------------------------------------------------------------------------
+def test_the_hemisphere_record_is_verified_when_every_state_is_inside_and_refuted_otherwise():
+    record = report.hemisphere_record([_audit(length=999)])
+    assert record.verdict == "verified" and "All states lie in one open hemisphere." in record.detail
+    assert record.numbers["gpt2-xl trained ffn normalised: inside share"] == 1.0
+    assert record.numbers["gpt2-xl trained ffn normalised: min margin"] == 0.0625
+    assert record.numbers["gpt2-xl random no-ffn residual: min margin"] == 0.5
+    assert len(record.numbers) == 2 * 2 * 2 * 2  # runs x variants x (normalised, residual) x (share, margin)
+    assert "shorter than the width" in record.detail
+    refuted = report.hemisphere_record([_audit(length=999), _audit(GPT_NEO, "random", inside=False)])
+    assert refuted.verdict == "refuted" and "Some states lie in no open hemisphere." in refuted.detail
+    assert refuted.numbers["EleutherAI/gpt-neo-2.7B random ffn normalised: inside share"] == 0.75
+
+
+def test_the_regime_of_remark_4_3_is_named_up_to_prompts_as_long_as_the_width():
+    assert "shorter than the width" in report.hemisphere_record([_audit(length=1000)]).detail
+    assert "shorter than the width" not in report.hemisphere_record([_audit(length=1001)]).detail
+    assert "shorter than the width" not in report.hemisphere_record([_audit(length=10), _audit(length=1001)]).detail
+
+
+# --- emp.rate --------------------------------------------------------------------------------------------------------
+def test_the_rate_record_is_verified_when_every_trained_paper_model_is_faster_than_random():
+    record = report.rate_record([_audit(), _audit(GPT_NEO)])
+    assert record.verdict == "verified" and record.numbers["missing"] == {}
+    assert record.numbers["decisive"] == {"gpt2-xl [ffn]": "faster", "gpt2-xl [no-ffn]": "faster",
+                                          f"{GPT_NEO} [ffn]": "faster", f"{GPT_NEO} [no-ffn]": "faster"}
+    assert record.numbers["gpt2-xl trained - random rate [ffn]"] == 0.25
+    assert record.numbers["gpt2-xl trained - random CI [no-ffn]"] == "[0.125, 0.375]"
+    assert record.seeds == {"random weights": 7}
+    assert "Trained converges faster in every comparison" in record.detail and "Not run" not in record.detail
+
+
+@pytest.mark.parametrize("versus", [("faster", "indistinguishable"), ("slower", "faster")])
+def test_the_rate_record_is_refuted_when_one_comparison_is_not_faster(versus):
+    record = report.rate_record([_audit(versus=versus)])
+    assert record.verdict == "refuted" and "Trained does NOT converge faster" in record.detail
+    assert record.numbers["missing"] == {GPT_NEO: get_command(GPT_NEO)} and "Not run (weights absent)" in record.detail
+
+
+def test_the_rate_record_is_not_run_without_a_trained_paper_model_compared_with_random():
+    for results in ([], [_audit(weights="random")], [_audit("tiny-gpt2")], [_audit(versus=None)]):
+        record = report.rate_record(results)
+        assert record.verdict == "not-run" and set(record.numbers["missing"]) == {GPT2_XL, GPT_NEO}
+    # the in-kind numbers are kept
+    assert report.rate_record([_audit("tiny-gpt2")]).numbers["tiny-gpt2 trained vs random [ffn]"] == "faster"
+
+
+# --- emp.full, its rate part -----------------------------------------------------------------------------------------
+def test_the_ffn_record_reads_the_audits_printed_effects():
+    assert report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="slower")]).verdict == "verified"
+    refuted = report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="faster")])
+    assert refuted.verdict == "refuted" and refuted.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "faster"}
+    assert "the audits of the trained models" in refuted.detail
+    one = report.ffn_record([_audit(ffn_effect="faster")])
+    assert one.verdict == "verified" and one.numbers["missing"] == {GPT_NEO: get_command(GPT_NEO)}
+    assert report.ffn_record([_audit(weights="random")]).verdict == "not-run"
+    numbers = one.numbers
+    assert numbers["gpt2-xl trained: rate(FFN) - rate(no FFN)"] == 0.25 and numbers["gpt2-xl random: FFN effect"] == "faster"
+
+
+def _suite_item(model, ffn, rates, weights="trained"):
+    values = 0.8 * np.exp(-np.asarray(rates)[:, None] * np.arange(8)) * (1 + 0.01 * np.cos(np.arange(8)))
+    return {"source": f"{model}-{ffn}", "group": f"{model} ({weights})", "ffn": ffn, "model": model, "weights": weights,
+            "rate": rate_summary(values, 1e-7)}
+
+
+def test_the_suite_runs_decide_the_ffn_effect_before_the_audits():
+    fast, slow = [0.4, 0.5, 0.45], [0.2, 0.25, 0.22]
+    suite = [_suite_item(GPT2_XL, True, fast), _suite_item(GPT2_XL, False, slow)]
+    record = report.ffn_record([_audit(ffn_effect="slower")], suite)
+    assert record.verdict == "verified" and record.numbers["decisive"] == {GPT2_XL: "faster"}
+    assert "the suite's figure-8 runs" in record.detail
+    assert record.numbers["gpt2-xl (trained), suite run: FFN effect"] == "FFN speeds"
+    # control: the opposite pairing is refuted, whatever the audit says
+    swapped = [_suite_item(GPT2_XL, True, slow), _suite_item(GPT2_XL, False, fast)]
+    assert report.ffn_record([_audit(ffn_effect="faster")], swapped).verdict == "refuted"
+    # random weights, unpaired runs, other models or unequal prompt counts are not suite evidence
+    for items in ([_suite_item(GPT2_XL, True, fast, "random"), _suite_item(GPT2_XL, False, slow, "random")],
+                  [_suite_item(GPT2_XL, True, fast)], [_suite_item("gpt2", True, fast), _suite_item("gpt2", False, slow)],
+                  [_suite_item(GPT2_XL, True, fast), _suite_item(GPT2_XL, False, slow[:2])],
+                  [_suite_item(GPT2_XL, None, fast), _suite_item(GPT2_XL, False, slow)]):
+        assert report._suite_ffn_effects(items) == {}
+    effects = report._suite_ffn_effects([_suite_item("openai-community/gpt2-xl", True, fast),
+                                         _suite_item(GPT2_XL, False, slow)])
+    assert effects == {GPT2_XL: comparison(suite[0]["rate"], suite[1]["rate"])}
+
+
+# --- emp.theory-scope ------------------------------------------------------------------------------------------------
+THEOREM_5_1 = {"P_eta bounded": "holds", "normalised states on a surface centred at 0 (E_W)": "holds",
+               "U_eta = I": "holds"}
+THEOREM_5_2 = {"P_eta bounded": "holds", "normalised states on a surface centred at 0 (E_W)": "holds",
+               "one head (h = 1)": "holds", "U_eta symmetric": "holds", "top eigenvalue of U_eta real, simple, > 0": "holds",
+               "P, U time-invariant": "holds", "tokens in one open hemisphere, normalised states [no-ffn]": "holds"}
+
+
+def test_the_scope_record_is_verified_when_one_theorems_hypotheses_all_hold_in_every_model():
+    record = report.scope_record([_audit(hypotheses=_rows(**THEOREM_5_1)),
+                                  _audit(GPT_NEO, hypotheses=_rows(**THEOREM_5_2, **{"U_eta = I": "nearly"}))])
+    assert record.verdict == "verified" and "The theorems cover every trained model that ran." in record.detail
+    assert record.numbers["covered_by"] == {GPT2_XL: ["Theorem 5.1 (U_eta = I)"],
+                                            GPT_NEO: ["Theorem 5.2 (h = 1, U symmetric, simple positive top eigenvalue)"]}
+    assert record.numbers[f"{GPT_NEO} trained: U_eta = I"] == "nearly"
+    assert record.numbers["gpt2-xl random: U_eta = I"] == "fails"
+    assert "gpt2-xl trained: P_eta bounded" in record.numbers and "all hypotheses hold" in record.detail
+
+
+@pytest.mark.parametrize("change", [{"U_eta = I": "nearly"}, {"P_eta bounded": "fails"},
+                                    {"normalised states on a surface centred at 0 (E_W)": "nearly"}])
+def test_the_scope_record_is_refuted_when_a_hypothesis_of_each_theorem_does_not_hold(change):
+    record = report.scope_record([_audit(hypotheses=_rows(**{**THEOREM_5_1, **change})),
+                                  _audit(GPT_NEO, hypotheses=_rows(**THEOREM_5_2))])
+    assert record.verdict == "refuted" and record.numbers["covered_by"][GPT2_XL] == []
+    assert "The theorems do not cover gpt2-xl." in record.detail
+    name, verdict = next(iter(change.items()))
+    assert f"fails on {name} ({verdict})" in record.detail
+
+
+def test_an_unaudited_hypothesis_does_not_hold_and_no_trained_paper_model_is_not_run():
+    record = report.scope_record([_audit(hypotheses=_rows(**{"U_eta = I": "holds"}))])
+    assert record.verdict == "refuted" and "P_eta bounded (not audited)" in record.detail
+    assert "'E decays': not audited" in record.detail
+    assert report.scope_record([_audit(weights="random")]).verdict == "not-run"
+    assert report.scope_record([_audit("tiny-gpt2", hypotheses=_rows(**THEOREM_5_1))]).verdict == "not-run"
+
+
+# --- model.layernorm -------------------------------------------------------------------------------------------------
+def test_layernorm_states_off_the_printed_radius_by_more_than_a_thousandth_are_a_discrepancy():
+    """Width 1000 and gain 1: the printed radius (n+1) gamma0^2 is 1000 and a thousandth of it is 1.0 exactly."""
+    audit = _audit(weights="random")
+    variant = audit["runs"]["random"]["variants"]["ffn"]
+    variant["layernorm_radius"] = {"min": 31.0, "max": math.nextafter(1001.0, 2000.0)}
+    [record] = report.layernorm_records([audit])
+    assert record.verdict == "discrepancy" and record.tolerance == SURFACE_TOL_FLOAT32
+    assert record.numbers["printed radius (n+1) gamma0^2"] == 1000.0
+    assert record.numbers["max | |u|^2/d - var/(var+eps) |"] == SURFACE_TOL_FLOAT32  # at the tolerance: on the surface
+    assert record.numbers["sqrt(n+1) |gamma0|"] == math.sqrt(1000.0)
+    assert record.numbers["measured |z - beta| min"] == 31.0 and record.numbers["max |mean u|"] == 1e-6
+    for radius in (1001.0, 999.0, 1000.0):  # exactly a thousandth away, or on the printed radius: not a discrepancy
+        variant["layernorm_radius"]["max"] = radius
+        assert [r.verdict for r in report.layernorm_records([audit])] == ["failed"]
+    variant["layernorm_radius"]["max"] = math.nextafter(999.0, 0.0)
+    assert [r.verdict for r in report.layernorm_records([audit])] == ["discrepancy"]
+
+
+@pytest.mark.parametrize("key", ["surface_radial", "surface_hyperplane"])
+def test_layernorm_states_off_the_corrected_surface_fail(key):
+    audit = _audit(weights="random")
+    variant = audit["runs"]["random"]["variants"]["ffn"]
+    variant["layernorm_radius"]["max"] = 31.0
+    variant[key] = np.array([0.0, math.nextafter(SURFACE_TOL_FLOAT32, 1.0)])
+    [record] = report.layernorm_records([audit])
+    assert record.verdict == "failed" and "off the predicted surface" in record.detail
+
+
+def test_only_layernorm_models_with_constant_gains_get_a_layernorm_record():
+    assert report.layernorm_records([_audit(weights="random", kind="rmsnorm")]) == []
+    assert report.layernorm_records([_audit(weights="random", verdict="nearly")]) == []
+    audit = _audit(weights="random")
+    audit["runs"]["random"]["weights"]["norms"][1]["verdict"] = "fails"  # any norm, not only the first
+    assert report.layernorm_records([audit]) == []
+    assert len(report.layernorm_records([_audit()])) == 2  # trained and random runs, one record each
+
+
+# --- the pieces of the tables ----------------------------------------------------------------------------------------
+def test_the_antisymmetric_part_over_the_symmetric_part_from_the_asymmetry():
+    assert report._antisymmetric_over_symmetric(0.0) == 0.0
+    assert report._antisymmetric_over_symmetric(1.2) == pytest.approx(0.6 / 0.8, rel=1e-15)  # a 3-4-5 triangle
+    assert report._antisymmetric_over_symmetric(2.0) == math.inf  # U antisymmetric: no symmetric part
+    assert report._antisymmetric_over_symmetric(math.nextafter(2.0, 0.0)) > 1e7
+    # U = [[1, 1], [0, 1]]: |U - U^T| / |U| = sqrt(2) / sqrt(3), K = [[0, .5], [-.5, 0]], S = [[1, .5], [.5, 1]]
+    assert report._antisymmetric_over_symmetric(math.sqrt(2 / 3)) == pytest.approx(math.sqrt(0.5 / 2.5), rel=1e-14)
+
+
+def test_run_outputs_are_fitted_above_ten_times_their_effective_floor():
+    values = 0.8 * np.exp(-0.5 * np.arange(12))[None, :].repeat(3, 0) * (1 + 0.01 * np.arange(3)[:, None])
+    manifest = {"settings": {"model": "gpt2", "weights": "random", "ffn": True}, "floor": {"E_floor": 1e-4}}
+    [item] = report.run_rates([("label", manifest, {"E": values.tolist()})])
+    assert item == {"source": "label", "group": "gpt2 (random)", "ffn": True, "model": "gpt2", "weights": "random",
+                    "rate": item["rate"]}
+    expected = rate_summary(values, FLOOR_MARGIN * 1e-4)
+    assert item["rate"]["floor"] == FLOOR_MARGIN * 1e-4 and item["rate"]["window"] == expected["window"]
+    with_effective = {**manifest, "floor": {"E_floor": 1e-4, "effective_floor": 1e-3}}
+    assert report.run_rates([("l", with_effective, {"E": values})])[0]["rate"]["floor"] == FLOOR_MARGIN * 1e-3
+    [old] = report.run_rates([("old", {}, {"E": values})])  # a run made before floors: float32's floor of E
+    assert old["rate"]["floor"] == FLOOR_MARGIN * E_FLOOR
+    assert (old["group"], old["ffn"], old["model"], old["weights"]) == ("old (?)", None, None, None)
+
+
+def test_the_hypothesis_summary_has_a_column_per_run_and_a_dash_where_a_run_has_no_row():
+    first = _audit(hypotheses=_rows(**{"U_eta = I": "holds", "LayerNorm only": "nearly"}))
+    second = _audit("tiny-llama", "random", hypotheses=_rows(**{"U_eta = I": "fails", "RMSNorm only": "holds"}))
+    table = report.hypothesis_summary_table([first, second])
+    assert table.columns == ("hypothesis", "needed by", "gpt2-xl (trained)", "gpt2-xl (random)", "tiny-llama (random)")
+    assert table.rows == (("U_eta = I", "Theorem", "holds", "fails", "fails"),
+                          ("LayerNorm only", "Theorem", "nearly", "-", "-"),
+                          ("RMSNorm only", "Theorem", "-", "-", "holds"))
+
+
+def test_the_comparison_table_words_each_verdict_and_pairs_suite_runs_by_group():
+    table = report.comparison_table([_audit(ffn_effect="slower", versus=("indistinguishable", "slower"))])
+    assert table.rows == (
+        ("gpt2-xl (trained)", "with FFN - without FFN", "0.25", "[0.125, 0.375]", "2", "FFN slows"),
+        ("gpt2-xl (random)", "with FFN - without FFN", "0.25", "[0.125, 0.375]", "2", "FFN speeds"),
+        ("gpt2-xl", "trained - random [ffn]", "0.25", "[0.125, 0.375]", "2", "indistinguishable"),
+        ("gpt2-xl", "trained - random [no-ffn]", "0.25", "[0.125, 0.375]", "2", "trained slower"))
+    fast, slow = [0.4, 0.5, 0.45], [0.2, 0.25, 0.22]
+    items = [_suite_item("gpt2", True, fast), _suite_item("gpt2", False, slow), _suite_item("neo", True, fast),
+             _suite_item("neo", False, slow[:2]), _suite_item("solo", True, fast), _suite_item("x", None, fast)]
+    rows = report.comparison_table([], items).rows
+    assert [row[0] for row in rows] == ["gpt2 (trained), suite run"] and rows[0][-1] == "FFN speeds"
