@@ -68,6 +68,14 @@ def test_a_comparison_is_the_paired_comparison_of_the_two_fits_prompt_by_prompt(
     assert rebuilt.per_prompt.dtype == np.float64 and rebuilt.window == tuple(first["window"])
     assert rebuilt == type(fit)(**{**fit.__dict__, "per_prompt": rebuilt.per_prompt})
     assert measure._fit({**first, "per_prompt": [0.1, float("nan"), 0.2, 0.3]}).prompts == 3
+    # a rate stored as JSON's null is a missing prompt (nan), not an object
+    nulls = measure._fit({**first, "per_prompt": [0.1, None, 0.2, None]})
+    assert nulls.prompts == 2 and nulls.per_prompt.dtype == np.float64 and np.isnan(nulls.per_prompt[1])
+    # float32 rates are compared in float64
+    single = {**first, "per_prompt": np.float32([0.1, 0.3, 0.7, 0.9])}
+    assert measure._fit(single).per_prompt.dtype == np.float64
+    assert measure.comparison(single, second) == measure.comparison(
+        {**single, "per_prompt": np.float32([0.1, 0.3, 0.7, 0.9]).astype(np.float64)}, second)
 
 
 # --- the audit of one adapter ----------------------------------------------------------------------------------------
@@ -83,20 +91,23 @@ class _Clock:
 
 
 def test_an_adapters_audit_is_its_weights_states_floors_and_rates_with_one_blas_thread(monkeypatch):
-    adapter = adapter_for(load_model("tiny-gpt2", "random", seed=4))
+    # float64: the floor's block inputs in the run's dtype (float32 rotary tables would move its E by 1e-8)
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, dtype=torch.float64))
     ids = torch.tensor(authors_prompts(3, 6, adapter.vocab_size))
     threads = []
 
     def spied_weights(adapter):
-        threads.append({pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"})
+        threads.append({(pool["user_api"], pool["num_threads"]) for pool in threadpoolctl.threadpool_info()})
         return audit_weights(adapter)
 
     monkeypatch.setattr(measure, "audit_weights", spied_weights)
     monkeypatch.setattr(measure, "time", _Clock())
     lines = []
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):  # the audit sets one thread whatever it finds
+    # the audit sets one BLAS thread whatever it finds, and leaves OpenMP's (PyTorch's) as they are
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"), \
+            threadpoolctl.threadpool_limits(limits=2, user_api="openmp"):
         run = measure.audit_adapter(adapter, ids, 2, progress=lines.append)
-    assert threads == [{1}]
+    assert threads == [{("blas", 1), ("openmp", 2)}]
     assert lines == ["weights: 3 layers", "states with FFN: 3 prompts x 2 passes (+1s)",
                      "states without FFN: 3 prompts x 2 passes (+2s)"]
     assert run["seconds"] == 3.0  # the third reading after the start and run["context_length"] == adapter.context_length
@@ -167,6 +178,13 @@ def test_a_trained_audit_also_audits_random_weights_and_compares_them_variant_by
     assert list(result["trained_vs_random"]) == ["ffn", "no-ffn"]
     assert result["hypotheses"] == {name: hypothesis_rows(run, 5) for name, run in result["runs"].items()}
     assert result["runs"]["trained"]["weights"] != result["runs"]["random"]["weights"]  # two different models
+
+
+def test_an_audit_is_of_trained_weights_unless_told_otherwise(monkeypatch):
+    calls = _spied_audit(monkeypatch)
+    result = measure.audit_model("tiny-gpt2", settings=AuditSettings(prompts=2, length=5, passes=1, seed=3))
+    assert result["weights"] == "trained" and list(result["runs"]) == ["trained", "random"]
+    assert [load[1] for load in calls["load"]] == ["trained", "random"]
 
 
 @pytest.mark.parametrize("weights, compare_random", [("random", None), ("trained", False), ("random", False)])

@@ -78,6 +78,28 @@ def test_an_audit_reads_back_as_written_with_its_arrays_and_non_finite_floats(tm
     assert row["hypothesis"] == "h" and read["model"] == "m"
 
 
+def test_arrays_read_back_keep_their_dtypes_when_empty_or_written_as_integers(tmp_path):
+    audit = _audit(np.array([[1.0, 0.5, 0.25], [2.0, 1.0, 0.5]]))
+    variant = audit["runs"]["random"]["variants"]["ffn"]
+    variant["update_within_rounding"] = np.zeros((2, 0), dtype=bool)  # a run with FFN has none
+    variant["update_distance"] = np.zeros((2, 0))
+    path = store.write_audit(audit, tmp_path)
+    data = json.loads(path.read_text())
+    data["runs"]["random"]["variants"]["no-ffn"]["E"] = [[1, 0, 0], [2, 1, 0]]  # integers, as another writer may
+    data["runs"]["random"]["variants"]["no-ffn"]["rate"]["per_prompt"] = [1, 0]
+    path.write_text(json.dumps(data))
+    read = store.read_audit(path)["runs"]["random"]["variants"]
+    assert read["ffn"]["update_within_rounding"].dtype == bool and read["ffn"]["update_within_rounding"].shape == (2, 0)
+    assert read["ffn"]["update_distance"].dtype == np.float64
+    assert read["no-ffn"]["E"].dtype == np.float64 and read["no-ffn"]["rate"]["per_prompt"].dtype == np.float64
+
+
+def test_an_audit_written_again_to_its_folder_replaces_the_first(tmp_path):
+    store.write_audit(_audit(np.full((2, 3), 0.5)), tmp_path / "a")
+    path = store.write_audit(_audit(np.full((2, 3), 0.25)), tmp_path / "a")
+    assert store.read_audit(path)["runs"]["random"]["variants"]["ffn"]["E"].tolist() == [[0.25] * 3] * 2
+
+
 def test_restore_turns_only_the_three_non_finite_spellings_into_floats():
     restored = store._restore({"a": ["inf", "-inf", "nan", "Inf", "infinity", 1, None], "b": {"c": "nan"}})
     assert restored["a"][:2] == [float("inf"), float("-inf")] and np.isnan(restored["a"][2])
@@ -150,3 +172,9 @@ def test_a_cached_audit_is_computed_once_under_its_fingerprint_and_read_back(tmp
     store.cached_audit("org/tiny", "random", SETTINGS, tmp_path, isolate=isolate)
     assert calls[-1][0] == "here" and calls[-1][4] == torch.float32
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_cached_audit_runs_in_this_process_unless_told_to_isolate(tmp_path, monkeypatch):
+    calls = _spy_on_audits(monkeypatch)
+    store.cached_audit("m", "random", SETTINGS, tmp_path)
+    assert [call[0] for call in calls] == ["here"]

@@ -75,6 +75,17 @@ def test_the_summed_u_is_measured_against_the_identity_and_its_condition(scale, 
     assert layer["heads"][0]["rank_bound"] == 16 and layer["U_sum_asymmetry"] == 0.0
 
 
+def test_a_rank_deficient_summed_u_is_infinitely_conditioned_without_dividing_by_zero():
+    """W_V = diag(1, ..., 1, 0): the smallest singular value is exactly 0 and only it; the condition is inf by the
+    guard, not by a division by zero (which numpy would only warn about: raised here)."""
+    adapter = _one_head_llama(1.0)
+    with torch.no_grad():
+        adapter.blocks[0].self_attn.v_proj.weight[15, 15] = 0.0
+    with np.errstate(divide="raise", invalid="raise"):
+        layer = weights.audit_weights(adapter)["layers"][0]
+    assert layer["U_sum_condition"] == math.inf and layer["U_sum_identity_distance"] == 0.25  # |e16 e16^T|_F / 4
+
+
 def test_dense_spectra_of_the_summed_u_up_to_the_width_bound_inclusive(monkeypatch):
     adapter = _one_head_llama(1.0)
     monkeypatch.setattr(weights, "DENSE_EIGEN_MAX_WIDTH", 16)
