@@ -117,7 +117,7 @@ def test_an_adapters_audit_is_its_weights_states_floors_and_rates_with_one_blas_
     assert threads == [{1}] and limits == [{"limits": 1, "user_api": "blas"}]
     assert lines == ["weights: 3 layers", "states with FFN: 3 prompts x 2 passes (+1s)",
                      "states without FFN: 3 prompts x 2 passes (+2s)"]
-    assert run["seconds"] == 3.0  # the third reading after the start and run["context_length"] == adapter.context_length
+    assert run["seconds"] == 3.0 and run["context_length"] == adapter.context_length  # 3: the third reading
     expected_weights = audit_weights(adapter)
     expected_weights["embedding_scale"] = embedding_scale(adapter, ids)
     assert run["weights"] == expected_weights
@@ -144,6 +144,23 @@ def test_an_adapters_audit_is_its_weights_states_floors_and_rates_with_one_blas_
     monkeypatch.setattr(measure, "time", _Clock())
     quiet = measure.audit_adapter(adapter, ids, 2)
     assert quiet["seconds"] == 3.0 and quiet["ffn_effect"] == run["ffn_effect"]
+
+
+def test_the_floor_is_measured_with_block_inputs_in_the_runs_dtype(monkeypatch):
+    """bfloat16: the rotary tables and masks are made in the run's dtype (float32 ones do not mix with bfloat16
+    values); the weights and states are stand-ins, only the floor is measured here."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, dtype=torch.bfloat16))
+    ids = torch.tensor(authors_prompts(2, 6, adapter.vocab_size))
+    monkeypatch.setattr(measure, "audit_weights", lambda adapter: {})
+    monkeypatch.setattr(measure, "embedding_scale", lambda adapter, ids: {})
+    monkeypatch.setattr(measure, "audit_states", lambda adapter, ids, passes, ffn: {"E": _decaying([0.3, 0.2])})
+    run = measure.audit_adapter(adapter, ids, 1)
+    x, _ = embed(adapter, ids)
+    for name, ffn in (("ffn", True), ("no-ffn", False)):
+        floor = measure_floor(adapter, x, adapter.block_inputs(6, x.device, torch.bfloat16), ffn=ffn)
+        assert run["variants"][name]["floor"]["E_floor"] == floor["E_floor"]
+    with pytest.raises(RuntimeError, match="same dtype"):  # control: float32 tables and a bfloat16 run do not mix
+        measure_floor(adapter, x, adapter.block_inputs(6, x.device, torch.float32), ffn=False)
 
 
 def _spied_audit(monkeypatch):

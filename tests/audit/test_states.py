@@ -214,6 +214,7 @@ def _plain_loop(adapter, ids, passes, ffn):
 
 
 @pytest.mark.parametrize("model, ffn, dtype", [("tiny-llama", True, torch.float32), ("tiny-llama", False, torch.float64),
+                                          ("tiny-llama", True, torch.bfloat16),
                                           ("tiny-gpt2", False, torch.float32)])
 def test_the_loops_series_are_the_measures_of_a_plain_loop_block_by_block(model, ffn, dtype):
     adapter = adapter_for(load_model(model, "random", seed=3, dtype=dtype))
