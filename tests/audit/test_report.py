@@ -272,3 +272,146 @@ def test_the_comparison_table_words_each_verdict_and_pairs_suite_runs_by_group()
              _suite_item("neo", False, slow[:2]), _suite_item("solo", True, fast), _suite_item("x", None, fast)]
     rows = report.comparison_table([], items).rows
     assert [row[0] for row in rows] == ["gpt2 (trained), suite run"] and rows[0][-1] == "FFN speeds"
+
+
+# --- the section's tables and text -----------------------------------------------------------------------------------
+def test_fmt_writes_infinities_as_inf_and_three_significant_digits_otherwise():
+    assert [report._fmt(v) for v in (math.inf, -math.inf, np.float64(np.inf), 1234.5, 0.000123456, 2)] == [
+        "inf", "inf", "inf", "1.23e+03", "0.000123", "2"]
+
+
+def test_the_rate_table_has_a_row_per_run_and_variant_and_per_suite_run():
+    audit = _audit(versus=None)
+    audit["runs"]["trained"]["variants"]["no-ffn"]["rate"] = {**_rate(0.125), "half_life": math.inf,
+                                                               "blocks_to_half": None}
+    extra = [{"source": "dir-a", "ffn": True, "rate": _rate(0.25)}, {"source": "dir-b", "ffn": False, "rate": _rate()},
+             {"source": "dir-c", "rate": _rate()}]
+    table = report.rate_table([audit], extra)
+    assert table.columns == ("model", "variant", "rate r (1/layer)", "95% CI", "half-life (layers)", "median R^2",
+                             "blocks to E/2", "mean E start -> end")
+    assert table.rows == (
+        ("gpt2-xl (trained)", "ffn", "0.5", "[0.25, 0.75]", "1.39", "0.88", "2", "0.5 -> 0.0625"),
+        ("gpt2-xl (trained)", "no-ffn", "0.125", "[0.25, 0.75]", "inf", "0.88", "None", "0.5 -> 0.0625"),
+        ("dir-a", "ffn", "0.25", "[0.25, 0.75]", "2.77", "0.88", "2", "0.5 -> 0.0625"),
+        ("dir-b", "no-ffn", "0.5", "[0.25, 0.75]", "1.39", "0.88", "2", "0.5 -> 0.0625"),
+        ("dir-c", "results.json", "0.5", "[0.25, 0.75]", "1.39", "0.88", "2", "0.5 -> 0.0625"))
+    assert table.title.startswith("Exponential fits of E per layer")
+
+
+def test_the_layer_table_reads_each_layers_heads_and_its_blocks_over_all_passes():
+    audit = _audit(weights="random")
+    run = audit["runs"]["random"]
+    heads = [{"P_spectral": 2.0, "U_asymmetry": 1.2, "U_simple_positive_top": True, "U_top_real": 1.0, "U_radius": 4.0,
+              "U_spread": 0.25},
+             {"P_spectral": 3.0, "U_asymmetry": 0.0, "U_simple_positive_top": False, "U_top_real": 1.0, "U_radius": 0.0,
+              "U_spread": 0.75},
+             {"P_spectral": 1.0, "U_asymmetry": 2.0, "U_simple_positive_top": True, "U_top_real": -1.0, "U_radius": 2.0,
+              "U_spread": 0.5}]
+    run["weights"]["layers"] = [{"layer": 0, "heads": heads, "U_sum_asymmetry": 0.5},
+                                {"layer": 1, "heads": heads[:1], "U_sum_asymmetry": math.inf}]
+    variant = run["variants"]["ffn"]
+    # two layers, two passes: columns 0 and 2 are layer 0's blocks, 1 and 3 layer 1's
+    variant["inside_normalised"] = np.array([[True, False, True, False], [True, True, False, False]])
+    variant["first_token_drift_block"] = np.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.05, 0.01, 0.02]])
+    table = report.layer_table(audit, "random")
+    assert table.rows == (
+        (0, 3, "3", "1.2", "0.75", "2/3", "0", "0.5", "0.5", "0.75", "0.5"),  # Re(top)/radius 0.25, 0 (radius 0), -0.5
+        (1, 1, "2", "1.2", "0.75", "1/1", "0.25", "0.25", "inf", "0.25", "0.4"))
+    assert table.title == ("Per layer, gpt2-xl (random) (heads aggregated; states: full model, all passes)")
+    assert len(table.columns) == 11 and table.columns[-1] == "max first-token drift"
+
+
+def test_the_trained_families_are_side_by_side_from_two_trained_models():
+    first = _audit(hypotheses=_rows(**{"U_eta symmetric": "holds", "conclusion: E decays [ffn]": "nearly"}))
+    second = _audit(GPT_NEO, ffn_effect="slower", versus=("faster", "slower"))
+    second["runs"]["trained"]["variants"]["no-ffn"]["rate"] = _rate(0.125)
+    assert report.trained_families_table([first]) is None
+    assert report.trained_families_table([first, _audit(weights="random")]) is None
+    table = report.trained_families_table([first, _audit(weights="random"), second])
+    assert table.columns == ("", "gpt2-xl (trained)", f"{GPT_NEO} (trained)")
+    rows = {row[0]: row[1:] for row in table.rows}
+    assert [row[0] for row in table.rows] == ["model", *report.TRAINED_SIDE_BY_SIDE,
+                                               "E rate with FFN (1/layer, 95% CI)", "E rate without FFN (1/layer, 95% CI)",
+                                               "FFN effect on the rate", "trained vs random rate [no-ffn]"]
+    assert rows["model"] == ("gpt2, 1 layers, d = 1000, 1 heads / 1 kv, 2M parameters",) * 2
+    assert rows["U_eta symmetric"] == ("holds", "-") and rows["conclusion: E decays [ffn]"] == ("nearly", "-")
+    assert rows["E rate with FFN (1/layer, 95% CI)"] == ("0.5 [0.25, 0.75]; E 0.5 -> 0.0625",) * 2
+    assert rows["E rate without FFN (1/layer, 95% CI)"][1] == "0.125 [0.25, 0.75]; E 0.5 -> 0.0625"
+    assert rows["FFN effect on the rate"] == ("FFN speeds", "FFN slows")
+    assert rows["trained vs random rate [no-ffn]"] == ("trained faster", "trained slower")
+    third = _audit(ffn_effect="indistinguishable", versus=("faster", "indistinguishable"))
+    fourth = _audit(versus=None)
+    rows = {row[0]: row[1:] for row in report.trained_families_table([third, fourth]).rows}
+    assert rows["FFN effect on the rate"] == ("indistinguishable", "FFN speeds")
+    assert rows["trained vs random rate [no-ffn]"] == ("indistinguishable", "-")
+
+
+def test_each_run_has_its_hypothesis_table():
+    audit = _audit(hypotheses=_rows(**{"U_eta = I": "holds", "one head (h = 1)": "fails"}))
+    tables = report.hypothesis_tables(audit)
+    assert [t.title for t in tables] == ["Hypotheses in gpt2-xl (trained)", "Hypotheses in gpt2-xl (random)"]
+    assert tables[0].columns == ("hypothesis", "needed by", "verdict", "numbers")
+    assert tables[0].rows == (("U_eta = I", "Theorem", "holds", "n"), ("one head (h = 1)", "Theorem", "fails", "n"))
+    assert tables[1].rows == (("U_eta = I", "Theorem", "fails", "n"),)
+
+
+def test_the_section_orders_its_tables_and_says_which_trained_paper_models_ran():
+    one = report.audit_section([_audit(weights="random")])
+    assert one.title == "Theory meets practice" and one.order == 60
+    assert [t.title.split(",")[0].split(" (")[0] for t in one.tables] == [
+        "Hypothesis -> holds / nearly / fails", "Hypotheses in gpt2-xl", "Exponential fits of E per layer",
+        "In-kind rate comparisons", "Per layer"]
+    assert "are not on this machine: the comparisons below are in kind and those claims stay not-run. " in one.text
+    assert report.PAPER_MODELS_NOTE in one.text
+    assert one.text.endswith(" Runs: " + report.settings_text([_audit(weights="random")]) + ".")
+    both = report.audit_section([_audit(), _audit(GPT_NEO)], [{"source": "d", "group": "g", "ffn": True, "rate": _rate()}],
+                                 order=7)
+    assert both.order == 7 and both.tables[1].title == "The trained families side by side"
+    assert len(both.tables) == 1 + 1 + 4 + 2 + 4 and both.tables[6].rows[-1][0] == "d"
+    assert "Trained weights of gpt2-xl and EleutherAI/gpt-neo-2.7B are on this machine" in both.text
+    assert "the suite's runs. " in both.text and "the others' stay not-run" not in both.text
+    single = report.audit_section([_audit()])
+    assert "Trained weights of gpt2-xl are on this machine" in single.text
+    assert "; the others' stay not-run. " in single.text
+
+
+def test_the_settings_text_names_each_audits_runs_and_budget():
+    assert report.settings_text([_audit(), _audit("m", "random")]) == (
+        "gpt2-xl (trained, random; 1 layers, width 1000): 3 authors' prompts of 1000 tokens, 2 passes, seed 7, "
+        "torch.float32; m (random; 1 layers, width 1000): 3 authors' prompts of 1000 tokens, 2 passes, seed 7, "
+        "torch.float32")
+
+
+def test_the_trained_paper_audits_are_made_where_their_weights_are_and_named_by_the_paper(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    source = SimpleNamespace(path=tmp_path / "neo", to_json=lambda: {"origin": "folder", "path": "P", "named_by": "N"})
+    seen = []
+    monkeypatch.setattr(report, "locate", lambda model, dirs: seen.append((model, dirs)) or
+                        (source if model == GPT_NEO else None))
+    calls = []
+
+    def audit(model, weights, settings, folder):
+        calls.append((model, weights, settings, folder))
+        return _audit(model)
+
+    audits, missing = report.trained_paper_audits("S", tmp_path, weights_dirs={"x": tmp_path}, audit=audit)
+    assert seen == [(GPT2_XL, {"x": tmp_path}), (GPT_NEO, {"x": tmp_path})]
+    assert calls == [(str(tmp_path / "neo"), "trained", "S", tmp_path)]
+    assert [a["model"] for a in audits] == [GPT_NEO] and audits[0]["description"]["model"] == GPT_NEO
+    assert audits[0]["weights_source"] == {"origin": "folder", "path": "P", "named_by": "N"}
+    assert missing == {GPT2_XL: get_command(GPT2_XL)}
+    assert report._origin(audits[0]) == f"{GPT_NEO} (weights from the folder P (N))"
+
+
+def test_the_origin_of_weights_names_the_cache_a_folder_or_the_name():
+    cached = {"model": "m", "weights_source": {"origin": "hf-cache", "repo_id": "org/m", "revision": "abc"}}
+    assert report._origin(cached) == "m (weights from org/m at abc from the Hugging Face cache)"
+    assert report._origin({"model": "m"}) == "m (weights from as named)"
+    assert report._origin({"model": "m", "weights_source": None}) == "m (weights from as named)"
+
+
+def test_not_run_names_what_is_needed_and_each_command():
+    missing = report._missing(["openai-community/gpt2-xl"])
+    assert missing == {GPT_NEO: get_command(GPT_NEO)}
+    assert report._missing([]) == {GPT2_XL: get_command(GPT2_XL), GPT_NEO: get_command(GPT_NEO)}
