@@ -53,7 +53,7 @@ def _audit(model=GPT2_XL, weights="trained", *, versus=("faster", "faster"), hyp
     runs = {weights: _run(**run)}
     result = {"model": model, "weights": weights, "settings": {"prompts": 3, "length": length, "passes": 2, "seed": 7},
               "dtype": "torch.float32", "runs": runs,
-              "description": {"layers": 1, "width": 1000, "architecture": "gpt2", "parameters": 2e6},
+              "description": {"layers": 1, "width": 1000, "architecture": "gpt2", "parameters": 1.5e6},
               "hypotheses": {weights: hypotheses if hypotheses is not None else _rows(**{"U_eta = I": "holds"})}}
     if weights == "trained" and versus is not None:
         runs["random"] = _run()
@@ -262,6 +262,12 @@ def test_the_hypothesis_summary_has_a_column_per_run_and_a_dash_where_a_run_has_
 
 def test_the_comparison_table_words_each_verdict_and_pairs_suite_runs_by_group():
     table = report.comparison_table([_audit(ffn_effect="slower", versus=("indistinguishable", "slower"))])
+    assert table.title == "In-kind rate comparisons (paired over the same prompts; 95% CI of the mean difference)"
+    assert table.columns == ("model", "comparison", "rate difference", "95% CI", "rate ratio", "verdict")
+    audit = _audit(ffn_effect="indistinguishable", versus=("faster", "faster"))
+    audit["runs"]["random"]["ffn_effect"] = _comparison("faster")
+    assert [row[-1] for row in report.comparison_table([audit]).rows] == [
+        "indistinguishable", "FFN speeds", "trained faster", "trained faster"]
     assert table.rows == (
         ("gpt2-xl (trained)", "with FFN - without FFN", "0.25", "[0.125, 0.375]", "2", "FFN slows"),
         ("gpt2-xl (random)", "with FFN - without FFN", "0.25", "[0.125, 0.375]", "2", "FFN speeds"),
@@ -269,9 +275,32 @@ def test_the_comparison_table_words_each_verdict_and_pairs_suite_runs_by_group()
         ("gpt2-xl", "trained - random [no-ffn]", "0.25", "[0.125, 0.375]", "2", "trained slower"))
     fast, slow = [0.4, 0.5, 0.45], [0.2, 0.25, 0.22]
     items = [_suite_item("gpt2", True, fast), _suite_item("gpt2", False, slow), _suite_item("neo", True, fast),
-             _suite_item("neo", False, slow[:2]), _suite_item("solo", True, fast), _suite_item("x", None, fast)]
+             _suite_item("neo", False, slow[:2]), _suite_item("solo", True, fast), _suite_item("x", None, fast),
+             _suite_item("alone", False, slow), _suite_item("slow", True, slow), _suite_item("slow", False, fast),
+             _suite_item("same", True, fast), _suite_item("same", False, fast)]
     rows = report.comparison_table([], items).rows
-    assert [row[0] for row in rows] == ["gpt2 (trained), suite run"] and rows[0][-1] == "FFN speeds"
+    assert [row[:2] for row in rows] == [("gpt2 (trained), suite run", "with FFN - without FFN"),
+                                         ("slow (trained), suite run", "with FFN - without FFN"),
+                                         ("same (trained), suite run", "with FFN - without FFN")]
+    assert [row[-1] for row in rows] == ["FFN speeds", "FFN slows", "indistinguishable"]
+
+
+#: The fixed part of the section's text, word for word.
+SECTION_TEXT = (
+        "Which of the theorems' hypotheses hold in real transformers. Per head eta: P_eta = s W_Q,eta^T W_K,eta with the "
+        "model's own logit scaling s (1/sqrt(d_head) for GPT-2 and Llama, 1 for GPT-Neo, 1/sqrt(query_pre_attn_scalar) for "
+        "Gemma 3; for rotary models the P without rotation, exact on the diagonal; with QK-norm, as in Gemma 3, P carries "
+        "the q/k norm gains and the logit is further divided by per-token norms, measured as its own hypothesis), U_eta = W_O,eta W_V,eta, both d x d of rank <= d_head, measured in the "
+        "normalised coordinates the attention sees; spectra from the d_head x d_head products. States: the looped "
+        "forward (embed once, all blocks, final norm fed back), with and without FFN; 'normalised states' are the "
+        "inputs of each attention after its norm, centred at LayerNorm's beta; the hemisphere test is an exact LP "
+        "with a certificate either way. Verdicts: 'holds' to float32 rounding, 'nearly' within 10% (or for at least "
+        "90% of heads/states), otherwise 'fails'. Rates: least squares of log E on the block index per prompt, "
+        "t-interval over prompts; a median R^2 well below 1 says the decay is not a single exponential (fast first "
+        "blocks, then slower), so compare rates together with 'blocks to E/2'. Suite runs are the empirical suite's "
+        "variants (figures 7-10 on this machine, their own prompt lengths and passes). Gemma 3's block adds to the "
+        "paper's an embedding scale sqrt(d), sliding-window layers, grouped-query attention, QK-norm and norms on the "
+        "sublayer outputs; each has its own hypothesis row, measured on every model. ")
 
 
 # --- the section's tables and text -----------------------------------------------------------------------------------
@@ -318,7 +347,9 @@ def test_the_layer_table_reads_each_layers_heads_and_its_blocks_over_all_passes(
         (0, 3, "3", "1.2", "0.75", "2/3", "0", "0.5", "0.5", "0.75", "0.5"),  # Re(top)/radius 0.25, 0 (radius 0), -0.5
         (1, 1, "2", "1.2", "0.75", "1/1", "0.25", "0.25", "inf", "0.25", "0.4"))
     assert table.title == ("Per layer, gpt2-xl (random) (heads aggregated; states: full model, all passes)")
-    assert len(table.columns) == 11 and table.columns[-1] == "max first-token drift"
+    assert table.columns == ("layer", "heads", "max |P_eta|_2", "median asym(U_eta)", "median |K|/|S| of U_eta",
+                             "heads with simple top eig > 0", "median Re(top)/radius", "median spread", "asym(sum U)",
+                             "share in open hemisphere", "max first-token drift")
 
 
 def test_the_trained_families_are_side_by_side_from_two_trained_models():
@@ -333,7 +364,7 @@ def test_the_trained_families_are_side_by_side_from_two_trained_models():
     assert [row[0] for row in table.rows] == ["model", *report.TRAINED_SIDE_BY_SIDE,
                                                "E rate with FFN (1/layer, 95% CI)", "E rate without FFN (1/layer, 95% CI)",
                                                "FFN effect on the rate", "trained vs random rate [no-ffn]"]
-    assert rows["model"] == ("gpt2, 1 layers, d = 1000, 1 heads / 1 kv, 2M parameters",) * 2
+    assert rows["model"] == ("gpt2, 1 layers, d = 1000, 1 heads / 1 kv, 2M parameters",) * 2  # 1.5e6 parameters
     assert rows["U_eta symmetric"] == ("holds", "-") and rows["conclusion: E decays [ffn]"] == ("nearly", "-")
     assert rows["E rate with FFN (1/layer, 95% CI)"] == ("0.5 [0.25, 0.75]; E 0.5 -> 0.0625",) * 2
     assert rows["E rate without FFN (1/layer, 95% CI)"][1] == "0.125 [0.25, 0.75]; E 0.5 -> 0.0625"
@@ -361,18 +392,24 @@ def test_the_section_orders_its_tables_and_says_which_trained_paper_models_ran()
     assert [t.title.split(",")[0].split(" (")[0] for t in one.tables] == [
         "Hypothesis -> holds / nearly / fails", "Hypotheses in gpt2-xl", "Exponential fits of E per layer",
         "In-kind rate comparisons", "Per layer"]
-    assert "are not on this machine: the comparisons below are in kind and those claims stay not-run. " in one.text
+    assert one.text == SECTION_TEXT + (
+        "The paper's GPT-2 XL / GPT-Neo 2.7B claims concern trained weights that are not on this machine: the "
+        "comparisons below are in kind and those claims stay not-run. ") + report.PAPER_MODELS_NOTE + (
+        " Runs: " + report.settings_text([_audit(weights="random")]) + ".")
+    assert one.figures == ()
     assert report.PAPER_MODELS_NOTE in one.text
     assert one.text.endswith(" Runs: " + report.settings_text([_audit(weights="random")]) + ".")
-    both = report.audit_section([_audit(), _audit(GPT_NEO)], [{"source": "d", "group": "g", "ffn": True, "rate": _rate()}],
-                                 order=7)
+    pair = [_suite_item("gpt2", True, [0.4, 0.5, 0.45]), _suite_item("gpt2", False, [0.2, 0.25, 0.22])]
+    both = report.audit_section([_audit(), _audit(GPT_NEO)], pair, order=7)
     assert both.order == 7 and both.tables[1].title == "The trained families side by side"
-    assert len(both.tables) == 1 + 1 + 4 + 2 + 4 and both.tables[6].rows[-1][0] == "d"
+    assert len(both.tables) == 1 + 1 + 4 + 2 + 4 and both.tables[6].rows[-1][0] == "gpt2-False"
+    assert both.tables[7].rows[-1][:2] == ("gpt2 (trained), suite run", "with FFN - without FFN")
     assert "Trained weights of gpt2-xl and EleutherAI/gpt-neo-2.7B are on this machine" in both.text
-    assert "the suite's runs. " in both.text and "the others' stay not-run" not in both.text
+    assert "the suite's runs. " + report.PAPER_MODELS_NOTE in both.text and "the others' stay not-run" not in both.text
     single = report.audit_section([_audit()])
     assert "Trained weights of gpt2-xl are on this machine" in single.text
-    assert "; the others' stay not-run. " in single.text
+    assert "emp.theory-scope) get their verdicts from these audits and the suite's runs; the others' stay not-run. " \
+        + report.PAPER_MODELS_NOTE in single.text
 
 
 def test_the_settings_text_names_each_audits_runs_and_budget():
@@ -415,3 +452,23 @@ def test_not_run_names_what_is_needed_and_each_command():
     missing = report._missing(["openai-community/gpt2-xl"])
     assert missing == {GPT_NEO: get_command(GPT_NEO)}
     assert report._missing([]) == {GPT2_XL: get_command(GPT2_XL), GPT_NEO: get_command(GPT_NEO)}
+
+
+def test_a_not_run_record_says_what_it_needs_and_the_commands_word_for_word():
+    record = report.rate_record([_audit("tiny-gpt2")])
+    assert record.detail == (
+        "Not run: the comparison of pretrained and random weights needs the trained weights of GPT-2 XL / GPT-Neo 2.7B, "
+        "which are not on this machine (no named folder, not in the Hugging Face cache). To run it, "
+        f"gpt2-xl: {get_command(GPT2_XL)}; {GPT_NEO}: {get_command(GPT_NEO)}. The numbers are the in-kind "
+        "measurements on the models that ran here.")
+    assert record.numbers["missing"] == {GPT2_XL: get_command(GPT2_XL), GPT_NEO: get_command(GPT_NEO)}
+    assert record.numbers["tiny-gpt2 trained - random rate [ffn]"] == 0.25
+
+
+def test_the_audit_records_are_each_records_on_the_same_audits():
+    audits = [_audit(), _audit(GPT_NEO, ffn_effect="slower")]
+    records = report.audit_records(audits)
+    expected = [report.hemisphere_record(audits), report.rate_record(audits), report.ffn_record(audits),
+                report.scope_record(audits), *report.layernorm_records(audits)]
+    assert [r.to_json() for r in records] == [r.to_json() for r in expected]
+    assert [r.claim for r in records][:4] == [r.claim for r in expected][:4] and len(records) == 8
