@@ -154,7 +154,13 @@ def test_the_floor_is_measured_with_block_inputs_in_the_runs_dtype(monkeypatch):
     monkeypatch.setattr(measure, "audit_weights", lambda adapter: {})
     monkeypatch.setattr(measure, "embedding_scale", lambda adapter, ids: {})
     monkeypatch.setattr(measure, "audit_states", lambda adapter, ids, passes, ffn: {"E": _decaying([0.3, 0.2])})
+    asked = []  # made for the embeddings' device and dtype (the CPU here: a spy tells)
+    made = adapter.block_inputs
+    adapter.block_inputs = lambda tokens, device, dtype: asked.append((tokens, device, dtype)) or made(tokens, device,
+                                                                                                         dtype)
     run = measure.audit_adapter(adapter, ids, 1)
+    assert asked == [(6, torch.device("cpu"), torch.bfloat16)] * 2
+    del adapter.block_inputs
     x, _ = embed(adapter, ids)
     for name, ffn in (("ffn", True), ("no-ffn", False)):
         floor = measure_floor(adapter, x, adapter.block_inputs(6, x.device, torch.bfloat16), ffn=ffn)

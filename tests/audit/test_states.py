@@ -220,7 +220,13 @@ def test_the_loops_series_are_the_measures_of_a_plain_loop_block_by_block(model,
     adapter = adapter_for(load_model(model, "random", seed=3, dtype=dtype))
     ids = torch.tensor(authors_prompts(3, 6, adapter.vocab_size))
     layers, passes = adapter.num_layers, 2
+    asked = []  # the block inputs are made for the embeddings' device and dtype (the CPU here: a spy tells)
+    made = adapter.block_inputs
+    adapter.block_inputs = lambda tokens, device, dtype: asked.append((tokens, device, dtype)) or made(tokens, device,
+                                                                                                         dtype)
     result = audit_states(adapter, ids, passes, ffn=ffn)
+    assert asked == [(6, torch.device("cpu"), dtype)]
+    del adapter.block_inputs
     e0, inputs, outputs = _plain_loop(adapter, ids, passes, ffn)
     assert result["ffn"] is ffn and outputs[0].dtype == dtype
     blocks = passes * layers
