@@ -3,7 +3,6 @@ they wrap, the audit's parts against the functions that measure them, the runs i
 on, with no checkpoint downloaded), and the memory check at its bound (about two seconds of CPU together)."""
 
 import io
-from types import SimpleNamespace
 
 import numpy as np
 import pytest

@@ -3,7 +3,6 @@
 rows of the tables word for word. A synthetic audit is the dict :func:`empirical.audit.measure.audit_model` returns,
 with the entries the report reads and simple values (under a second together)."""
 
-import copy
 import math
 
 import numpy as np

@@ -74,8 +74,7 @@ def test_qk_spread_per_head_pairs_each_query_head_with_its_groups_key_head_and_t
     q_ranges, k_ranges = [2.0, 1.0, 1.0, 5.0], [1.5, 1.0]
     query = torch.stack([_rms_tokens([1.0, r], 2) for r in q_ranges])[None]  # [1, 4 heads, 2 tokens, 2]
     key = torch.stack([_rms_tokens([r, 1.0], 2) for r in k_ranges])[None]
-    # prompt 1: q ranges 1, 3, 1, 1 and k ranges 2, 1: grouped, head 1 reads key head 0 (3 x 2 = 6); paired as
-    # (0, 1, 0, 1) it would read key head 1 (3 x 1)
+    # prompt 0: the largest product is head 3's, 5 x 1 (spread 4); prompt 1: q ranges 1, 3, 1, 1, k ranges 2, 1
     q2 = torch.stack([_rms_tokens([1.0, r], 2) for r in [1.0, 3.0, 1.0, 1.0]])[None]
     k2 = torch.stack([_rms_tokens([r, 1.0], 2) for r in [2.0, 1.0]])[None]
     # grouped: head 1 reads key head 0 -> 3 x 2 = 6; repeated as (0, 1, 0, 1) head 1 would read key head 1 -> 3
