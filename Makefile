@@ -71,7 +71,8 @@ MUTANTS_SCOPE := 'foundation.records.*' 'empirical.eq9.*' 'sim.field.manifold.*'
   'empirical.decision.*' 'empirical.floor.*' 'sim.conjectures.validated.*' 'sim.conjectures.replay.*' \
   'sim.conjectures.families.*' 'sim.conjectures.equilibria.*' 'empirical.audit.heads.*' \
   'sim.conjectures.seek.*' 'empirical.audit.grading.*' 'empirical.audit.checklist.*' 'empirical.audit.rates.*' \
-  'empirical.audit.hypotheses.*' 'empirical.audit.geometry.*'
+  'empirical.audit.hypotheses.*' 'empirical.audit.geometry.*' 'empirical.audit.measure.*' \
+  'empirical.audit.states.*' 'empirical.audit.weights.*' 'empirical.audit.store.*' 'empirical.audit.report.*'
 COMPILED_SESSION := build/mutants/compiled.sqlite
 mutants: $(STAMP)
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS)) --editable '.[mutation]'

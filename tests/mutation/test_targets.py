@@ -43,11 +43,13 @@ def test_every_mutation_target_exists():
 
 def test_the_scope_names_the_modules_of_its_globs():
     modules = scope_modules((ROOT / "Makefile").read_text())
-    assert "sim.solvers.controllers" in modules and "foundation.records" in modules and len(modules) == 30
+    assert "sim.solvers.controllers" in modules and "foundation.records" in modules and len(modules) == 35
     assert "empirical.decision" in modules and "empirical.floor" in modules
     assert "sim.conjectures.validated" in modules and "sim.conjectures.replay" in modules
     assert "sim.conjectures.families" in modules and "sim.conjectures.equilibria" in modules
     assert "empirical.audit.heads" in modules
+    assert {"empirical.audit.measure", "empirical.audit.states", "empirical.audit.weights", "empirical.audit.store",
+            "empirical.audit.report"} <= set(modules)
 
 
 def test_negative_control_every_target_is_stale_in_an_empty_folder(tmp_path):
