@@ -196,6 +196,12 @@ def record_of(outcome: Replay, name: str, witness: dict | None = None, figure_di
     certificate split into its rigorous and float64 parts (tables); with ``figure_dir`` too, the trajectory from y0
     to the attractor (a figure written there). A refuting witness whose drawn trajectory does not reach its
     attractor is ``failed`` (the figure and the replay disagree)."""
+    return _record_of(outcome, name, witness, figure_dir)
+
+
+def _record_of(outcome: Replay, name: str, witness: dict | None = None, figure_dir: Path | str | None = None
+              ) -> CheckResult:
+    """The body of :func:`record_of`, undecorated: mutation testing (mutmut) skips decorated functions."""
     numbers = {key: value for key, value in outcome.certificate.numbers.items() if isinstance(value, float)}
     numbers.update({key: value for key, value in outcome.numbers.items() if isinstance(value, float)})
     detail = (f"stored witness {name}: {outcome.reason}. Certificate: {outcome.certificate.reason}. "
