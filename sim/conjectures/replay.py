@@ -220,7 +220,7 @@ def _record_of(outcome: Replay, name: str, witness: dict | None = None, figure_d
             figures = (figure,)
             numbers.update({key: value for key, value in drawn.items() if isinstance(value, float)})
             if not drawn["figure_reaches_attractor"]:
-                verdict = "failed" if outcome.refuted else verdict
+                verdict = "failed"  # the figure and the replay disagree
                 detail = (f"FLAGGED: the figure's trajectory from y0 ends {drawn['figure_end_distance']:.3g} from "
                           f"the attractor (more than {witnessview.REACHED:g}). " + detail)
     return CheckResult(outcome.claim, "search", verdict, detail=detail, numbers=numbers, tables=tables,
