@@ -92,3 +92,19 @@ def test_norm_gain_reads_the_normalisation(adapter):
     assert kind == ("rmsnorm" if adapter.architecture == "llama" else "layernorm")
     np.testing.assert_array_equal(gain, np.ones(adapter.width))
     assert eps > 0
+
+
+def test_the_rmsnorm_probe_is_made_on_the_modules_device(monkeypatch):
+    """The vector of ones that reads an RMSNorm's gain is made where the module's weight is (a spy on torch.ones:
+    on a CPU-only machine a dropped ``device=`` would otherwise pass unseen); control: the gain read is right."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    module = LlamaRMSNorm(6, eps=1e-6)
+    with torch.no_grad():
+        module.weight.copy_(torch.arange(1.0, 7.0))
+    asked, ones = [], torch.ones
+    monkeypatch.setattr(torch, "ones", lambda *shape, **options: asked.append(options) or ones(*shape, **options))
+    kind, gain, bias, eps = norm_gain(module)
+    assert [options.get("device") for options in asked] == [module.weight.device]
+    assert kind == "rmsnorm" and bias is None and eps == 1e-6
+    np.testing.assert_allclose(gain, np.arange(1.0, 7.0), rtol=1e-4)

@@ -203,3 +203,21 @@ def test_a_probe_that_overflows_names_the_dtype_the_pass_and_the_block():
             "measuring the E floor of torch.float64 (a consensus state looped once): non-finite activations in pass "
             "1 (block 2, measurement 2, prompt 0)")):
         measure_floor(Blocks(overflow_at=1), _run_x(), None, ffn=False)
+
+
+class _OnAnotherDevice:
+    """Embeddings that say they live on the meta device but hand out CPU rows: the probe must be made on x's device,
+    whatever it is (on a CPU-only machine a dropped ``device=`` would otherwise pass unseen)."""
+
+    def __init__(self, x):
+        self.x, self.shape, self.dtype, self.device = x, x.shape, x.dtype, torch.device("meta")
+
+    def __getitem__(self, index):
+        return self.x[index]
+
+
+def test_the_probe_is_made_on_the_embeddings_device():
+    x = torch.randn(2, 4, 8)
+    probe = consensus_probe(_OnAnotherDevice(x))
+    assert probe.device.type == "meta" and probe.dtype == x.dtype and probe.shape == (2, 4, 8)
+    assert consensus_probe(x).device.type == "cpu"  # control: CPU embeddings, a CPU probe
