@@ -37,11 +37,10 @@ TAIL_LINES = 40
 
 @dataclass(frozen=True)
 class Step:
-    """One step: ``argv`` after ``python -m``; it writes ``output`` in the call's folder."""
+    """One step: ``argv`` after ``python -m``; it writes the file ``name`` in the call's folder."""
 
     name: str
     argv: tuple[str, ...]
-    output: str
 
 
 def steps(out: Path, *, tiny: bool, cuda: bool, cores: int) -> tuple[Step, ...]:
@@ -51,12 +50,10 @@ def steps(out: Path, *, tiny: bool, cuda: bool, cores: int) -> tuple[Step, ...]:
     device = "cuda" if cuda else "cpu"
 
     def peers(name: str, *options: str) -> Step:
-        return Step(name, ("sim", "bench", "--part", "peers", *quick, *options, "--peers-out", str(out / name)),
-                    name)
+        return Step(name, ("sim", "bench", "--part", "peers", *quick, *options, "--peers-out", str(out / name)))
 
-    return (Step("gpu-checks.json", ("empirical", "gpu-checks", *(("--tiny",) if tiny else ()), "--device",
-                                     "cuda" if cuda else "cpu", "--out", str(out / "gpu-checks.json")),
-                 "gpu-checks.json"),
+    return (Step("gpu-checks.json", ("empirical", "gpu-checks", *(("--tiny",) if tiny else ()), "--device", device,
+                                     "--out", str(out / "gpu-checks.json"))),
             peers(f"peers-{device}.json", "--device", device, "--threads", str(cores)),
             peers(f"peers-cpu-{cores}.json", "--libraries", "diffrax", "--threads", str(cores)),
             peers("peers-cpu-1.json", "--libraries", "diffrax", "--threads", "1"))
@@ -74,15 +71,15 @@ def run(out: Path, *, tiny: bool = False, only: tuple[str, ...] = (), report=pri
     if not cuda and not tiny:
         report("error: no CUDA device here; `consensus gpu-checks --tiny` runs the script's smoke test on the CPU")
         return 2
-    out.mkdir(parents=True, exist_ok=True)
-    record = {"tiny": tiny, "cuda": cuda, "cores": os.cpu_count(), "steps": []}
-    chosen = [step for step in steps(out, tiny=tiny, cuda=cuda, cores=os.cpu_count() or 1)
-              if not only or step.name in only]
+    cores = os.cpu_count() or 1
+    every = steps(out, tiny=tiny, cuda=cuda, cores=cores)
+    chosen = [step for step in every if not only or step.name in only]
     unknown = set(only) - {step.name for step in chosen}
     if unknown:
-        report(f"error: no step {', '.join(sorted(unknown))}; the steps: "
-               + ", ".join(step.name for step in steps(out, tiny=tiny, cuda=cuda, cores=os.cpu_count() or 1)))
+        report(f"error: no step {', '.join(sorted(unknown))}; the steps: " + ", ".join(step.name for step in every))
         return 2
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"tiny": tiny, "cuda": cuda, "cores": cores, "steps": []}
     for step in chosen:
         report(f"== {step.name}: python -m {' '.join(step.argv)}")
         started = time.perf_counter()

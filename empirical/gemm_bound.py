@@ -32,6 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .adapters import adapter_for
 from .models import load_model
+from .run import synchronise
 
 #: Each product is timed over at least this many seconds of repeated calls (after one warm-up call), in
 #: MIN_ROUNDS rounds, the fastest round counting: long enough that a timer's resolution (microseconds) and one
@@ -117,11 +118,6 @@ def block_products(model_name: str, *, prompts: int, length: int, ffn: bool,
     return recorder.products
 
 
-def _synchronise(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def product_seconds(product: Product, device: torch.device, dtype: torch.dtype) -> float:
     """Seconds of one ``product`` on ``device`` in ``dtype`` (random operands; the fastest of MIN_ROUNDS rounds of
     at least MIN_SECONDS each, per call)."""
@@ -130,17 +126,17 @@ def product_seconds(product: Product, device: torch.device, dtype: torch.dtype) 
     b = torch.randn(product.batch, product.k, product.n, device=device, dtype=dtype, generator=generator)
     call = (lambda: torch.mm(a[0], b[0])) if product.batch == 1 else (lambda: torch.bmm(a, b))
     call()
-    _synchronise(device)
+    synchronise(device)
     started = time.perf_counter()
     call()
-    _synchronise(device)
+    synchronise(device)
     repeats = max(1, math.ceil(MIN_SECONDS / max(time.perf_counter() - started, 1e-9)))
     best = math.inf
     for _ in range(MIN_ROUNDS):
         started = time.perf_counter()
         for _ in range(repeats):
             call()
-        _synchronise(device)
+        synchronise(device)
         best = min(best, (time.perf_counter() - started) / repeats)
     return best
 

@@ -93,7 +93,7 @@ def _measure(check: GpuCheck, settings: RunSettings, folder: Path) -> dict[str, 
              "E_pass_end": results["E_pass_end"], "E_min": min(results["E_mean"]), "decision": results["decision"],
              "verdict": results["verdict"], "precision": results["precision"],
              **_twin_entry(manifest, results)}
-    entry.update(_against_the_bound(check, settings, results, manifest))
+    entry.update(_against_the_bound(settings, results, manifest))
     if check.speed_target:
         entry["targets"] = {"model_build_s < %g" % BUILD_TARGET_S: timings["model_build_s"] < BUILD_TARGET_S,
                             "end_to_end <= %g x loop" % END_TO_END_TARGET:
@@ -104,8 +104,7 @@ def _measure(check: GpuCheck, settings: RunSettings, folder: Path) -> dict[str, 
     return entry
 
 
-def _against_the_bound(check: GpuCheck, settings: RunSettings, results: dict[str, Any],
-                       manifest: dict[str, Any]) -> dict[str, Any]:
+def _against_the_bound(settings: RunSettings, results: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     """The run's loop against its GEMM bound (:mod:`empirical.gemm_bound`, the products timed on the run's device
     in its dtype): ``loop_over_gemm_bound`` takes from the loop's time the float64 twin's passes (other prompts,
     another dtype) and the redraws (``draws_s``: each pass's draw of every weight, its check and the twin's copy);

@@ -240,12 +240,12 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
     device_map = "auto" if device.type == "cuda" and torch.cuda.device_count() > 1 else None
     model = load_model(name, settings.weights, seed=settings.seed, dtype=dtype, device=device,
                        attn_implementation=settings.attn_implementation, device_map=device_map)
-    _synchronise(device)
+    synchronise(device)
     return _Loaded(output, output.path, previous, source, device, dtype_name, device_map, model, adapter_for(model),
                    imports_s)
 
 
-def _synchronise(device: torch.device) -> None:
+def synchronise(device: torch.device) -> None:
     """Wait for the device's queued work (CUDA runs asynchronously), so that a time read after it is the work's."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -394,7 +394,7 @@ class _Twin:
                           loop_variant=self.settings.loop_variant, metric=self.settings.metric)
         self.x = result.hidden
         self.columns.append(result.E.T.double())
-        _synchronise(self.x.device)  # its queued work is the twin's time, not the next pass's (a redraw's)
+        synchronise(self.x.device)  # its queued work is the twin's time, not the next pass's (a redraw's)
         self.seconds += time.perf_counter() - started
 
     def checkpoint_state(self) -> dict[str, torch.Tensor]:
@@ -587,7 +587,7 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
                 if twin is not None:
                     twin.copy_weights(model)
-                _synchronise(state.x.device)
+                synchronise(state.x.device)
                 state.draws[-1]["seconds"] = time.perf_counter() - started  # the draw, its check and the twin's copy
             result = run_pass(adapter, state.x, inputs, ffn=settings.ffn, pass_index=k,
                               loop_variant=settings.loop_variant, metric=settings.metric)

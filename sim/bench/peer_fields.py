@@ -5,8 +5,8 @@ Each peer integrates eq. 6 on the sphere (``sim.field.array_field``, in its own 
 none of them has one) in float64 (JAX with x64 enabled), from 0 to t1 at rtol = atol = tol, and returns the end
 states: diffrax and torchdiffeq with the whole batch as one state ``[b, l, d]`` (one step size, their RMS norm over
 the batch), torchode with one state, one time and one step size per instance (its RMS norm per instance), as ours.
-Every peer runs on ``device``: "cpu" (the default), or "cuda" (``python -m sim bench --part peers --device cuda``, part of
-the GPU script ``consensus gpu-checks``): the PyTorch peers' tensors there, JAX on its GPU backend. A problem
+Every peer runs on ``device``: "cpu" (the default), or "cuda" (``python -m sim bench --part peers --device cuda``,
+part of the GPU script ``consensus gpu-checks``): the PyTorch peers' tensors there, JAX on its GPU backend. A problem
 is ``Systems``: per-instance matrices ``P, U : [b, h, d, d]`` (P' when modulated by ``CosineDiagonal`` arrays ``[h,
 d]``), ``causal``, ``y0 : [b, l, d]``, t1.
 """
@@ -68,9 +68,10 @@ def prepare_diffrax(systems: Systems, threads: int = 1, device: str = "cpu") -> 
     state, an I controller), ``dt0=None`` (its own starting step), jitted once with the tolerance an argument;
     the compile timed apart (``jax.jit(...).lower(...).compile()``); the runs call the jitted function, which
     compiles once more on the ladder's first, untimed-for-the-comparison run (a ``Compiled`` object called by hand
-    must be given JAX's hoisted constants too, which changed between JAX versions). On ``device``: "cpu" on ``threads`` threads, one by default as ours, or "cuda",
-    JAX's GPU backend (XLA's flags and JAX's platform are set before JAX is first imported, so the first call of a
-    process decides; if JAX was imported before, its own settings stay and ``threads`` says so)."""
+    must be given JAX's hoisted constants too, which changed between JAX versions). On ``device``: "cpu" on
+    ``threads`` threads, one by default as ours, or "cuda", JAX's GPU backend (XLA's flags and JAX's platform are
+    set before JAX is first imported, so the first call of a process decides; if JAX was imported before, its own
+    settings stay and ``threads`` says so)."""
     fresh = "jax" not in sys.modules
     if fresh:
         eigen = "false" if threads == 1 else "true"

@@ -52,6 +52,12 @@ CASES = {
         {"min": 60.0, "max": 70.0}, norms=FIRST_NORM, surface_hyperplane=np.array([0.0, SURFACE_TOL_FLOAT32])),
 }
 
+#: The hemisphere numbers of the GPT-2 XL audit (trained and random runs, all inside) in both hemisphere cases.
+GPT2_XL_STATES = {f"gpt2-xl {weights} {variant} {key}: {name}": value
+                  for weights in ("trained", "random") for variant in ("ffn", "no-ffn")
+                  for key, margin in (("normalised", 0.0625), ("residual", 0.5))
+                  for name, value in (("inside share", 1.0), ("min margin", margin))}
+
 #: Per case, each record's FIELDS.
 EXPECTED = {'hemisphere_inside': [('verified',
                         'Exact LP test (HiGHS; inside certified by a direction v with min cos(v, y_i) > 1e-10, '
@@ -61,22 +67,7 @@ EXPECTED = {'hemisphere_inside': [('verified',
                         '7, torch.float32. In every run the prompts are shorter than the width (l <= n+1), the '
                         'regime of Remark 4.3 where generic points always share an open hemisphere; the margins '
                         'say by how much',
-                        {'gpt2-xl trained ffn normalised: inside share': 1.0,
-                         'gpt2-xl trained ffn normalised: min margin': 0.0625,
-                         'gpt2-xl trained ffn residual: inside share': 1.0,
-                         'gpt2-xl trained ffn residual: min margin': 0.5,
-                         'gpt2-xl trained no-ffn normalised: inside share': 1.0,
-                         'gpt2-xl trained no-ffn normalised: min margin': 0.0625,
-                         'gpt2-xl trained no-ffn residual: inside share': 1.0,
-                         'gpt2-xl trained no-ffn residual: min margin': 0.5,
-                         'gpt2-xl random ffn normalised: inside share': 1.0,
-                         'gpt2-xl random ffn normalised: min margin': 0.0625,
-                         'gpt2-xl random ffn residual: inside share': 1.0,
-                         'gpt2-xl random ffn residual: min margin': 0.5,
-                         'gpt2-xl random no-ffn normalised: inside share': 1.0,
-                         'gpt2-xl random no-ffn normalised: min margin': 0.0625,
-                         'gpt2-xl random no-ffn residual: inside share': 1.0,
-                         'gpt2-xl random no-ffn residual: min margin': 0.5},
+                        GPT2_XL_STATES,
                         None,
                         None,
                         None,
@@ -88,22 +79,7 @@ EXPECTED = {'hemisphere_inside': [('verified',
                          "(trained, random; 1 layers, width 1000): 3 authors' prompts of 1001 tokens, 2 passes, "
                          'seed 7, torch.float32; EleutherAI/gpt-neo-2.7B (random; 1 layers, width 1000): 3 '
                          "authors' prompts of 1000 tokens, 2 passes, seed 7, torch.float32",
-                         {'gpt2-xl trained ffn normalised: inside share': 1.0,
-                          'gpt2-xl trained ffn normalised: min margin': 0.0625,
-                          'gpt2-xl trained ffn residual: inside share': 1.0,
-                          'gpt2-xl trained ffn residual: min margin': 0.5,
-                          'gpt2-xl trained no-ffn normalised: inside share': 1.0,
-                          'gpt2-xl trained no-ffn normalised: min margin': 0.0625,
-                          'gpt2-xl trained no-ffn residual: inside share': 1.0,
-                          'gpt2-xl trained no-ffn residual: min margin': 0.5,
-                          'gpt2-xl random ffn normalised: inside share': 1.0,
-                          'gpt2-xl random ffn normalised: min margin': 0.0625,
-                          'gpt2-xl random ffn residual: inside share': 1.0,
-                          'gpt2-xl random ffn residual: min margin': 0.5,
-                          'gpt2-xl random no-ffn normalised: inside share': 1.0,
-                          'gpt2-xl random no-ffn normalised: min margin': 0.0625,
-                          'gpt2-xl random no-ffn residual: inside share': 1.0,
-                          'gpt2-xl random no-ffn residual: min margin': 0.5,
+                         {**GPT2_XL_STATES,
                           'EleutherAI/gpt-neo-2.7B random ffn normalised: inside share': 0.75,
                           'EleutherAI/gpt-neo-2.7B random ffn normalised: min margin': 0.0625,
                           'EleutherAI/gpt-neo-2.7B random ffn residual: inside share': 1.0,

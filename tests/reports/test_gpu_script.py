@@ -22,8 +22,8 @@ def test_the_steps_cover_the_protocol_and_the_peers_on_the_gpu_and_on_every_core
 
 
 def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypatch):
-    ok = Step("ok.json", ("json.tool", "--help"), "ok.json")
-    bad = Step("bad.json", ("sim", "bench", "--part", "nope"), "bad.json")
+    ok = Step("ok.json", ("json.tool", "--help"))
+    bad = Step("bad.json", ("sim", "bench", "--part", "nope"))
     monkeypatch.setattr(gpu_script, "steps", lambda out, **options: (bad, ok))
     monkeypatch.setattr(gpu_script, "_cuda", lambda: True)
     lines = []
