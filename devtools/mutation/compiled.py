@@ -1,7 +1,8 @@
 """cosmic-ray over the Numba-compiled code (tests/mutation/compiled.toml), which mutmut cannot reach.
 
 mutmut 3 leaves decorated functions alone, so the ``@njit`` kernels of ``sim/field/kernels.py``,
-``sim/field/instances.py`` and ``sim/solvers/compiled.py`` get none of its mutants; cosmic-ray mutates those files. Its
+``sim/field/instances.py`` and ``sim/solvers/compiled.py`` get none of its mutants; cosmic-ray mutates those files,
+and ``sim/solvers/stepsize.py``, whose plain functions Numba compiles by a call (kept from mutmut: ``mutmut_mutates``). Its
 mutants that fall inside an undecorated function or method (the Python wrappers: input checks, the workspace, the
 callers of the kernels) are marked skipped, "left to mutmut", which mutates those functions itself
 (``leave_to_mutmut``): each mutant is counted once.
@@ -15,6 +16,7 @@ side and the working tree is never touched.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import os
 import signal
 import socket
@@ -56,11 +58,24 @@ def njit_lines(source: str) -> set[int]:
     return lines
 
 
+def mutmut_mutates(module: str, pyproject: str) -> bool:
+    """Whether mutmut mutates the file ``module`` (a path relative to the project's root) under ``pyproject``'s
+    ``[tool.mutmut]``: matched by an ``only_mutate`` glob and by no ``do_not_mutate`` one (mutmut's own fnmatch
+    rule). A file compiled whole by Numba (sim/solvers/stepsize.py, whose plain functions are passed to ``njit``)
+    is kept from mutmut, whose wrapper around each mutated function Numba cannot compile: cosmic-ray runs all of
+    its mutants."""
+    config = tomllib.loads(pyproject)["tool"]["mutmut"]
+    return (any(fnmatch.fnmatch(module, glob) for glob in config["only_mutate"])
+            and not any(fnmatch.fnmatch(module, glob) for glob in config.get("do_not_mutate", [])))
+
+
 def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
     """Record as skipped, with ``LEFT_TO_MUTMUT``, every mutant of ``session`` (a cosmic-ray 8 session file) not
-    yet run whose first line lies in a function mutmut mutates, and with ``COMPILE_OPTION`` one of an ``@njit``
-    option (module paths relative to ``root``); return how many were left to mutmut. cosmic-ray's own filters
-    record a skip the same way: a result row, so that ``exec`` passes it by."""
+    yet run whose first line lies in a function mutmut mutates (an undecorated function of a file that
+    ``root``'s pyproject.toml gives mutmut, :func:`mutmut_mutates`), and with ``COMPILE_OPTION`` one of an
+    ``@njit`` option (module paths relative to ``root``); return how many were left to mutmut. cosmic-ray's own
+    filters record a skip the same way: a result row, so that ``exec`` passes it by."""
+    pyproject = (root / "pyproject.toml").read_text()
     pending = ("SELECT s.job_id, s.module_path, s.start_pos_row FROM mutation_specs s "
                "LEFT JOIN work_results r USING (job_id) WHERE r.job_id IS NULL")
     lines: dict[str, tuple[list[tuple[int, int]], set[int]]] = {}  # module -> (mutmut's functions, @njit lines)
@@ -69,7 +84,8 @@ def leave_to_mutmut(session: Path, root: Path = Path(".")) -> int:
         for job, module, row in db.execute(pending).fetchall():
             if module not in lines:
                 source = (root / module).read_text()
-                lines[module] = mutmut_lines(source), njit_lines(source)
+                lines[module] = (mutmut_lines(source) if mutmut_mutates(module, pyproject) else [],
+                                 njit_lines(source))
             functions, options = lines[module]
             if any(first <= row <= last for first, last in functions):
                 skipped.append((LEFT_TO_MUTMUT, job))

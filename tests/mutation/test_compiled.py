@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from devtools.mutation.compiled import (COMPILE_OPTION, LEFT_TO_MUTMUT, leave_to_mutmut, mutmut_lines, njit_lines,
-                                        wait_for_workers, worker_ports)
+from devtools.mutation.compiled import (COMPILE_OPTION, LEFT_TO_MUTMUT, leave_to_mutmut, mutmut_lines,
+                                        mutmut_mutates, njit_lines, wait_for_workers, worker_ports)
 from devtools.mutation.summary import read_cosmic_ray
 from tests.mutation.test_summary import _cosmic_ray_session
 
@@ -36,6 +36,20 @@ class Holder:
 '''
 
 
+#: A [tool.mutmut] that mutates sim/field/*.py but one file, as pyproject.toml keeps sim/solvers/stepsize.py from it.
+PYPROJECT = '''[tool.mutmut]
+only_mutate = ["sim/field/*.py"]
+do_not_mutate = ["sim/field/rule.py"]
+'''
+
+
+def test_mutmut_mutates_what_only_mutate_matches_and_do_not_mutate_does_not():
+    assert mutmut_mutates("sim/field/kernels.py", PYPROJECT)
+    assert not mutmut_mutates("sim/field/rule.py", PYPROJECT)  # matched by both: kept from mutmut
+    assert not mutmut_mutates("sim/solvers/compiled.py", PYPROJECT)  # matched by neither
+    assert mutmut_mutates("sim/field/rule.py", '[tool.mutmut]\nonly_mutate = ["sim/field/*.py"]\n')  # no exclusion
+
+
 def test_mutmut_lines_are_the_undecorated_functions_and_methods():
     assert mutmut_lines(MODULE) == [(11, 12), (16, 17)]  # wrapper, Holder.method; not kernel, not the property
 
@@ -52,6 +66,7 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
 
     (tmp_path / "sim" / "field").mkdir(parents=True)
     (tmp_path / "sim" / "field" / "kernels.py").write_text(MODULE)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
     with sqlite3.connect(session) as db:
@@ -69,6 +84,28 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
     assert outcomes["sim.field.kernels.f@6:4:core/NumberReplacer#0"] == "excluded"
     assert outcomes["sim.field.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
     assert leave_to_mutmut(session, tmp_path) == 0  # already recorded: nothing twice
+
+
+def test_mutants_of_a_file_kept_from_mutmut_all_stay_cosmic_rays(tmp_path):
+    """The same module under a name do_not_mutate lists (as sim/solvers/stepsize.py): its wrapper's and method's
+    mutants are not left to mutmut, which never mutates them; only the @njit option is excluded."""
+    import sqlite3
+
+    (tmp_path / "sim" / "field").mkdir(parents=True)
+    (tmp_path / "sim" / "field" / "rule.py").write_text(MODULE)
+    (tmp_path / "sim" / "field" / "kernels.py").write_text(MODULE)  # the fabricated session's own rows
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    session = tmp_path / "session.sqlite"
+    _cosmic_ray_session(session)
+    with sqlite3.connect(session) as db:
+        for row, job in ((8, "p"), (11, "h"), (16, "i"), (6, "k")):
+            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/rule.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
+                       "'f', ?)", (row, row, job))
+    assert leave_to_mutmut(session, tmp_path) == 0
+    outcomes = read_cosmic_ray(session)
+    assert outcomes["sim.field.rule.f@11:4:core/NumberReplacer#0"] == "not checked"  # cosmic-ray's to run
+    assert outcomes["sim.field.rule.f@16:4:core/NumberReplacer#0"] == "not checked"
+    assert outcomes["sim.field.rule.f@6:4:core/NumberReplacer#0"] == "excluded"
 
 
 def test_worker_ports_come_from_the_configuration(tmp_path):
