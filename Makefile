@@ -52,15 +52,17 @@ SCALE ?= auto
 report: $(STAMP)
 	$(BIN)/python -m reports build --out build/report --scale $(SCALE)
 
-# Mutation testing of the core modules (docs/mutation.md): mutmut (pyproject.toml [tool.mutmut]) over the
-# Python code, then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/field/kernels.py,
-# sim/field/instances.py, sim/solvers/compiled.py, sim/solvers/stepsize.py), which mutmut does not mutate; the
-# summary goes to build/mutants/summary.json, which the report's mutation section shows. Niced: the machine is
-# shared. One thread for torch and BLAS: mutmut forks each mutant's test process from one that already ran torch, and torch's OpenMP pool does not survive a fork
-# (measured: every forked test of a torch model hung until mutmut's time limit, 180 s each, while the same mutant
-# failed in seconds in a fresh process). mutmut keeps its copies in mutants/; cosmic-ray's two workers each mutate
-# their own git clone of the committed tree (commit first: uncommitted changes are not in the clones).
-# The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and step-size rule.
+# Mutation testing of the core modules (docs/mutation.md): mutmut (pyproject.toml [tool.mutmut]) over the Python code,
+# then cosmic-ray (tests/mutation/compiled.toml) over the Numba-compiled code (sim/field/kernels.py,
+# sim/field/instances.py, sim/solvers/compiled.py, sim/solvers/stepsize.py), which mutmut does not mutate; the summary
+# goes to build/mutants/summary.json, which the report's mutation section shows. Niced: the machine is shared. One
+# thread for torch and BLAS: mutmut forks each mutant's test process from one that already ran torch, and torch's
+# OpenMP pool does not survive a fork (measured: every forked test of a torch model hung until mutmut's time limit,
+# 180 s each, while the same mutant failed in seconds in a fresh process). mutmut keeps its copies in mutants/;
+# cosmic-ray's two workers each mutate their own git clone of the committed tree (commit first: uncommitted changes
+# are not in the clones).
+# The scope: whole modules, and of sim/solvers/ the solvers (Runge-Kutta stages), the error norm and the controllers
+# (the step-size rule they call, sim/solvers/stepsize.py, is cosmic-ray's).
 # A module moved must be renamed here, in [tool.mutmut] and in tests/mutation/compiled.toml: tests/mutation/
 # test_targets.py names every entry that no longer matches a file.
 MUTANTS_SCOPE := 'foundation.records.*' 'empirical.eq9.*' 'sim.field.manifold.*' 'theory.gram.*' \
