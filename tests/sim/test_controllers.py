@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sim import AdaptiveStepSize, ConstantStepSize, Dopri5
+from sim.solvers import stepsize
 
 CONTROLLER = AdaptiveStepSize(rtol=1e-6, atol=1e-6)
 EXPONENT = -1.0 / (Dopri5.embedded_order + 1)
@@ -136,3 +137,40 @@ def test_a_landing_step_after_a_rejection_keeps_the_proposal():
     rejected, proposal = rule.adapt(_errors(4.0), 0.1)
     accepted, next_step = rule.adapt(_errors(1e-3), proposal / 3)
     assert not rejected and accepted and next_step == proposal
+
+
+# The rule's functions themselves (sim/solvers/stepsize.py), at the boundaries of their comparisons: SciPy's
+# select_initial_step compares d0, d1 < 1e-5 strictly and d1, d2 <= 1e-15 inclusively. Both integrators call these
+# functions, so a fault in one moves both alike and only such direct tests can see it.
+SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
+
+
+def test_the_first_guess_is_1e_6_when_either_norm_is_below_1e_5_and_the_ratio_at_1e_5():
+    assert stepsize.first_guess(1e-6, 1.0, 1e4) == 1e-6
+    assert stepsize.first_guess(1.0, 1e-6, 1e4) == 1e-6
+    assert stepsize.first_guess(1e-5, 1.0, 1e4) == pytest.approx(1e-7, rel=1e-15)  # at the threshold: 0.01 d0 / d1
+    assert stepsize.first_guess(1.0, 1e-5, 1e4) == pytest.approx(1e3, rel=1e-15)
+    assert stepsize.first_guess(1.0, 1e-5, 50.0) == 50.0  # at most the span
+
+
+def test_the_starting_step_at_rest_is_a_thousandth_of_h0_at_least_1e_6():
+    assert stepsize.starting_step(1.0, 0.0, 0.0, 1e3, 4) == pytest.approx(1e-3, rel=1e-15)
+    assert stepsize.starting_step(1e-4, 0.0, 0.0, 1e3, 4) == 1e-6
+    # 1e-15 itself counts as at rest, for either norm (SciPy's <=)
+    assert stepsize.starting_step(1.0, 1e-15, 0.0, 1e3, 4) == pytest.approx(1e-3, rel=1e-15)
+    assert stepsize.starting_step(1.0, 0.0, 1e-15, 1e3, 4) == pytest.approx(1e-3, rel=1e-15)
+    assert stepsize.starting_step(1.0, 2e-15, 0.0, 1e3, 4) == 100.0  # just above: (0.01 / d1)^(1/5) ~ 355, 100 h0
+
+
+def test_a_shortened_step_whose_error_asks_for_less_is_not_given_the_proposal():
+    """A step shortened to land (0.01 < the proposed 0.1) with an error norm of 0.9: the factor 0.9 * 0.9^(-1/5) < 1
+    shrinks the step taken; the proposal is kept only when the factor would grow it."""
+    accepted, following = stepsize.next_step(0.9, 0.01, 0.1, False, SAFETY, MIN_FACTOR, MAX_FACTOR, EXPONENT)
+    assert accepted and following == pytest.approx(0.01 * SAFETY * 0.9**EXPONENT, rel=1e-15)
+    assert following < 0.01
+
+
+def test_a_step_longer_than_the_proposal_grows_from_itself():
+    """Only a shortened step (below the proposal) keeps the proposal; a longer one is scaled like any other."""
+    accepted, following = stepsize.next_step(1e-3, 0.2, 0.1, False, SAFETY, MIN_FACTOR, MAX_FACTOR, EXPONENT)
+    assert accepted and following == pytest.approx(0.2 * SAFETY * 1e-3**EXPONENT, rel=1e-15)
