@@ -335,6 +335,6 @@ def top_eigenvector(U) -> tuple[float, np.ndarray]:
     if asymmetry > 1e-12 * max(1.0, float(np.max(np.abs(U)))):
         raise ValueError(f"U must be symmetric (Thm 5.2 / ICML 4.5 needs U^T = U); max |U - U^T| is {asymmetry:.3g}.")
     lam, v, runner = leading_eigenpair(U)
-    if U.shape[0] > 1 and lam.real - runner <= 1e-12 * max(1.0, abs(lam.real)):
+    if lam.real - runner <= 1e-12 * max(1.0, abs(lam.real)):  # d = 1: the runner-up is -inf, always simple
         raise ValueError(f"U's largest eigenvalue must be simple; the top two are {lam.real:.6g} and {runner:.6g}.")
     return float(lam.real), v

@@ -377,3 +377,15 @@ def test_the_field_keeps_its_inputs_normalised():
 def test_head_matrices_of_the_wrong_kind_are_refused_naming_them(make, error, message):
     with pytest.raises(error, match=message):
         make()
+
+
+def test_the_field_names_its_heads_width_mask_and_metric():
+    eye = np.eye(3)
+    assert repr(AttentionField((eye, 2 * eye), causal=True)) == "AttentionField(heads=2, d=3, causal=True, W=I)"
+    assert repr(AttentionField((eye,), W=W3)) == "AttentionField(heads=1, d=3, causal=False, W=given)"
+
+
+def test_a_one_by_one_U_has_a_simple_top_eigenvalue():
+    """d = 1: no runner-up (-inf), so the simplicity check passes; the eigenvector is +1."""
+    lam, v = top_eigenvector(np.array([[-2.0]]))
+    assert lam == -2.0 and v.tolist() == [1.0]

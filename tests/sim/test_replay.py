@@ -9,6 +9,7 @@ be a certified attractor, so that only the new check refuses it.
 import dataclasses
 import inspect
 import json
+import math
 import os
 import subprocess
 import sys
@@ -21,8 +22,8 @@ from sim.__main__ import main
 from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
 import sim.conjectures.replay as replay_module
-from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, load, mismatches,
-                                    replay)
+from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, _strict, load,
+                                    make_witness, mismatches, replay, witness_certificate)
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_distance
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -552,3 +553,51 @@ def test_the_evidence_is_sims_dopri5_and_scipys_lsoda_from_the_start_to_the_hori
                                                                    solution.y[:, -1].reshape(y0.shape))
     assert outcome.numbers["scipy_end_distance"] != start_distance(problem, y_star,
                                                                    solution.y[:, -2].reshape(y0.shape))
+
+
+# --- the writing of witnesses: make_witness, its certificate block, strict JSON ---------------------------------------
+def test_make_witness_writes_back_what_the_stored_witness_holds():
+    """A stored witness rebuilt from its claim, problem, equilibrium and start: the same document (the stored ones
+    were written by make_witness), with the provenance and seeds given, its certificate the replay's, and strict
+    JSON (no NaN or Infinity)."""
+    original = stored("conj.value-full")
+    witness = make_witness("conj.value-full", _problem(original), np.asarray(original["equilibrium"]),
+                           np.asarray(original["y0"]), provenance=original["provenance"], seeds=original["seeds"])
+    assert json.loads(json.dumps(witness, allow_nan=False)) == original
+    outcome = replay(witness)
+    assert witness["certificate"] == json.loads(json.dumps(witness_certificate(outcome), allow_nan=False))
+    assert witness["equilibrium"] == outcome.certificate.equilibrium.tolist()  # the certified zero, not the input
+
+
+def test_make_witness_records_no_seeds_as_an_empty_table():
+    original = stored("conj.value-full")
+    witness = make_witness("conj.value-full", _problem(original), np.asarray(original["equilibrium"]),
+                           np.asarray(original["y0"]), provenance="by hand")
+    assert witness["seeds"] == {} and witness["provenance"] == "by hand"
+
+
+def test_make_witness_refuses_a_start_that_does_not_refute_with_the_replays_reason():
+    original = stored("conj.value-full")
+    with pytest.raises(ValueError) as error:
+        make_witness("conj.value-full", _problem(original), np.asarray(consensus_of(original)),
+                     np.asarray(consensus_of(original)), provenance="control")
+    assert str(error.value).startswith("not a witness of conj.value-full: the attractor is the claimed outcome")
+
+
+def test_the_certificate_block_holds_the_replays_parts_with_infinities_as_null():
+    outcome = replay(stored("conj.value-full"))
+    numbers = dict(outcome.certificate.numbers, unbounded=math.inf)
+    block = witness_certificate(dataclasses.replace(
+        outcome, certificate=dataclasses.replace(outcome.certificate, numbers=numbers),
+        numbers=dict(outcome.numbers, below=-math.inf)))
+    assert block["reason"] == outcome.certificate.reason
+    assert block["eigenvalues"] == outcome.certificate.eigenvalues
+    assert block["float64_parts"] == outcome.certificate.float64_parts
+    assert block["numbers"] == dict(outcome.certificate.numbers, unbounded=None)
+    assert outcome.numbers["hypothesis_margin_at_y0"] == math.inf  # conj.value-full restricts no state
+    assert block["replay"] == dict(outcome.numbers, below=None, hypothesis_margin_at_y0=None)
+
+
+def test_strict_writes_every_non_finite_float_as_null_and_keeps_the_rest():
+    assert _strict({"inf": math.inf, "minus": -math.inf, "nan": math.nan, "x": 1.5, "n": 3, "s": "a"}) == {
+        "inf": None, "minus": None, "nan": None, "x": 1.5, "n": 3, "s": "a"}
