@@ -170,6 +170,75 @@ def test_bad_inputs_name_the_argument():
                     controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
 
 
+
+def _constant_causal_field() -> AttentionField:
+    """Two drawn constant heads with drawn value matrices, causal: the path of solve_field that is not figure 2's."""
+    rng = np.random.default_rng(SMALL_SEED)
+    return AttentionField(P=tuple(rng.normal(0.0, 1.5, (2, 3, 3))), U=tuple(np.eye(3) + rng.normal(0.0, 0.5, (2, 3, 3))),
+                          causal=True)
+
+
+def test_a_constant_causal_field_runs_step_for_step_from_t0():
+    """solve_field on constant heads and value matrices, causal, 4 tokens in d = 3 (l != d), from t0 = 0.2: each
+    instance as sim.solve takes it alone, over [0.2, 0.9]."""
+    field = _constant_causal_field()
+    y0 = Ellipsoid().random_point(np.random.default_rng(SMALL_SEED), (3, 4, 3))
+    together = solve_field(field, y0, 0.9, t0=0.2, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7),
+                           max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, 0.9, 1e-7, own_steps=False, t0=0.2)
+
+
+def test_solve_field_hands_its_span_budget_and_workers_to_solve_instances(monkeypatch):
+    """What solve_field passes on (workers give the same numbers by design, so only a spy tells them apart): t0,
+    max_steps and workers as given, 1 worker by default, the field's mask and constant heads broadcast per instance."""
+    calls = []
+    monkeypatch.setattr(compiled, "solve_instances", lambda *args, **kwargs: calls.append((args, kwargs)))
+    field = _constant_causal_field()
+    y0 = Ellipsoid().random_point(np.random.default_rng(SMALL_SEED), (2, 4, 3))
+    controller = AdaptiveStepSize(rtol=1e-6, atol=1e-6)
+    solve_field(field, y0, 1.0, controller=controller, t0=0.25, max_steps=7, workers=3)
+    solve_field(field, y0, 1.0, controller=controller)
+    (args, given), (_, default) = calls
+    instances = args[0]
+    assert given == {"controller": controller, "t0": 0.25, "modulation": None, "max_steps": 7, "workers": 3}
+    assert default["workers"] == 1 and default["t0"] == 0.0 and default["max_steps"] == compiled.MAX_STEPS
+    assert instances.causal is True and instances.P.shape == (2, 2, 3, 3) and instances.U.shape == (2, 2, 3, 3)
+    np.testing.assert_array_equal(instances.P[1], np.stack(field.P))
+    np.testing.assert_array_equal(instances.U[0], np.stack(field.U))
+
+
+def test_solve_field_refuses_heads_and_values_the_compiled_loop_cannot_evaluate():
+    """Heads must be all constant or all Modulated by a CosineDiagonal; value matrices constant; y0 [b, l, d], finite,
+    in the heads' d. Each refusal names what is wrong."""
+    from sim.field.modulation import CosineDiagonal, Modulated
+
+    P = np.eye(3)
+    cosine = CosineDiagonal(np.ones(3), np.ones(3), np.zeros(3), np.zeros(3, dtype=bool))
+    y0 = Ellipsoid().random_point(np.random.default_rng(SMALL_SEED), (2, 4, 3))
+    controller = AdaptiveStepSize(rtol=1e-6, atol=1e-6)
+    heads = "all be constant matrices or all Modulated by a CosineDiagonal"
+    for P_heads in ((Modulated(P, cosine), P),  # mixed
+                    (Modulated(P, lambda t: np.ones(3)),),  # modulated by another diagonal
+                    (lambda t: P,)):  # a plain function of t
+        with pytest.raises(ValueError, match=heads):
+            solve_field(AttentionField(P=P_heads, W=np.eye(3)), y0, 1.0, controller=controller)
+    with pytest.raises(ValueError, match="value matrices U_eta must be constant"):
+        solve_field(AttentionField(P=(P,), U=(lambda t: P,)), y0, 1.0, controller=controller)
+    bad = y0.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="^y0 must be finite"):
+        solve_field(AttentionField(P=(P,)), bad, 1.0, controller=controller)
+    with pytest.raises(ValueError, match=r"y0 must have shape \[b, l, d\]"):
+        solve_field(AttentionField(P=(P,)), y0[0], 1.0, controller=controller)
+    with pytest.raises(ValueError, match="y0 must have last axis d = 3"):
+        solve_field(AttentionField(P=(P,)), y0[:, :, :2], 1.0, controller=controller)
+
+
+def test_solve_field_stops_at_its_step_budget():
+    y0 = Ellipsoid().random_point(np.random.default_rng(SMALL_SEED), (2, 4, 3))
+    with pytest.raises(MaxStepsReached, match="instance 0"):
+        solve_field(_constant_causal_field(), y0, 50.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6), max_steps=3)
+
 @pytest.mark.parametrize("state, first", [("rest", 1e-4), ("exact", 1e-6)])
 def test_the_first_step_at_rest(state, first):
     """At consensus (U = I, so consensus is an equilibrium) h0 = 1e-6; up to rounding (f ~ 1e-17) h1 is far longer
