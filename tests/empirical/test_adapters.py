@@ -202,13 +202,13 @@ def test_norm_modules_are_recognised_as_transformers_initialiser_does():
     assert not _is_norm_module(torch.nn.Linear(8, 8))
 
 
-def _by_hand(adapter, ids, passes, ffn):
+def _by_hand(adapter, ids, passes, ffn, loop_variant="ours", metric="signed"):
     """E of ``passes`` looped passes from embed and run_pass: the embeddings, then every block of each pass."""
-    x, e0 = embed(adapter, ids)
+    x, e0 = embed(adapter, ids, metric=metric)
     inputs = adapter.block_inputs(ids.shape[1], x.device, x.dtype)
     columns = [e0[:, None]]
     for k in range(passes):
-        result = run_pass(adapter, x, inputs, ffn=ffn, pass_index=k)
+        result = run_pass(adapter, x, inputs, ffn=ffn, pass_index=k, loop_variant=loop_variant, metric=metric)
         x = result.hidden
         columns.append(result.E.T)
     return torch.cat(columns, dim=1)
@@ -230,6 +230,33 @@ def test_looped_consensus_feeds_each_pass_its_predecessors_output():
     assert (without - E[:, :layers + 1]).abs().max() > 1e-3  # control: the FFN changes E
     with pytest.raises(ValueError, match="passes=0 must be at least 1"):
         looped_consensus(adapter, ids, 0)
+
+
+@pytest.mark.parametrize("loop_variant, metric", [("nanogpt", "signed"), ("ours", "absolute")])
+def test_looped_consensus_passes_its_loop_variant_and_metric_to_every_step(loop_variant, metric):
+    """The embeddings' E and every pass take the variant and metric given; control: each changes E from the
+    default's (ours, signed): nanogpt from the second pass on (no final norm between passes), |cos| everywhere."""
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, attn_implementation="eager"))
+    ids = _ids(adapter)
+    E = looped_consensus(adapter, ids, 2, loop_variant=loop_variant, metric=metric)
+    torch.testing.assert_close(E, _by_hand(adapter, ids, 2, True, loop_variant, metric), atol=0, rtol=0)
+    default = looped_consensus(adapter, ids, 2)
+    changed = (E - default).abs().amax(dim=0)
+    layers = adapter.num_layers
+    assert changed[layers + 1:].min() > 1e-4  # every block of the second pass
+    if metric != "signed":
+        assert changed[:layers + 1].min() > 1e-4  # the embeddings' E and the first pass's too
+
+
+def test_looped_consensus_builds_the_masks_on_the_embeddings_device(monkeypatch):
+    adapter = adapter_for(load_model("tiny-llama", "random", seed=4, attn_implementation="eager"))
+    asked = []
+    build = adapter.block_inputs
+    monkeypatch.setattr(adapter, "block_inputs", lambda tokens, device, dtype: asked.append((tokens, device, dtype))
+                        or build(tokens, device, dtype))
+    ids = _ids(adapter)
+    looped_consensus(adapter, ids, 1)
+    assert asked == [(ids.shape[1], torch.device("cpu"), next(adapter.model.parameters()).dtype)]
 
 
 def test_non_finite_activations_name_the_pass_and_block_they_appear_in():
