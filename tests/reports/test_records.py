@@ -89,6 +89,15 @@ def test_section_json_carries_its_tables_and_figures():
         "figures": [{"path": "f.png", "caption": "caption", "paper_figure": None}]}
 
 
+def test_a_section_is_read_back_from_its_json_whole_and_with_only_a_title():
+    """How a test worker hands its sections to the process writing the report: from_json undoes to_json (tables'
+    lists back to tuples, figures back to Figure); a section file with only a title gets the defaults."""
+    section = ReportSection("Bench", "text", tables=(Table("t", ("a", "b"), ((1, "x"), (2.5, None))),),
+                            figures=(Figure("f.png", "caption", "Fig. 4"),), order=7)
+    assert ReportSection.from_json(json.loads(json.dumps(section.to_json()))) == section
+    assert ReportSection.from_json({"title": "Only"}) == ReportSection("Only", "", (), (), 100)
+
+
 @pytest.mark.parametrize("verdict", ["verified", "discrepancy"])
 def test_a_conjecture_cannot_be_verified_by_a_search_or_found_a_discrepancy(verdict):
     with pytest.raises(ValueError, match=f"is a conjecture: .* not '{verdict}' by 'search'"):
