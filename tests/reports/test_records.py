@@ -98,6 +98,18 @@ def test_a_section_is_read_back_from_its_json_whole_and_with_only_a_title():
     assert ReportSection.from_json({"title": "Only"}) == ReportSection("Only", "", (), (), 100)
 
 
+def test_a_record_is_read_back_from_its_json_with_its_figures_and_tables_and_without_them():
+    """How a parallel test worker hands its records to the report: from_json undoes to_json; a record without
+    figures or tables (they are optional in the data) gets none."""
+    record = CheckResult("full.wendel", "exact", "verified", detail="d", numbers={"E": 0.5},
+                         tables=(Table("t", ("a",), ((1,),)),), figures=(Figure("f.png", "caption", "Fig. 1"),))
+    back = CheckResult.from_json(json.loads(json.dumps(record.to_json())))
+    assert back == record and back.to_json() == record.to_json()
+    bare = {key: value for key, value in record.to_json().items() if key not in ("figures", "tables")}
+    assert CheckResult.from_json(bare) == CheckResult("full.wendel", "exact", "verified", detail="d",
+                                                      numbers={"E": 0.5})
+
+
 @pytest.mark.parametrize("verdict", ["verified", "discrepancy"])
 def test_a_conjecture_cannot_be_verified_by_a_search_or_found_a_discrepancy(verdict):
     with pytest.raises(ValueError, match=f"is a conjecture: .* not '{verdict}' by 'search'"):

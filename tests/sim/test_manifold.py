@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sim import Ellipsoid
+from sim.field.manifold import ZERO_NORM
 from tests.sim.conftest import W3
 
 ATOL = 1e-12  # rounding level for O(1) quantities in float64 after a handful of operations
@@ -253,3 +254,20 @@ def test_a_zero_gaussian_draw_is_redrawn():
     points = Ellipsoid().random_point(rng, (2, 4, 3))
     assert rng.calls == [(2, 4, 3), (8, 3)]
     np.testing.assert_allclose(points, 1 / np.sqrt(3))
+
+
+def test_projection_scales_by_the_largest_entry_so_huge_points_do_not_overflow():
+    """|x|^2 of [3e154, 4e154] is 2.5e309 (inf in float64): scaled by its largest entry first, the direction is
+    exact; with W = diag(1, 4) too. A product instead of the quotient would overflow to nan."""
+    np.testing.assert_allclose(Ellipsoid().project(np.array([[3e154, 4e154]])), [[0.6, 0.8]], rtol=1e-15)
+    np.testing.assert_allclose(Ellipsoid(np.diag([1.0, 4.0])).project(np.array([3e154, 2e154])),
+                               [0.6, 0.4], rtol=1e-15)  # |(0.6, 0.4)|_W = sqrt(0.36 + 0.64) = 1
+
+
+def test_projection_refuses_each_zero_point_of_a_batch_and_points_at_the_zero_bound():
+    with pytest.raises(ValueError, match=r"\(1 zero vectors\)"):
+        Ellipsoid().project(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))  # the other point is not zero
+    with pytest.raises(ValueError, match="point must be nonzero"):
+        Ellipsoid().project(np.array([ZERO_NORM, 0.0, 0.0]))  # the bound itself counts as zero
+    above = np.nextafter(ZERO_NORM, 1.0)
+    np.testing.assert_array_equal(Ellipsoid().project(np.array([above, 0.0, 0.0])), [1.0, 0.0, 0.0])
