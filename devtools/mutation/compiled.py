@@ -2,21 +2,23 @@
 
 mutmut 3 leaves decorated functions alone, so the ``@njit`` kernels of ``sim/field/kernels.py``,
 ``sim/field/instances.py`` and ``sim/solvers/compiled.py`` get none of its mutants; cosmic-ray mutates those files,
-and ``sim/solvers/stepsize.py``, whose plain functions Numba compiles by a call (kept from mutmut: ``mutmut_mutates``). Its
-mutants that fall inside an undecorated function or method (the Python wrappers: input checks, the workspace, the
-callers of the kernels) are marked skipped, "left to mutmut", which mutates those functions itself
-(``leave_to_mutmut``): each mutant is counted once.
+and ``sim/solvers/stepsize.py``, whose plain functions Numba compiles by a call (kept from mutmut:
+``mutmut_mutates``). Its mutants that fall inside an undecorated function or method (the Python wrappers: input
+checks, the workspace, the callers of the kernels) are marked skipped, "left to mutmut", which mutates those
+functions itself (``leave_to_mutmut``): each mutant is counted once.
 
-``run_session`` makes the session, applies the filters (or, after tests were added, resets its survivors) and
-executes it with cosmic-ray's HTTP distributor: one ``cosmic-ray http-worker`` per configured URL, each in its own
-git clone of the committed tree (cosmic-ray's ``cr-http-workers``), so the workers mutate their clones side by
-side and the working tree is never touched.
+``run_session`` makes the session and applies the filters (or resumes one made from the same committed files and
+configuration, or, after tests were added, resets its survivors) and executes it with cosmic-ray's HTTP distributor:
+one ``cosmic-ray http-worker`` per configured URL, each in its own git clone of the committed tree (cosmic-ray's
+``cr-http-workers``), so the workers mutate their clones side by side and the working tree is never touched.
 """
 
 from __future__ import annotations
 
 import ast
 import fnmatch
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -126,16 +128,43 @@ def wait_for_workers(ports: list[int], workers: subprocess.Popen, seconds: float
             time.sleep(0.5)
 
 
+def sources(config: Path, root: Path = Path(".")) -> dict[str, str]:
+    """What a session's mutants are made of: the committed blob of each of ``config``'s module-path files (the
+    workers mutate clones of the committed tree) and the configuration's own text (its test command, filters)."""
+    paths = tomllib.loads(config.read_text())["cosmic-ray"]["module-path"]
+    blobs = {path: subprocess.run(["git", "rev-parse", f"HEAD:{path}"], cwd=root, capture_output=True, text=True,
+                                  check=True).stdout.strip() for path in paths}
+    return {"configuration": hashlib.sha256(config.read_bytes()).hexdigest(), **blobs}
+
+
+def sources_record(session: Path) -> Path:
+    """Where ``run_session`` keeps the :func:`sources` a session was made from (beside it)."""
+    return session.with_name(session.name + ".sources.json")
+
+
+def made_alike(session: Path, made_from: dict[str, str]) -> bool:
+    """Whether ``session`` exists and was made from ``made_from`` (:func:`sources`): its results still hold and its
+    pending mutants can run."""
+    record = sources_record(session)
+    return session.exists() and record.exists() and json.loads(record.read_text()) == made_from
+
+
 def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
     """cosmic-ray's session ``session`` of ``config``: made afresh, its operator filter and ``leave_to_mutmut``
-    applied (or, with ``survivors``, the existing session's survivors set to run again), then executed by the
-    configured HTTP workers; returns ``cosmic-ray exec``'s exit code."""
+    applied, unless the session exists and was made from the same committed files and configuration (then the
+    mutants without a result run: an interrupted run resumes), or, with ``survivors``, the existing session's
+    survivors set to run again; then executed by the configured HTTP workers; returns ``cosmic-ray exec``'s exit
+    code."""
+    made_from = sources(config)
     if survivors:
         print(f"{forget_survivors(session)} survivors to run again", flush=True)
+    elif made_alike(session, made_from):
+        print(f"resuming {session}: the same committed files and configuration", flush=True)
     else:
         subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
         subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)
         print(f"{leave_to_mutmut(session)} mutants left to mutmut", flush=True)
+        sources_record(session).write_text(json.dumps(made_from, indent=1))
     workers = subprocess.Popen(["cr-http-workers", str(config), "."], start_new_session=True)
     try:
         wait_for_workers(worker_ports(config), workers, WORKER_START_SECONDS)

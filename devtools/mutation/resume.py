@@ -1,0 +1,70 @@
+"""mutmut's run of the scope, resumed: only the mutants with no result for their function's current code.
+
+mutmut 3.8.1 keeps each mutant's result in ``mutants/<path>.py.meta`` and, when it regenerates the mutants of an edited
+file, keeps the results of the functions whose code is unchanged (it compares each function's hash) and clears the
+others'. But ``mutmut run NAMES`` runs every named mutant again, result or not, so `make mutants` with the scope's
+globs reran all of them: 4-5 hours of CPU on 2 cores since the audit joined the scope (2026-11-27), more than a
+session or a lunch break. ``resume`` names only the functions with a mutant still to run (``FUNCTION__mutmut_*``:
+the named function's mutants run again, and mutmut looks up the tests of a glob safely, where an exact name of a
+function no test reaches is a KeyError), then names again those whose results the regeneration cleared, until none
+is left.
+
+A result kept from an earlier run stands for the tests of that run: after a test was removed or weakened, start
+afresh (`make mutants-fresh`). A test only added can kill a survivor, which ``resume`` does not rerun: name it
+(`mutmut run NAME`), as docs/mutation.md says.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .summary import mutmut_outcomes, read_results
+
+#: A glob no mutant matches: mutmut then regenerates the mutants of edited files (clearing the results of changed
+#: functions), maps the tests again and runs no mutant.
+NOTHING = "devtools.mutation.none__mutmut_*"
+#: At most this many calls of mutmut: the pending ones, then those whose results the first call's regeneration
+#: cleared; a third finds none left unless mutmut leaves a mutant undecided (a crash), reported then.
+ROUNDS = 3
+
+
+def pending_functions(folder: Path, scope: Sequence[str]) -> list[str]:
+    """The globs ``FUNCTION__mutmut_*`` of the in-``scope`` functions with a mutant without a result under ``folder``
+    (mutmut's ``mutants/``); the ``scope`` itself when ``folder`` holds no result yet (a first run)."""
+    try:
+        results = read_results(folder)
+    except FileNotFoundError:
+        return list(scope)
+    outcomes = mutmut_outcomes(results, tuple(scope))
+    return sorted({name.rpartition("__mutmut_")[0] + "__mutmut_*" for name, outcome in outcomes.items()
+                   if outcome == "not checked"})
+
+
+def mutmut_run(names: list[str]) -> int:
+    """``mutmut run NAMES`` with the mutmut installed beside this Python (the project's virtual environment)."""
+    return subprocess.call([str(Path(sys.executable).with_name("mutmut")), "run", *names])
+
+
+def resume(scope: Sequence[str], folder: Path = Path("mutants"), *,
+           run: Callable[[list[str]], int] = mutmut_run) -> int:
+    """Run mutmut (``run(names)``: ``mutmut run NAMES``) until every mutant of ``scope`` has a result for its
+    current code; returns 0, mutmut's exit code when it fails, or 1 when mutants stay undecided."""
+    names = pending_functions(folder, scope)
+    for _ in range(ROUNDS):
+        print(f"mutmut: {len(names)} function(s) with mutants to run" if names else
+              "mutmut: no mutant to run; checking for edited functions", flush=True)
+        code = run(names or [NOTHING])
+        if code != 0:
+            return code
+        left = pending_functions(folder, scope)
+        if not left:
+            return 0
+        if left == names:
+            print(f"mutmut left {len(left)} function(s) undecided after running them: {', '.join(left[:5])}",
+                  flush=True)
+            return 1
+        names = left
+    return 1
