@@ -3,8 +3,8 @@
 mutmut 3.8.1 keeps each mutant's result in ``mutants/<path>.py.meta`` and, when it regenerates the mutants of an edited
 file, keeps the results of the functions whose code is unchanged (it compares each function's hash) and clears the
 others'. But ``mutmut run NAMES`` runs every named mutant again, result or not, so `make mutants` with the scope's
-globs reran all of them: 4-5 hours of CPU on 2 cores since the audit joined the scope (2026-11-27), more than a
-session or a lunch break. ``resume`` names only the functions with a mutant still to run (``FUNCTION__mutmut_*``:
+globs reran all of them: hours of CPU on 2 cores since the audit joined the scope (docs/mutation.md,
+"Measurements"), lost whenever a run was interrupted. ``resume`` names only the functions with a mutant still to run (``FUNCTION__mutmut_*``:
 the named function's mutants run again, and mutmut looks up the tests of a glob safely, where an exact name of a
 function no test reaches is a KeyError), then names again those whose results the regeneration cleared, until none
 is left.
@@ -23,9 +23,6 @@ from pathlib import Path
 
 from .summary import mutmut_outcomes, read_results
 
-#: A glob no mutant matches: mutmut then regenerates the mutants of edited files (clearing the results of changed
-#: functions), maps the tests again and runs no mutant.
-NOTHING = "devtools.mutation.none__mutmut_*"
 #: At most this many calls of mutmut: the pending ones, then those whose results the first call's regeneration
 #: cleared; a third finds none left unless mutmut leaves a mutant undecided (a crash), reported then.
 ROUNDS = 3
@@ -48,6 +45,14 @@ def mutmut_run(names: list[str]) -> int:
     return subprocess.call([str(Path(sys.executable).with_name("mutmut")), "run", *names])
 
 
+def probe(folder: Path, scope: Sequence[str]) -> list[str]:
+    """One in-``scope`` mutant that a test killed, by its exact name: run alone when nothing is left, it makes mutmut
+    regenerate the mutants of edited files (clearing the results of changed functions) at the cost of one mutant
+    (mutmut stops on names that match no mutant, and has no command that only regenerates)."""
+    outcomes = mutmut_outcomes(read_results(folder), tuple(scope))
+    return [min(name for name, outcome in outcomes.items() if outcome == "killed")]
+
+
 def resume(scope: Sequence[str], folder: Path = Path("mutants"), *,
            run: Callable[[list[str]], int] = mutmut_run) -> int:
     """Run mutmut (``run(names)``: ``mutmut run NAMES``) until every mutant of ``scope`` has a result for its
@@ -56,7 +61,7 @@ def resume(scope: Sequence[str], folder: Path = Path("mutants"), *,
     for _ in range(ROUNDS):
         print(f"mutmut: {len(names)} function(s) with mutants to run" if names else
               "mutmut: no mutant to run; checking for edited functions", flush=True)
-        code = run(names or [NOTHING])
+        code = run(names or probe(folder, scope))
         if code != 0:
             return code
         left = pending_functions(folder, scope)
