@@ -83,13 +83,14 @@ mutants: $(STAMP)
 	rm -f mutants/mutmut-stats.json
 	# Each tool resumes: mutmut runs the mutants with no result for their function's current code
 	# (devtools/mutation/resume.py), cosmic-ray the pending mutants of a session made from the same committed files;
-	# every segment's cost is kept (run-*.json) and summarised. `make mutants-fresh` starts over.
+	# every segment's cost is kept (run-*.json) and summarised. `make mutants AGAIN=--survivors` also runs the
+	# survivors not listed as equivalent again (after adding tests); `make mutants-fresh` starts over.
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m devtools.mutation measure \
 	  build/mutants/run-mutmut-$$(date -u +%Y%m%dT%H%M%S).json -- \
-	  nice -n 10 $(BIN)/python -m devtools.mutation resume $(MUTANTS_SCOPE)
+	  nice -n 10 $(BIN)/python -m devtools.mutation resume $(AGAIN) $(MUTANTS_SCOPE)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m devtools.mutation measure \
 	  build/mutants/run-compiled-$$(date -u +%Y%m%dT%H%M%S).json -- \
-	  nice -n 10 $(BIN)/python -m devtools.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION)
+	  nice -n 10 $(BIN)/python -m devtools.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION) $(AGAIN)
 	$(BIN)/python -m devtools.mutation mutants build/mutants/summary.json --scope $(MUTANTS_SCOPE) \
 	  --cosmic-ray $(COMPILED_SESSION) $$(for run in build/mutants/run-*.json; do printf -- '--run %s ' $$run; done)
 

@@ -67,10 +67,8 @@ def _compiled_command(argv: list[str]) -> int:
     parser.add_argument("config", type=Path, help="cosmic-ray's configuration (tests/mutation/compiled.toml)")
     parser.add_argument("session", type=Path, help="the session file to make (build/mutants/compiled.sqlite)")
     parser.add_argument("--survivors", action="store_true",
-                        help="run the session's surviving mutants again (after adding tests), not a new session")
+                        help="also run the surviving mutants of a resumed session again (after adding tests)")
     args = parser.parse_args(argv)
-    if args.survivors and not args.session.exists():
-        parser.error(f"--survivors needs an existing session; {args.session} does not exist (run `make mutants`).")
     return run_session(args.config, args.session, survivors=args.survivors)
 
 
@@ -78,8 +76,11 @@ def _resume_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.mutation resume",
                                      description="Run mutmut on the scope's mutants that have no result for their "
                                                  "current code (devtools/mutation/resume.py).")
+    parser.add_argument("--survivors", action="store_true",
+                        help="also run the surviving and untested mutants not listed as equivalent (after adding tests)")
     parser.add_argument("scope", nargs="+", help="the mutant-name globs of the scope (the Makefile's MUTANTS_SCOPE)")
-    return resume(parser.parse_args(argv).scope)
+    args = parser.parse_args(argv)
+    return resume(args.scope, survivors=args.survivors)
 
 
 if __name__ == "__main__":

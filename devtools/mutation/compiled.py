@@ -150,16 +150,15 @@ def made_alike(session: Path, made_from: dict[str, str]) -> bool:
 
 
 def run_session(config: Path, session: Path, *, survivors: bool = False) -> int:
-    """cosmic-ray's session ``session`` of ``config``: made afresh, its operator filter and ``leave_to_mutmut``
-    applied, unless the session exists and was made from the same committed files and configuration (then the
-    mutants without a result run: an interrupted run resumes), or, with ``survivors``, the existing session's
-    survivors set to run again; then executed by the configured HTTP workers; returns ``cosmic-ray exec``'s exit
-    code."""
+    """cosmic-ray's session ``session`` of ``config``, executed by the configured HTTP workers: resumed when it
+    exists and was made from the same committed files and configuration (its mutants without a result run; with
+    ``survivors`` its survivors too, after tests were added), made afresh otherwise (its operator filter and
+    ``leave_to_mutmut`` applied); returns ``cosmic-ray exec``'s exit code."""
     made_from = sources(config)
-    if survivors:
-        print(f"{forget_survivors(session)} survivors to run again", flush=True)
-    elif made_alike(session, made_from):
+    if made_alike(session, made_from):
         print(f"resuming {session}: the same committed files and configuration", flush=True)
+        if survivors:
+            print(f"{forget_survivors(session)} survivors to run again", flush=True)
     else:
         subprocess.run(["cosmic-ray", "init", str(config), str(session), "--force"], check=True)
         subprocess.run(["cr-filter-operators", str(session), str(config)], check=True)

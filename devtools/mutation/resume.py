@@ -10,34 +10,39 @@ function no test reaches is a KeyError), then names again those whose results th
 is left.
 
 A result kept from an earlier run stands for the tests of that run: after a test was removed or weakened, start
-afresh (`make mutants-fresh`). A test only added can kill a survivor, which ``resume`` does not rerun: name it
-(`mutmut run NAME`), as docs/mutation.md says.
+afresh (`make mutants-fresh`). A test only added can kill a survivor: ``--survivors`` (`make mutants
+AGAIN=--survivors`) runs the functions of the survivors not listed as equivalent again.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .summary import mutmut_outcomes, read_results
+from .summary import mutmut_outcomes, read_equivalents, read_results
 
 #: At most this many calls of mutmut: the pending ones, then those whose results the first call's regeneration
 #: cleared; a third finds none left unless mutmut leaves a mutant undecided (a crash), reported then.
 ROUNDS = 3
 
 
-def pending_functions(folder: Path, scope: Sequence[str]) -> list[str]:
+def pending_functions(folder: Path, scope: Sequence[str], *, survivors: bool = False,
+                      equivalents: Mapping[str, str] | None = None) -> list[str]:
     """The globs ``FUNCTION__mutmut_*`` of the in-``scope`` functions with a mutant without a result under ``folder``
-    (mutmut's ``mutants/``); the ``scope`` itself when ``folder`` holds no result yet (a first run)."""
+    (mutmut's ``mutants/``), with ``survivors`` also those with a mutant that survived or that no test reached and
+    is not listed in ``equivalents`` (default: tests/mutation/equivalent.toml); the ``scope`` itself when ``folder``
+    holds no result yet (a first run)."""
     try:
         results = read_results(folder)
     except FileNotFoundError:
         return list(scope)
-    outcomes = mutmut_outcomes(results, tuple(scope))
-    return sorted({name.rpartition("__mutmut_")[0] + "__mutmut_*" for name, outcome in outcomes.items()
-                   if outcome == "not checked"})
+    again = {"not checked", "survived", "no tests"} if survivors else {"not checked"}
+    listed = (read_equivalents() if equivalents is None else equivalents) if survivors else {}
+    return sorted({name.rpartition("__mutmut_")[0] + "__mutmut_*"
+                   for name, outcome in mutmut_outcomes(results, tuple(scope)).items()
+                   if outcome in again and not (outcome == "survived" and name in listed)})
 
 
 def mutmut_run(names: list[str]) -> int:
@@ -53,11 +58,12 @@ def probe(folder: Path, scope: Sequence[str]) -> list[str]:
     return [min(name for name, outcome in outcomes.items() if outcome == "killed")]
 
 
-def resume(scope: Sequence[str], folder: Path = Path("mutants"), *,
+def resume(scope: Sequence[str], folder: Path = Path("mutants"), *, survivors: bool = False,
            run: Callable[[list[str]], int] = mutmut_run) -> int:
     """Run mutmut (``run(names)``: ``mutmut run NAMES``) until every mutant of ``scope`` has a result for its
-    current code; returns 0, mutmut's exit code when it fails, or 1 when mutants stay undecided."""
-    names = pending_functions(folder, scope)
+    current code (first, with ``survivors``, the functions of the unlisted survivors and untested mutants again);
+    returns 0, mutmut's exit code when it fails, or 1 when mutants stay undecided."""
+    names = pending_functions(folder, scope, survivors=survivors)
     for _ in range(ROUNDS):
         print(f"mutmut: {len(names)} function(s) with mutants to run" if names else
               "mutmut: no mutant to run; checking for edited functions", flush=True)

@@ -1,8 +1,11 @@
 """cosmic-ray's session over the compiled code leaves mutmut's functions to mutmut, and counts each mutant once."""
 
+import json
 import socket
 import subprocess
 import sys
+
+from pathlib import Path
 
 import pytest
 
@@ -141,9 +144,37 @@ def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
     assert {k: v for k, v in after.items() if k not in again} == {k: v for k, v in before.items() if k not in again}
 
 
-def test_running_survivors_again_needs_a_session(tmp_path, capsys):
-    from devtools.mutation.__main__ import main
+def test_a_session_is_resumed_while_made_alike_and_its_survivors_run_again_only_then(tmp_path, monkeypatch):
+    """run_session with cosmic-ray's commands stood in: no session, or one made from other files, is made afresh
+    (init, filter, record of its sources), --survivors or not; one made from the same files is resumed, and with
+    --survivors its survivors are forgotten first; every run ends in `cosmic-ray exec`."""
+    import types
 
-    with pytest.raises(SystemExit):
-        main(["compiled", "tests/mutation/compiled.toml", str(tmp_path / "none.sqlite"), "--survivors"])
-    assert "needs an existing session" in capsys.readouterr().err
+    import devtools.mutation.compiled as compiled
+
+    commands, forgotten = [], []
+    monkeypatch.setattr(compiled, "sources", lambda config: {"sim/field/kernels.py": "blob 1"})
+    monkeypatch.setattr(compiled.subprocess, "run",
+                        lambda argv, **kwargs: commands.append(argv[0].split("-")[-1] + " " + argv[1])
+                        or types.SimpleNamespace(returncode=0))
+    monkeypatch.setattr(compiled.subprocess, "Popen", lambda *args, **kwargs: types.SimpleNamespace(
+        pid=0, wait=lambda timeout=None: 0))
+    monkeypatch.setattr(compiled, "wait_for_workers", lambda *args: None)
+    monkeypatch.setattr(compiled.os, "killpg", lambda *args: None)
+    monkeypatch.setattr(compiled, "leave_to_mutmut", lambda session: 0)
+    monkeypatch.setattr(compiled, "forget_survivors", lambda session: forgotten.append(session) or 0)
+    config, session = Path("tests/mutation/compiled.toml"), tmp_path / "s.sqlite"
+
+    def run(survivors):
+        commands.clear()
+        assert compiled.run_session(config, session, survivors=survivors) == 0
+        return list(commands)
+
+    made = ["ray init", "operators " + str(session), "ray exec"]
+    assert run(survivors=True) == made and not forgotten  # nothing to resume: a new session, all of it runs
+    session.write_text("")  # (cosmic-ray init would have made it)
+    assert json.loads(compiled.sources_record(session).read_text()) == {"sim/field/kernels.py": "blob 1"}
+    assert run(survivors=False) == ["ray exec"] and not forgotten  # resumed
+    assert run(survivors=True) == ["ray exec"] and forgotten == [session]
+    compiled.sources_record(session).write_text(json.dumps({"sim/field/kernels.py": "blob 0"}))
+    assert run(survivors=True) == made and forgotten == [session]  # made from other files: afresh

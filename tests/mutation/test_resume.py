@@ -64,6 +64,15 @@ def test_only_the_functions_with_a_mutant_left_run_again(tmp_path):
     assert results(tmp_path)["sim.a.x_g__mutmut_1"] == 0  # a survivor keeps its result
 
 
+def test_survivors_run_again_when_asked_but_not_those_listed_as_equivalent(tmp_path):
+    write_results(tmp_path, {"sim.a.x_f__mutmut_1": 1, "sim.a.x_f__mutmut_2": 0, "sim.a.x_g__mutmut_1": 0,
+                             "sim.b.x_only__mutmut_1": 33})
+    assert pending_functions(tmp_path, SCOPE) == []
+    listed = {"sim.a.x_g__mutmut_1": "a reason"}
+    assert pending_functions(tmp_path, SCOPE, survivors=True, equivalents=listed) == [
+        "sim.a.x_f__mutmut_*", "sim.b.x_only__mutmut_*"]  # a survivor, and a mutant no test reached
+
+
 def test_with_nothing_left_mutmut_regenerates_and_runs_the_functions_it_cleared(tmp_path):
     write_results(tmp_path, {name: 1 for names in MUTANTS.values() for name in names})
     mutmut = Mutmut(tmp_path, clears="sim.a.x_g")
