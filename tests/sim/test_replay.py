@@ -333,6 +333,9 @@ def test_a_witness_is_read_as_utf_8_whatever_the_locale(tmp_path):
     witness = dict(stored("conj.value-full"), provenance="found by the search \u2014 \u03a9, \u00e9t\u00e9")
     path = write(tmp_path, json.dumps(witness, ensure_ascii=False))
     assert path.read_bytes().count("\u2014".encode()) == 1  # stored as UTF-8 bytes, not as a \\u escape
+    # read here too (this process's locale is UTF-8): mutation testing maps a test to the functions it calls in its
+    # own process, and without this call no mutant of load would run this test, whose subprocess is what tells
+    assert load(path)["provenance"] == witness["provenance"]
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
            "PYTHONPATH": str(Path(__file__).parents[2])}
     done = subprocess.run([sys.executable, "-c", ASCII_LOCALE_READ, str(path)], capture_output=True, text=True,
