@@ -22,8 +22,8 @@ from sim.__main__ import main
 from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
 import sim.conjectures.replay as replay_module
-from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, _strict, load,
-                                    make_witness, mismatches, replay, witness_certificate)
+from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, _strict, draft,
+                                    load, make_witness, mismatches, replay, witness_certificate)
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_distance
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -604,3 +604,22 @@ def test_the_certificate_block_holds_the_replays_parts_with_infinities_as_null()
 def test_strict_writes_every_non_finite_float_as_null_and_keeps_the_rest():
     assert _strict({"inf": math.inf, "minus": -math.inf, "nan": math.nan, "x": 1.5, "n": 3, "s": "a"}) == {
         "inf": None, "minus": None, "nan": None, "x": 1.5, "n": 3, "s": "a"}
+
+
+def _numbers(value) -> list:
+    """Every number in a nested list (a witness array as draft writes it)."""
+    return [x for item in value for x in _numbers(item)] if isinstance(value, list) else [value]
+
+
+def test_draft_writes_every_array_as_float_lists_and_the_generator_only_when_there_is_one():
+    """Integer arrays come out as floats (the schema's numbers; JSON keeps 1.0 apart from 1), the generator as its
+    list, or null without one."""
+    eye = np.eye(2, dtype=int)
+    rotating = Problem(np.stack([2 * eye]), np.stack([eye]), True, np.array([[0, 1], [-1, 0]]))
+    written = draft("conj.nonsymmetric-full", rotating, eye, eye)
+    assert written == {"schema_version": replay_module.SCHEMA_VERSIONS["witness"], "claim": "conj.nonsymmetric-full",
+                       "causal": True, "P": [[[2, 0], [0, 2]]], "U": [[[1, 0], [0, 1]]],
+                       "generator": [[0, 1], [-1, 0]], "equilibrium": [[1, 0], [0, 1]], "y0": [[1, 0], [0, 1]]}
+    for key in ("P", "U", "generator", "equilibrium", "y0"):
+        assert {type(x) for x in _numbers(written[key])} == {float}, key
+    assert draft("conj.value-full", Problem(rotating.P, rotating.U, False), eye, eye)["generator"] is None
