@@ -82,6 +82,9 @@ def test_a_rotating_triangle_is_certified_in_the_co_rotating_frame():
     y = certificate.equilibrium
     velocity = attention_field(TRIANGLE_P, IDENTITY, False)(0.0, y)
     np.testing.assert_allclose(velocity, speed * y @ ROTATION.T, atol=1e-12)
+    # the certificate's numbers give the speed as its ball: midpoint +- radius
+    middle, radius = certificate.numbers["rotation_speed"].split(" +- ")
+    assert float(middle) == pytest.approx(speed, rel=1e-11) and 0 <= float(radius) < 1e-9
 
 
 def test_the_same_triangle_without_its_symmetry_is_not_isolated():
