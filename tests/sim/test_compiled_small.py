@@ -239,6 +239,50 @@ def test_solve_field_stops_at_its_step_budget():
     with pytest.raises(MaxStepsReached, match="instance 0"):
         solve_field(_constant_causal_field(), y0, 50.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6), max_steps=3)
 
+
+def test_solve_instances_refuses_each_bad_input_at_its_bound():
+    """Each check of _checked_inputs at its edge: y0 named when not finite, a drift of 0.5 off the sphere, a
+    controller other than AdaptiveStepSize, max_steps and workers not positive integers (1 is allowed: one step lands
+    on a short span)."""
+    from sim import ConstantStepSize
+
+    P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
+    field, tol = InstanceField(P, U, True), AdaptiveStepSize(rtol=1e-6, atol=1e-6)
+    bad = y0.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="^y0 must be finite"):
+        solve_instances(field, bad, 1.0, controller=tol)
+    with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
+        solve_instances(field, y0 * np.sqrt(1.5), 1.0, controller=tol)
+    with pytest.raises(ValueError, match="controller must be an AdaptiveStepSize"):
+        solve_instances(field, y0, 1.0, controller=ConstantStepSize(0.1))
+    for name, value in (("max_steps", 0), ("max_steps", 1.5), ("workers", 0), ("workers", 1.5)):
+        with pytest.raises(ValueError, match=f"{name}={value!r} must be a positive integer"):
+            solve_instances(field, y0, 1.0, controller=tol, **{name: value})
+    one = solve_instances(field, y0, 1e-9, controller=tol, max_steps=1)
+    assert one.steps.tolist() == [1, 1]
+
+
+def test_solve_instances_on_two_workers_runs_each_group_in_the_pool_as_on_one(monkeypatch):
+    """workers = 2 splits the batch in groups run by a pool of that many threads (a spy on the pool): the same
+    numbers as one worker, which is also the default."""
+    P, U, y0 = _small_instances(2, "drawn")
+    field, tol = InstanceField(P, U, True), AdaptiveStepSize(rtol=1e-7, atol=1e-7)
+    pools = []
+    real = compiled.worker_pool
+
+    def spy(count):
+        pools.append(count)
+        return real(count)
+
+    monkeypatch.setattr(compiled, "worker_pool", spy)
+    alone = solve_instances(field, y0, 0.5, controller=tol, max_steps=SMALL_BUDGET)
+    assert pools == []  # one worker by default: no pool
+    two = solve_instances(field, y0, 0.5, controller=tol, max_steps=SMALL_BUDGET, workers=2)
+    assert pools == [2]
+    np.testing.assert_array_equal(two.y1, alone.y1)
+    assert two.steps.tolist() == alone.steps.tolist() and two.evaluations.tolist() == alone.evaluations.tolist()
+
 @pytest.mark.parametrize("state, first", [("rest", 1e-4), ("exact", 1e-6)])
 def test_the_first_step_at_rest(state, first):
     """At consensus (U = I, so consensus is an equilibrium) h0 = 1e-6; up to rounding (f ~ 1e-17) h1 is far longer
