@@ -73,6 +73,25 @@ def test_small_modulated_field_runs_step_for_step_as_sim_solve():
     _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)  # (they share its steps)
 
 
+def test_small_modulated_field_of_more_tokens_than_dimensions_runs_step_for_step_as_sim_solve():
+    """Figure 2's field on 4 tokens in d = 3: the diagonals' arrays are [h, d], not [h, l]."""
+    field = full_attention_example()
+    y0 = Ellipsoid().random_point_in_hemisphere(FIG3_V, np.random.default_rng(SMALL_SEED), (2, 4, 3))
+    together = solve_field(field, y0, 0.3, controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
+    _assert_step_for_step(together, lambda b: field, y0, 0.3, 1e-7, own_steps=False)
+
+
+def test_a_modulation_must_hold_one_cosine_diagonal_per_head():
+    from sim.field.modulation import CosineDiagonal
+
+    P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
+    cosine = CosineDiagonal(np.ones(3), np.ones(3), np.zeros(3), np.zeros(3, dtype=bool))
+    for modulation in ((cosine,), (cosine, lambda t: np.ones(3))):  # one for two heads; a diagonal of another kind
+        with pytest.raises(ValueError, match=r"modulation must hold one CosineDiagonal per head \(2\)"):
+            solve_instances(InstanceField(P, U, True), y0, 1.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6),
+                            modulation=modulation)
+
+
 def test_small_modulated_field_with_phases_runs_step_for_step_as_sim_solve():
     """P_eta(t) = diag(D_eta(t)) P'_eta with nonzero phases and mixed sines and cosines (figure 2's phases are 0)."""
     from sim.field.modulation import CosineDiagonal, Modulated
