@@ -273,8 +273,9 @@ def test_solve_instances_refuses_each_bad_input_at_its_bound():
         solve_instances(field, bad, 1.0, controller=tol)
     with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
         solve_instances(field, y0 * np.sqrt(1.5), 1.0, controller=tol)
-    with pytest.raises(ValueError, match="controller must be an AdaptiveStepSize"):
-        solve_instances(field, y0, 1.0, controller=ConstantStepSize(0.1))
+    for controller in (ConstantStepSize(0.1), AdaptiveStepSize(rtol=1e-6, atol=1e-6, dt0=0.1)):
+        with pytest.raises(ValueError, match="controller must be an AdaptiveStepSize without dt0"):
+            solve_instances(field, y0, 1.0, controller=controller)
     for name, value in (("max_steps", 0), ("max_steps", 1.5), ("workers", 0), ("workers", 1.5)):
         with pytest.raises(ValueError, match=f"{name}={value!r} must be a positive integer"):
             solve_instances(field, y0, 1.0, controller=tol, **{name: value})
