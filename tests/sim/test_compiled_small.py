@@ -171,6 +171,11 @@ def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
 
 
 def test_bad_inputs_name_the_argument():
+    """Each check of the compiled integrations' inputs, at its edge where it has one: y0 named when not finite, a
+    drift of 0.5 off the sphere, a controller other than an AdaptiveStepSize without dt0, max_steps and workers not
+    positive integers (1 is allowed: one step lands on a short span)."""
+    from sim import ConstantStepSize
+
     P, U, y0 = _small_instances(2, "drawn")
     P, U, y0 = P[:2], U[:2], y0[:2]
     with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
@@ -187,7 +192,21 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="sphere"):
         solve_field(AttentionField(P=(np.eye(2),), W=np.diag([1.0, 2.0])), y0[:, :, :2], 1.0,
                     controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6))
-
+    field, tol = InstanceField(P, U, True), AdaptiveStepSize(rtol=1e-6, atol=1e-6)
+    bad = y0.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="^y0 must be finite"):
+        solve_instances(field, bad, 1.0, controller=tol)
+    with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
+        solve_instances(field, y0 * np.sqrt(1.5), 1.0, controller=tol)
+    for controller in (ConstantStepSize(0.1), AdaptiveStepSize(rtol=1e-6, atol=1e-6, dt0=0.1)):
+        with pytest.raises(ValueError, match="controller must be an AdaptiveStepSize without dt0"):
+            solve_instances(field, y0, 1.0, controller=controller)
+    for name, value in (("max_steps", 0), ("max_steps", 1.5), ("workers", 0), ("workers", 1.5)):
+        with pytest.raises(ValueError, match=f"{name}={value!r} must be a positive integer"):
+            solve_instances(field, y0, 1.0, controller=tol, **{name: value})
+    one = solve_instances(field, y0, 1e-9, controller=tol, max_steps=1)
+    assert one.steps.tolist() == [1, 1]
 
 
 def _constant_causal_field() -> AttentionField:
@@ -257,30 +276,6 @@ def test_solve_field_stops_at_its_step_budget():
     y0 = Ellipsoid().random_point(np.random.default_rng(SMALL_SEED), (2, 4, 3))
     with pytest.raises(MaxStepsReached, match="instance 0"):
         solve_field(_constant_causal_field(), y0, 50.0, controller=AdaptiveStepSize(rtol=1e-6, atol=1e-6), max_steps=3)
-
-
-def test_solve_instances_refuses_each_bad_input_at_its_bound():
-    """Each check of _checked_inputs at its edge: y0 named when not finite, a drift of 0.5 off the sphere, a
-    controller other than AdaptiveStepSize, max_steps and workers not positive integers (1 is allowed: one step lands
-    on a short span)."""
-    from sim import ConstantStepSize
-
-    P, U, y0 = (a[:2] for a in _small_instances(2, "drawn"))
-    field, tol = InstanceField(P, U, True), AdaptiveStepSize(rtol=1e-6, atol=1e-6)
-    bad = y0.copy()
-    bad[0, 0, 0] = np.nan
-    with pytest.raises(ValueError, match="^y0 must be finite"):
-        solve_instances(field, bad, 1.0, controller=tol)
-    with pytest.raises(ValueError, match="y0 must lie on the unit sphere"):
-        solve_instances(field, y0 * np.sqrt(1.5), 1.0, controller=tol)
-    for controller in (ConstantStepSize(0.1), AdaptiveStepSize(rtol=1e-6, atol=1e-6, dt0=0.1)):
-        with pytest.raises(ValueError, match="controller must be an AdaptiveStepSize without dt0"):
-            solve_instances(field, y0, 1.0, controller=controller)
-    for name, value in (("max_steps", 0), ("max_steps", 1.5), ("workers", 0), ("workers", 1.5)):
-        with pytest.raises(ValueError, match=f"{name}={value!r} must be a positive integer"):
-            solve_instances(field, y0, 1.0, controller=tol, **{name: value})
-    one = solve_instances(field, y0, 1e-9, controller=tol, max_steps=1)
-    assert one.steps.tolist() == [1, 1]
 
 
 def test_solve_instances_on_two_workers_runs_each_group_in_the_pool_as_on_one(monkeypatch):
