@@ -149,7 +149,7 @@ class _ScriptedGenerator:
         return draw
 
 
-def test_a_zero_gaussian_draw_is_redrawn():
+def test_a_zero_gaussian_draw_is_redrawn_as_its_row_alone():
     points = Ellipsoid().random_point(_ScriptedGenerator([[0.0, 0.0], [3.0, 4.0]], [[0.0, 2.0]]), (2, 2))
     np.testing.assert_array_equal(points, [[0.0, 1.0], [0.6, 0.8]])
 
@@ -240,7 +240,7 @@ def test_points_need_a_last_axis_of_one_coordinate_at_least():
             Ellipsoid().random_point(rng, shape)
 
 
-def test_a_zero_gaussian_draw_is_redrawn():
+def test_a_zero_gaussian_draw_is_redrawn_row_by_row():
     """A Gaussian vector that is exactly zero (probability zero, forced here) is drawn again, row by row."""
     class ZerosFirst:
         def __init__(self):
