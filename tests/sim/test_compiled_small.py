@@ -16,6 +16,7 @@ from sim.solvers.compiled import solve_field, solve_instances
 from sim.field.instances import InstanceField
 from sim.figures.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
+from sim.solvers.solve import _tiny
 
 #: Same algorithm as sim.solve on one instance (same starting step, controller, FSAL, retraction): only the order
 #: of the field's additions differs (BLAS products against the compiled loops), a rounding of ~1e-16 per
@@ -159,7 +160,8 @@ def test_an_instance_that_becomes_non_finite_is_named():
 
 
 def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
-    """A batch of one (the lanes are first filled with instance 0: there is no other); the result is frozen."""
+    """A batch of one (the lanes are first filled with instance 0: there is no other); the result is frozen, its
+    counts integers (as sim.solve's)."""
     from dataclasses import FrozenInstanceError
 
     P, U, y0 = _small_instances(2, "drawn")
@@ -168,6 +170,7 @@ def test_a_single_instance_runs_step_for_step_and_its_result_is_immutable():
     _assert_step_for_step(alone, lambda b: InstanceField(P[:1], U[:1], True), y0[:1], 1.5, 1e-7, own_steps=False)
     with pytest.raises(FrozenInstanceError):
         alone.y1 = y0[:1]
+    assert [a.dtype for a in (alone.steps, alone.rejected, alone.evaluations)] == [np.dtype(np.int64)] * 3
 
 
 def test_bad_inputs_name_the_argument():
@@ -373,6 +376,15 @@ def test_a_step_ending_within_the_landing_tolerance_of_t1_lands_on_it(t0, fracti
                                controller=AdaptiveStepSize(rtol=1e-7, atol=1e-7), max_steps=SMALL_BUDGET)
     _assert_step_for_step(together, lambda b: field, y0, t1, 1e-7, own_steps=False, t0=t0)
     assert together.steps.tolist() == [1 + extra]
+
+
+@pytest.mark.parametrize("t0, t1, tiny", [(0.0, 0.5, 1e-12), (-1e6, 0.0, 1e-6), (0.0, 1e6, 1e-6),
+                                         (-4e3, -2e3, 4e-9)])
+def test_the_landing_tolerance_is_sim_solves(t0, t1, tiny):
+    """Times closer than 1e-12 max(1, |t0|, |t1|) are one, in the compiled loop as in sim.solve (their steps land
+    on t1 alike): the spans reach the scale through |t0| alone and through |t1| alone."""
+    assert compiled._settings(AdaptiveStepSize(), t0, t1, SMALL_BUDGET).tiny == pytest.approx(tiny, rel=1e-15)
+    assert compiled._settings(AdaptiveStepSize(), t0, t1, SMALL_BUDGET).tiny == _tiny(t0, t1)
 
 
 def test_an_error_of_exactly_1_is_accepted():
