@@ -30,12 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
     parser.add_argument("--scope", nargs="+", default=["*"], help="the mutant-name globs `mutmut run` was given")
     parser.add_argument("--cosmic-ray", type=Path, default=None, help="cosmic-ray's session of the compiled code")
+    parser.add_argument("--root", type=Path, default=Path("."),
+                        help="the project the session's module paths are relative to (its git repository)")
     parser.add_argument("--run", type=Path, action="append", default=[],
                         help="what a segment of the run cost (`measure`'s record; repeat for each segment)")
     args = parser.parse_args(argv)
     outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
     if args.cosmic_ray is not None:
-        outcomes.update(read_cosmic_ray(args.cosmic_ray))
+        outcomes.update(read_cosmic_ray(args.cosmic_ray, args.root))
     runs = tuple(json.loads(path.read_text()) for path in args.run)
     summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), runs=runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,47 @@ def njit_lines(source: str) -> set[int]:
     return lines
 
 
+def _definitions(nodes, prefix: str = ""):
+    """(qualified name, def / class line, last line, bare name) of every function and class among ``nodes`` and
+    inside them, outermost first."""
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = f"{prefix}{node.name}"
+            yield name, node.lineno, node.end_lineno, node.name
+            yield from _definitions(node.body, f"{name}.")
+
+
+def _statement_name(node: ast.stmt) -> str:
+    """A top-level statement's name: its (first) assigned name, or the name of a decorated definition."""
+    target = (node.targets[0] if isinstance(node, ast.Assign) else node.target if isinstance(node, ast.AnnAssign)
+              else node)
+    if isinstance(target, ast.Tuple):
+        target = target.elts[0]
+    return getattr(target, "id", None) or getattr(target, "name", None) or type(node).__name__.lower()
+
+
+def mutant_anchor(source: str, function: str | None, row: int) -> tuple[str, int]:
+    """Where a cosmic-ray mutant at ``row`` of a module's ``source`` lies, as (name, first row): the innermost
+    function or class named ``function`` (cosmic-ray's definition name) around the row, by its qualified name and
+    its ``def`` / ``class`` line; for a mutant outside any (``function`` None: a constant, a decorator's argument)
+    the top-level statement around it, as ``<its name>`` and its first line. A mutant named by its row relative to
+    this anchor keeps its name while the rest of the file is edited."""
+    tree = ast.parse(source)
+    if function is None:
+        for node in tree.body:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+            if first <= row <= node.end_lineno:
+                return f"<{_statement_name(node)}>", first
+    else:
+        around = [(first, name) for name, first, last, bare in _definitions(tree.body)
+                  if bare == function and first <= row <= last]
+        if around:
+            first, name = max(around)
+            return name, first
+    raise ValueError(f"row {row} must lie in {function or 'a top-level statement'} of the module; the session was "
+                     "made from another version of the file.")
+
+
 def mutmut_mutates(module: str, pyproject: str) -> bool:
     """Whether mutmut mutates the file ``module`` (a path relative to the project's root) under ``pyproject``'s
     ``[tool.mutmut]``: matched by an ``only_mutate`` glob and by no ``do_not_mutate`` one (mutmut's own fnmatch
@@ -140,6 +181,19 @@ def sources(config: Path, root: Path = Path(".")) -> dict[str, str]:
 def sources_record(session: Path) -> Path:
     """Where ``run_session`` keeps the :func:`sources` a session was made from (beside it)."""
     return session.with_name(session.name + ".sources.json")
+
+
+def session_sources(session: Path, root: Path = Path(".")) -> dict[str, str]:
+    """The text of each module ``session`` mutated, from the blobs its sources record names (read with git in
+    ``root``); a session without a record (made by hand) reads the files in ``root``."""
+    record = sources_record(session)
+    blobs = {path: blob for path, blob in json.loads(record.read_text()).items()
+             if path != "configuration"} if record.exists() else {}
+    with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
+        paths = [path for (path,) in db.execute("SELECT DISTINCT module_path FROM mutation_specs")]
+    return {path: (subprocess.run(["git", "cat-file", "blob", blobs[path]], cwd=root, capture_output=True, text=True,
+                                  check=True).stdout if path in blobs else (root / path).read_text())
+            for path in paths}
 
 
 def made_alike(session: Path, made_from: dict[str, str]) -> bool:

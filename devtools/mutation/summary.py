@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from foundation.records import ReportSection, Table
 
-from .compiled import LEFT_TO_MUTMUT
+from .compiled import LEFT_TO_MUTMUT, mutant_anchor, session_sources
 
 SUMMARY = Path("build/mutants/summary.json")
 EQUIVALENTS = Path("tests/mutation/equivalent.toml")
@@ -28,14 +28,18 @@ _OUTCOME_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests",
 
 def module_name(mutant: str) -> str:
     """The module of a mutant: mutmut's "sim.field.manifold.xǁSphereǁproject__mutmut_3" or cosmic-ray's (as named by
-    ``read_cosmic_ray``) "sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0" -> "sim.field.manifold",
+    ``read_cosmic_ray``) "sim.field.kernels:sphere_drift@+6:7:core/NumberReplacer#0" -> "sim.field.manifold",
     "sim.field.kernels"."""
-    head = mutant.split("__mutmut_")[0] if "__mutmut_" in mutant else mutant.split("@")[0]
-    parts = head.split(".")
-    if len(parts) < 2 or head == mutant:
-        raise ValueError(f"mutant={mutant!r} must be a mutmut name 'package.module.function__mutmut_N' or a "
-                         "cosmic-ray one 'package.module.function@row:col:operator#occurrence'.")
-    return ".".join(parts[:-1])
+    module = ""
+    if "__mutmut_" in mutant:
+        module = mutant.split("__mutmut_")[0].rpartition(".")[0]
+    elif "@" in mutant:
+        head, colon, _ = mutant.split("@")[0].partition(":")
+        module = head if colon else ""
+    if module:
+        return module
+    raise ValueError(f"mutant={mutant!r} must be a mutmut name 'package.module.function__mutmut_N' or a "
+                     "cosmic-ray one 'package.module:function@+row:col:operator#k'.")
 
 
 def mutmut_outcomes(exit_codes: Mapping[str, int | None], scope: tuple[str, ...] = ("*",)) -> dict[str, str]:
@@ -96,21 +100,32 @@ def read_results(folder: Path) -> dict[str, int | None]:
 PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>[\d.]+s\) from pytest-timeout")
 
 
-def read_cosmic_ray(session: Path) -> dict[str, str]:
+def read_cosmic_ray(session: Path, root: Path = Path(".")) -> dict[str, str]:
     """mutant name -> outcome from a cosmic-ray session (its SQLite file); a mutant its operator filter skipped
     is "excluded" (the reasons are in tests/mutation/compiled.toml), a timeout (cosmic-ray's or pytest-timeout's) is
-    "timeout"; one left to mutmut (``compiled.leave_to_mutmut``) is not listed: mutmut's results count it."""
+    "timeout"; one left to mutmut (``compiled.leave_to_mutmut``) is not listed: mutmut's results count it.
+
+    A mutant is named ``module:anchor@+offset:col:operator#k``: the function, method or class around it (or
+    ``<name>`` of the top-level statement), its row counted from that anchor's first line
+    (``compiled.mutant_anchor``, on the source the session was made from: ``compiled.session_sources``), its
+    column and operator, and k numbering the mutants of that operator at that place. cosmic-ray's own rows and
+    occurrences count from the top of the file, so an edit anywhere above would rename a mutant; these names
+    change only when the anchor itself is edited, when its mutants must be read again anyway."""
     import sqlite3
 
     if not Path(session).exists():
         raise FileNotFoundError(f"session={str(session)!r} must be a cosmic-ray session (run `make mutants`).")
+    texts = session_sources(session, root)
     query = ("SELECT s.module_path, s.definition_name, s.start_pos_row, s.start_pos_col, s.operator_name, s.occurrence, "
              "r.worker_outcome, r.test_outcome, r.output FROM mutation_specs s LEFT JOIN work_results r USING (job_id)")
     with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
         rows = db.execute(query).fetchall()
-    outcomes = {}
-    for path, function, row, col, operator, occurrence, worker, test, output in rows:
+    outcomes, places = {}, {}
+    for path, function, row, col, operator, occurrence, worker, test, output in sorted(rows, key=_by_occurrence):
         module = str(Path(path).with_suffix("")).replace("/", ".")
+        anchor, first = mutant_anchor(texts[path], function, row)
+        place = f"{module}:{anchor}@+{row - first}:{col}:{operator}"
+        places[place] = places.get(place, -1) + 1
         worker, test = (None if v is None else v.lower() for v in (worker, test))  # cosmic-ray stores "KILLED"
         if worker == "skipped" and output == LEFT_TO_MUTMUT:
             continue
@@ -124,8 +139,14 @@ def read_cosmic_ray(session: Path) -> dict[str, str]:
             outcome = "survived"
         else:
             outcome = "other"
-        outcomes[f"{module}.{function or '<module>'}@{row}:{col}:{operator}#{occurrence}"] = outcome
+        outcomes[f"{place}#{places[place]}"] = outcome
     return outcomes
+
+
+def _by_occurrence(row: tuple) -> tuple:
+    """A session row's order among the mutants of its file and operator: cosmic-ray's occurrence count."""
+    path, _, _, _, operator, occurrence = row[:6]
+    return path, operator, occurrence
 
 
 def revision(folder: Path = Path(".")) -> str:

@@ -70,22 +70,85 @@ def test_mutants_in_mutmut_functions_are_left_to_it_and_not_counted_twice(tmp_pa
     (tmp_path / "sim" / "field" / "kernels.py").write_text(MODULE)
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     session = tmp_path / "session.sqlite"
-    _cosmic_ray_session(session)
-    with sqlite3.connect(session) as db:
-        for row, job in ((8, "p"), (11, "h"), (16, "i"), (21, "j"), (6, "k")):
-            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
-                       "'f', ?)", (row, row, job))
+    _cosmic_ray_session(session, "sim/field/drift.py")
+    _add_mutants(session, "sim/field/kernels.py", ((8, "p"), (11, "h"), (16, "i"), (21, "j"), (6, "k")))
     assert leave_to_mutmut(session, tmp_path) == 2
     with sqlite3.connect(session) as db:
         left = db.execute("SELECT job_id FROM work_results WHERE output = ?", (LEFT_TO_MUTMUT,)).fetchall()
         option = db.execute("SELECT job_id FROM work_results WHERE output = ?", (COMPILE_OPTION,)).fetchall()
-    assert sorted(left) == [("h",), ("i",)] and sorted(option) == [("f",), ("k",)]  # f: also row 6
-    outcomes = read_cosmic_ray(session)
-    assert not any("@11:" in name or "@16:" in name for name in outcomes)  # mutmut's results count them
-    assert outcomes["sim.field.kernels.f@8:4:core/NumberReplacer#0"] == "not checked"  # still to run
-    assert outcomes["sim.field.kernels.f@6:4:core/NumberReplacer#0"] == "excluded"
-    assert outcomes["sim.field.kernels.sphere_drift@4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
+    assert sorted(left) == [("h",), ("i",)] and option == [("k",)]
+    outcomes = read_cosmic_ray(session, tmp_path)
+    assert not any(":wrapper@" in name or ":Holder.method@" in name for name in outcomes)  # mutmut's count them
+    assert outcomes["sim.field.kernels:kernel@+1:4:core/NumberReplacer#0"] == "not checked"  # still to run
+    assert outcomes["sim.field.kernels:Holder.value@+1:4:core/NumberReplacer#0"] == "not checked"
+    assert outcomes["sim.field.kernels:<kernel>@+0:4:core/NumberReplacer#0"] == "excluded"  # the @njit option
+    assert outcomes["sim.field.drift:sphere_drift@+4:4:core/NumberReplacer#0"] == "excluded"  # a filter's skip stays
+    assert outcomes["sim.field.drift:<LIMIT>@+0:4:core/NumberReplacer#0"] == "not checked"  # no function: cosmic-ray's
     assert leave_to_mutmut(session, tmp_path) == 0  # already recorded: nothing twice
+
+
+#: The definition cosmic-ray names for each row of MODULE that the tests mutate (None: outside any).
+_DEFINITION_OF_ROW = {6: None, 8: "kernel", 11: "wrapper", 16: "method", 21: "value"}
+
+
+def _add_mutants(session, module, rows_and_jobs, shift=0):
+    """Pending mutants of ``module`` (laid out as MODULE, its rows moved down by ``shift``) at the rows of
+    ``rows_and_jobs``, in that order of occurrence."""
+    import sqlite3
+
+    with sqlite3.connect(session) as db:
+        for occurrence, (row, job) in enumerate(rows_and_jobs):
+            db.execute("INSERT INTO mutation_specs VALUES (?, 'core/NumberReplacer', '{}', ?, ?, 4, ?, 5, ?, ?)",
+                       (module, occurrence, row + shift, row + shift, _DEFINITION_OF_ROW[row], job))
+
+
+def _names(folder, text, shift):
+    """The names ``read_cosmic_ray`` gives a session's mutants of MODULE's kernel (two at one place), decorator
+    and property, with the module written as ``text`` (MODULE with ``shift`` lines more above them)."""
+    (folder / "sim" / "field").mkdir(parents=True)
+    (folder / "sim" / "field" / "kernels.py").write_text(text)
+    session = folder / "session.sqlite"
+    _cosmic_ray_session(session, "sim/field/drift.py")
+    _add_mutants(session, "sim/field/kernels.py", ((6, "k"), (8, "p"), (8, "q"), (21, "j")), shift)
+    return sorted(name for name in read_cosmic_ray(session, folder) if name.startswith("sim.field.kernels"))
+
+
+def test_a_mutants_name_holds_while_the_file_above_it_is_edited(tmp_path):
+    """Rows count from the mutant's function or statement, so a function added above moves every row of the
+    session, not a name; two mutants of one operator at one place are told apart by their order."""
+    names = _names(tmp_path / "before", MODULE, 0)
+    assert names == ["sim.field.kernels:<kernel>@+0:4:core/NumberReplacer#0",
+                     "sim.field.kernels:Holder.value@+1:4:core/NumberReplacer#0",
+                     "sim.field.kernels:kernel@+1:4:core/NumberReplacer#0",
+                     "sim.field.kernels:kernel@+1:4:core/NumberReplacer#1"]
+    edited = MODULE.replace("LIMIT = 2\n", "LIMIT = 2\n\n\ndef added(x):\n    return x - 7\n")
+    assert _names(tmp_path / "after", edited, 4) == names
+
+
+def test_control_a_session_from_another_version_of_the_file_is_refused(tmp_path):
+    """The rows of MODULE read against the edited file: the kernel's mutant at row 8 is not inside ``kernel``."""
+    edited = MODULE.replace("LIMIT = 2\n", "LIMIT = 2\n\n\ndef added(x):\n    return x - 7\n")
+    with pytest.raises(ValueError, match="made from another version of the file"):
+        _names(tmp_path, edited, 0)
+
+
+def test_a_sessions_mutants_are_named_on_the_committed_source_it_was_made_from(tmp_path):
+    """With a sources record, the blobs it names are read (git), not the working tree edited since; without one,
+    the working tree."""
+    import devtools.mutation.compiled as compiled
+
+    names = _names(tmp_path, MODULE, 0)
+    session = tmp_path / "session.sqlite"
+    config = tmp_path / "compiled.toml"
+    config.write_text('[cosmic-ray]\nmodule-path = ["sim/field/kernels.py", "sim/field/drift.py"]\n')
+    for command in (["init", "-q"], ["add", "sim"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *command], cwd=tmp_path, check=True)
+    compiled.sources_record(session).write_text(json.dumps(compiled.sources(config, tmp_path)))
+    (tmp_path / "sim" / "field" / "kernels.py").write_text("\n\n" + MODULE)  # edited after the session was made
+    assert sorted(n for n in read_cosmic_ray(session, tmp_path) if n.startswith("sim.field.kernels")) == names
+    compiled.sources_record(session).unlink()
+    with pytest.raises(ValueError, match="another version"):
+        read_cosmic_ray(session, tmp_path)
 
 
 def test_mutants_of_a_file_kept_from_mutmut_all_stay_cosmic_rays(tmp_path):
@@ -95,19 +158,15 @@ def test_mutants_of_a_file_kept_from_mutmut_all_stay_cosmic_rays(tmp_path):
 
     (tmp_path / "sim" / "field").mkdir(parents=True)
     (tmp_path / "sim" / "field" / "rule.py").write_text(MODULE)
-    (tmp_path / "sim" / "field" / "kernels.py").write_text(MODULE)  # the fabricated session's own rows
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
-    with sqlite3.connect(session) as db:
-        for row, job in ((8, "p"), (11, "h"), (16, "i"), (6, "k")):
-            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/rule.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
-                       "'f', ?)", (row, row, job))
+    _add_mutants(session, "sim/field/rule.py", ((8, "p"), (11, "h"), (16, "i"), (6, "k")))
     assert leave_to_mutmut(session, tmp_path) == 0
-    outcomes = read_cosmic_ray(session)
-    assert outcomes["sim.field.rule.f@11:4:core/NumberReplacer#0"] == "not checked"  # cosmic-ray's to run
-    assert outcomes["sim.field.rule.f@16:4:core/NumberReplacer#0"] == "not checked"
-    assert outcomes["sim.field.rule.f@6:4:core/NumberReplacer#0"] == "excluded"
+    outcomes = read_cosmic_ray(session, tmp_path)
+    assert outcomes["sim.field.rule:wrapper@+0:4:core/NumberReplacer#0"] == "not checked"  # cosmic-ray's to run
+    assert outcomes["sim.field.rule:Holder.method@+0:4:core/NumberReplacer#0"] == "not checked"
+    assert outcomes["sim.field.rule:<kernel>@+0:4:core/NumberReplacer#0"] == "excluded"
 
 
 def test_worker_ports_come_from_the_configuration(tmp_path):
@@ -134,10 +193,10 @@ def test_survivors_and_failed_workers_are_run_again_and_nothing_else(tmp_path):
 
     session = tmp_path / "session.sqlite"
     _cosmic_ray_session(session)
-    before = read_cosmic_ray(session)
-    assert forget_survivors(session) == 2  # the survivor (row 3) and the worker's exception (row 5)
-    after = read_cosmic_ray(session)
-    again = {f"sim.field.kernels.sphere_drift@{row}:4:core/NumberReplacer#0" for row in (3, 5)}
+    before = read_cosmic_ray(session, tmp_path)
+    assert forget_survivors(session) == 2  # the survivor (row 4) and the worker's exception (row 6)
+    after = read_cosmic_ray(session, tmp_path)
+    again = {f"sim.field.kernels:sphere_drift@+{offset}:4:core/NumberReplacer#0" for offset in (3, 5)}
     assert [before[name] for name in sorted(again)] == ["survived", "other"]
     assert all(after[name] == "not checked" for name in again)  # pending again for `exec`
     assert {k: v for k, v in after.items() if k not in again} == {k: v for k, v in before.items() if k not in again}

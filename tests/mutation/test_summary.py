@@ -29,8 +29,9 @@ RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seco
 def test_module_name_drops_the_function_and_the_mutant_number():
     assert module_name("sim.field.manifold.xǁSphereǁproject__mutmut_3") == "sim.field.manifold"
     assert module_name("empirical.eq9.x_misalignment__mutmut_12") == "empirical.eq9"
-    assert module_name("sim.field.kernels.sphere_drift@128:7:core/NumberReplacer#0") == "sim.field.kernels"
-    for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift"):
+    assert module_name("sim.field.kernels:sphere_drift@+6:7:core/NumberReplacer#0") == "sim.field.kernels"
+    assert module_name("sim.field.instances:InstanceField.__call__@+2:7:core/NumberReplacer#1") == "sim.field.instances"
+    for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift", "sim.field.kernels.f@12:7:core/X#0"):
         with pytest.raises(ValueError, match="mutant="):
             module_name(bad)
 
@@ -58,7 +59,7 @@ def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
 
 def test_an_equivalent_that_no_longer_survives_is_reported_stale_not_hidden(tmp_path):
     """Stale: killed now, or gone; an equivalent whose mutant has not run yet (an interrupted session) is not."""
-    pending = "sim.field.kernels.f@3:4:core/NumberReplacer#0"
+    pending = "sim.field.kernels:f@+3:4:core/NumberReplacer#0"
     listed = {**EQUIVALENT, "sim.field.manifold.xǁSphereǁproject__mutmut_1": "once equivalent",
               "sim.gone.x_f__mutmut_1": "mutant no longer exists", pending: "not run yet"}
     summary = summarise({**OUTCOMES, pending: "not checked"}, listed)
@@ -116,10 +117,27 @@ def test_section_without_a_summary_says_how_to_make_one(tmp_path):
     assert "make mutants" in result.text and result.tables == ()
 
 
-def _cosmic_ray_session(path):
-    """A cosmic-ray session (its tables, as cosmic-ray 8 writes them) with one mutant of each outcome."""
+#: The module of ``_cosmic_ray_session``'s mutants: a function (rows 1-7) and a constant (row 10).
+SESSION_MODULE = '''def sphere_drift(x):
+    a = x + 1
+    b = x + 2
+    c = x + 3
+    d = x + 4
+    e = x + 5
+    return a + b + c + d + e
+
+
+LIMIT = 2
+'''
+
+
+def _cosmic_ray_session(path, module="sim/field/kernels.py"):
+    """A cosmic-ray session (its tables, as cosmic-ray 8 writes them) with one mutant of each outcome, on
+    ``SESSION_MODULE`` as ``module`` (written beside the session's folder's ``sim/``: the root of its paths)."""
     import sqlite3
 
+    (path.parent / module).parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / module).write_text(SESSION_MODULE)
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE mutation_specs (module_path, operator_name, operator_args, occurrence, start_pos_row, "
                    "start_pos_col, end_pos_row, end_pos_col, definition_name, job_id PRIMARY KEY)")
@@ -127,20 +145,20 @@ def _cosmic_ray_session(path):
         results = {"a": ("NORMAL", "F", "KILLED"), "b": ("NORMAL", "timeout", "KILLED"), "c": ("NORMAL", ".", "SURVIVED"),
                    "d": ("SKIPPED", None, None), "e": ("EXCEPTION", "boom", "INCOMPETENT"),
                    "g": ("NORMAL", "E   Failed: Timeout (>30.0s) from pytest-timeout.\n1 failed", "KILLED")}
-        for row, job in enumerate("abcdefg"):
-            db.execute("INSERT INTO mutation_specs VALUES ('sim/field/kernels.py', 'core/NumberReplacer', '{}', 0, ?, 4, ?, 5, "
-                       "?, ?)", (row + 1, row + 1, "sphere_drift" if job != "f" else None, job))
+        for row, job in zip((2, 3, 4, 5, 6, 10, 7), "abcdefg"):
+            db.execute("INSERT INTO mutation_specs VALUES (?, 'core/NumberReplacer', '{}', ?, ?, 4, ?, 5, ?, ?)",
+                       (module, row, row, row, "sphere_drift" if job != "f" else None, job))
             if job in results:
                 db.execute("INSERT INTO work_results VALUES (?, ?, ?, '', ?)", (*results[job], job))
 
 
 def test_cosmic_ray_results_become_outcomes(tmp_path):
     _cosmic_ray_session(tmp_path / "kernels.sqlite")
-    outcomes = read_cosmic_ray(tmp_path / "kernels.sqlite")
-    expected = {f"sim.field.kernels.sphere_drift@{row}:4:core/NumberReplacer#0": outcome for row, outcome in
+    outcomes = read_cosmic_ray(tmp_path / "kernels.sqlite", tmp_path)
+    expected = {f"sim.field.kernels:sphere_drift@+{row}:4:core/NumberReplacer#0": outcome for row, outcome in
                 enumerate(("killed", "timeout", "survived", "excluded", "other"), start=1)}
-    expected["sim.field.kernels.<module>@6:4:core/NumberReplacer#0"] = "not checked"  # a decorator's argument: no function
-    expected["sim.field.kernels.sphere_drift@7:4:core/NumberReplacer#0"] = "timeout"  # a test past pytest's --timeout
+    expected["sim.field.kernels:<LIMIT>@+0:4:core/NumberReplacer#0"] = "not checked"  # a constant: no function
+    expected["sim.field.kernels:sphere_drift@+6:4:core/NumberReplacer#0"] = "timeout"  # a test past pytest's --timeout
     assert outcomes == expected
     with pytest.raises(FileNotFoundError, match="make mutants"):
         read_cosmic_ray(tmp_path / "missing.sqlite")
@@ -157,7 +175,8 @@ def test_command_writes_the_summary_from_mutmut_results(tmp_path):
     run.write_text(json.dumps(RUN))
     _cosmic_ray_session(tmp_path / "kernels.sqlite")
     assert main([str(tmp_path / "mutants"), str(out), "--equivalents", str(equivalents), "--scope", "sim.*",
-                 "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--run", str(run), "--run", str(run)]) == 0
+                 "--cosmic-ray", str(tmp_path / "kernels.sqlite"), "--run", str(run), "--run", str(run),
+                 "--root", str(tmp_path)]) == 0
     written = json.loads(out.read_text())
     assert (written["totals"]["equivalent"], written["totals"]["total"], written["runs"]) == (1, 11, [RUN, RUN])
     assert written["modules"]["sim.field.kernels"]["excluded"] == 1
