@@ -154,8 +154,6 @@ def test_a_sessions_mutants_are_named_on_the_committed_source_it_was_made_from(t
 def test_mutants_of_a_file_kept_from_mutmut_all_stay_cosmic_rays(tmp_path):
     """The same module under a name do_not_mutate lists (as sim/solvers/stepsize.py): its wrapper's and method's
     mutants are not left to mutmut, which never mutates them; only the @njit option is excluded."""
-    import sqlite3
-
     (tmp_path / "sim" / "field").mkdir(parents=True)
     (tmp_path / "sim" / "field" / "rule.py").write_text(MODULE)
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
