@@ -104,6 +104,42 @@ def test_time_dependent_heads_are_evaluated_once_per_time():
     assert calls == [0.2, 0.5, 0.5]
 
 
+def test_constant_matrices_are_stacked_once_and_identity_values_skip_their_product(monkeypatch):
+    """Set once when the field is made: constant heads as [P_1 | ... | P_h] (no per-time workspace entry), constant
+    value matrices as [U_1^T; ...; U_h^T] (not concatenated at each evaluation), and U_eta = I given as matrices
+    the one-product path f = (sum_eta alpha^eta) y (the weights summed over the heads), as U = None."""
+    import sim.field.dynamics as dynamics
+
+    rng = np.random.default_rng(5)
+    P = tuple(rng.uniform(-1, 1, (3, 3)) for _ in range(2))
+    y = Ellipsoid().random_point(rng, (4, 6, 3))
+    fields = [AttentionField(P=P, U=tuple(rng.uniform(-1, 1, (3, 3)) for _ in range(2))),
+              AttentionField(P=P, U=(np.eye(3), np.eye(3)))]
+    concatenations, summed_weights = [], []
+    concatenate = np.concatenate
+    monkeypatch.setattr(dynamics.np, "concatenate", lambda *a, **k: concatenations.append(1) or concatenate(*a, **k))
+    for field in fields:
+        monkeypatch.setattr(field.workspace, "at_time", lambda *a: pytest.fail("constant heads filled per time"))
+
+        def weights(t, y, summed=False, original=field._weights):
+            summed_weights.append(summed)
+            return original(t, y, summed=summed)
+
+        monkeypatch.setattr(field, "_weights", weights)
+        field(0.3, y)
+    assert concatenations == [] and summed_weights == [False, True]
+
+
+def test_control_callable_heads_fill_the_workspace_and_drawn_values_take_the_stacked_product(monkeypatch):
+    """The checks above see the other paths: callable heads are filled per time, U_eta != I sums no weights."""
+    filled = []
+    field = AttentionField(P=(lambda t: np.eye(3),), U=(2.0 * np.eye(3),), W=np.eye(3))
+    at_time = field.workspace.at_time
+    monkeypatch.setattr(field.workspace, "at_time", lambda *a: filled.append(a[0]) or at_time(*a))
+    field(0.3, Ellipsoid().random_point(np.random.default_rng(5), (6, 3)))
+    assert filled == [0.3] and not field._identity_values
+
+
 @pytest.mark.parametrize("name", ["sphere-full-U=I", "sphere-causal-U", "ellipsoid-causal-U=I"])
 def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
     """At d = 200 with 40 tokens every product of the field is past TORCH_MIN_MULTIPLY_ADDS (PyTorch's MKL);
@@ -383,6 +419,18 @@ def test_the_field_names_its_heads_width_mask_and_metric():
     eye = np.eye(3)
     assert repr(AttentionField((eye, 2 * eye), causal=True)) == "AttentionField(heads=2, d=3, causal=True, W=I)"
     assert repr(AttentionField((eye,), W=W3)) == "AttentionField(heads=1, d=3, causal=False, W=given)"
+
+
+def test_the_leading_eigenvector_is_a_real_unit_vector_even_for_a_complex_eigenvalue():
+    """leading_eigenpair's v is the real part of the computed eigenvector, normalised: for a complex leading pair
+    (a rotation plus a scaling) the real part alone has norm below 1."""
+    from sim.field.dynamics import leading_eigenpair
+
+    U = np.array([[1.0, -2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 0.5]])  # eigenvalues 1 +- 2i, 0.5
+    lam, v, runner = leading_eigenpair(U)
+    assert lam.real == pytest.approx(1.0) and abs(lam.imag) == pytest.approx(2.0) and runner == pytest.approx(1.0)
+    assert np.linalg.norm(np.real(np.linalg.eig(U)[1][:, 0])) < 0.9  # what normalising corrects
+    assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-15) and np.all(np.isreal(v))
 
 
 def test_a_one_by_one_U_has_a_simple_top_eigenvalue():
