@@ -194,10 +194,17 @@ class AttentionField:
         """alpha_ij^eta = exp(s_ij^eta) / Z_i^eta, Z_i^eta = sqrt(d) sum_j exp(s_ij^eta) (sums over j <= i when causal;
         alpha_ij = 0 for j > i), from ``scores : shape=[batch, l, h, l]`` (overwritten) into ``out`` of that shape, or
         summed over the heads into ``out : shape=[batch, l, l]``. Log-sum-exp: each row shifted by its own largest
-        score first, which leaves alpha unchanged and keeps every exponent <= 0."""
+        score first, which leaves alpha unchanged and keeps every exponent <= 0. ``out``'s shape is checked before
+        the compiled kernels write into it: they do not check their indices, and a smaller array would be written
+        past its end."""
+        batch, tokens, _, _ = scores.shape
+        summed = out.shape == (batch, tokens, tokens)
+        if not summed and out.shape != scores.shape:
+            raise ValueError(f"out must have shape {scores.shape} (each head) or {(batch, tokens, tokens)} (summed "
+                             f"over the heads); got {out.shape}.")
         shift_rows_(scores, self.causal)
         np.exp(scores, out=scores)
-        (normalised_rows if out.ndim == 4 else summed_normalised_rows)(scores, np.sqrt(dim), out)
+        (summed_normalised_rows if summed else normalised_rows)(scores, np.sqrt(dim), out)
         return out
 
     def _weights(self, t: float, y: np.ndarray, summed: bool = False) -> np.ndarray:

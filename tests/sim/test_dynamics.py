@@ -130,6 +130,16 @@ def test_constant_matrices_are_stacked_once_and_identity_values_skip_their_produ
     assert concatenations == [] and summed_weights == [False, True]
 
 
+@pytest.mark.parametrize("shape", [(2, 5, 5), (1, 5, 3, 4), (1, 5, 5, 5)])
+def test_the_softmax_refuses_an_out_the_kernels_would_write_past(shape):
+    """The softmax's compiled kernels do not check indices: an ``out`` of another shape than the scores' (each
+    head) or [batch, l, l] (summed) is refused before they run, instead of written past its end."""
+    field = AttentionField(P=(np.eye(3), np.eye(3), np.eye(3)))
+    scores = np.zeros((1, 5, 3, 5))
+    with pytest.raises(ValueError, match=r"out must have shape \(1, 5, 3, 5\) \(each head\) or \(1, 5, 5\)"):
+        field._softmax(scores, 3, np.empty(shape))
+
+
 def test_control_callable_heads_fill_the_workspace_and_drawn_values_take_the_stacked_product(monkeypatch):
     """The checks above see the other paths: callable heads are filled per time, U_eta != I sums no weights."""
     filled = []
