@@ -88,6 +88,10 @@ mutants: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m devtools.mutation measure \
 	  build/mutants/run-mutmut-$$(date -u +%Y%m%dT%H%M%S).json -- \
 	  nice -n 10 $(BIN)/python -m devtools.mutation resume $(AGAIN) $(MUTANTS_SCOPE)
+	# mutmut's forked test processes abort when a mutant makes Numba compile: those run again, each in a fresh process
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m devtools.mutation measure \
+	  build/mutants/run-fresh-$$(date -u +%Y%m%dT%H%M%S).json -- \
+	  nice -n 10 $(BIN)/python -m devtools.mutation fresh $(MUTANTS_SCOPE)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m devtools.mutation measure \
 	  build/mutants/run-compiled-$$(date -u +%Y%m%dT%H%M%S).json -- \
 	  nice -n 10 $(BIN)/python -m devtools.mutation compiled tests/mutation/compiled.toml $(COMPILED_SESSION) $(AGAIN)

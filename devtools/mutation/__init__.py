@@ -7,7 +7,9 @@ reads mutmut's results (``DIR/<package>/<module>.py.meta``), cosmic-ray's sessio
 equivalent mutants (tests/mutation/equivalent.toml: mutant name -> one-line reason) and writes ``OUT``
 (build/mutants/summary.json). The score of a module is detected / non-equivalent mutants, where detected = killed
 + timed out (a mutant that makes the tests hang is caught by the per-test time limit) and a mutant no selected
-test reaches counts as undetected. A listed equivalent counts apart only while it survives: one that a test now
+test reaches, or whose test process crashed without a verdict, counts as undetected; ``python -m devtools.mutation
+fresh SCOPE...`` runs each crashed mutant's tests again in a fresh process (devtools/mutation/fresh.py:
+mutmut's forked test processes abort when Numba compiles in them), and the summary counts that run's verdict. A listed equivalent counts apart only while it survives: one that a test now
 kills, or that no longer exists, is reported as stale, never dropped silently (one not run yet is neither).
 
 ``python -m devtools.mutation measure OUT -- COMMAND`` runs the mutation tools and records what the run cost

@@ -1,6 +1,6 @@
-"""``python -m devtools.mutation``: summarise a mutation run, run mutmut on what is left of it (``resume``) or
-cosmic-ray's session (``compiled``), or measure what a command costs (``measure``); `make mutants` calls all four
-(devtools/mutation/__init__.py)."""
+"""``python -m devtools.mutation``: summarise a mutation run, run mutmut on what is left of it (``resume``), its
+crashed mutants in fresh processes (``fresh``) or cosmic-ray's session (``compiled``), or measure what a command
+costs (``measure``); `make mutants` calls all five (devtools/mutation/__init__.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .compiled import run_session
+from .fresh import FRESH, apply_fresh, fresh_command, read_fresh
 from .resume import resume
 from .summary import EQUIVALENTS, measure, mutmut_outcomes, read_cosmic_ray, read_equivalents, read_results, summarise
 
@@ -23,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
         return _compiled_command(argv[1:])
     if argv[:1] == ["resume"]:
         return _resume_command(argv[1:])
+    if argv[:1] == ["fresh"]:
+        return _fresh_command(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m devtools.mutation",
                                      description="Summarise a mutmut run into build/mutants/summary.json.")
     parser.add_argument("results", type=Path, help="mutmut's results folder (mutants/)")
@@ -34,12 +37,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="the project the session's module paths are relative to (its git repository)")
     parser.add_argument("--run", type=Path, action="append", default=[],
                         help="what a segment of the run cost (`measure`'s record; repeat for each segment)")
+    parser.add_argument("--fresh", type=Path, default=FRESH,
+                        help="crashed mutants run again in a fresh process (`fresh`'s record), if any")
     args = parser.parse_args(argv)
     outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
+    stats = args.results / "mutmut-stats.json"
+    hashes = json.loads(stats.read_text()).get("function_hashes", {}) if stats.exists() else {}
+    outcomes, fresh = apply_fresh(outcomes, read_fresh(args.fresh), hashes)
     if args.cosmic_ray is not None:
         outcomes.update(read_cosmic_ray(args.cosmic_ray, args.root))
     runs = tuple(json.loads(path.read_text()) for path in args.run)
-    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), runs=runs)
+    summary = summarise(outcomes, read_equivalents(args.equivalents), scope=tuple(args.scope), runs=runs,
+                        fresh=fresh)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1, ensure_ascii=False))
     t = summary["totals"]
@@ -72,6 +81,15 @@ def _compiled_command(argv: list[str]) -> int:
                         help="also run the surviving mutants of a resumed session again (after adding tests)")
     args = parser.parse_args(argv)
     return run_session(args.config, args.session, survivors=args.survivors)
+
+
+def _fresh_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.mutation fresh",
+                                     description="Run mutmut's crashed mutants of the scope again, each in a fresh "
+                                                 "process (devtools/mutation/fresh.py).")
+    parser.add_argument("scope", nargs="+", help="the mutant-name globs of the scope (the Makefile's MUTANTS_SCOPE)")
+    args = parser.parse_args(argv)
+    return fresh_command(Path("mutants"), args.scope)
 
 
 def _resume_command(argv: list[str]) -> int:

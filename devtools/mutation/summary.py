@@ -50,10 +50,11 @@ def mutmut_outcomes(exit_codes: Mapping[str, int | None], scope: tuple[str, ...]
 
 
 def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, scope: tuple[str, ...] = ("*",),
-              runs: tuple[Mapping[str, Any], ...] = ()) -> dict[str, Any]:
+              runs: tuple[Mapping[str, Any], ...] = (), fresh: int = 0) -> dict[str, Any]:
     """The per-module counts of ``outcomes`` (mutant name -> one of OUTCOMES but "equivalent") with
     ``equivalents`` (mutant name -> reason) applied; ``scope`` the globs mutmut ran, ``runs`` what the run's
-    segments cost (``measure``'s records), if measured."""
+    segments cost (``measure``'s records), if measured; ``fresh`` how many of the outcomes are those of crashed
+    mutants run again in a fresh process (devtools/mutation/fresh.py)."""
     unknown = set(outcomes.values()) - set(OUTCOMES) | ({"equivalent"} & set(outcomes.values()))
     if unknown:
         raise ValueError(f"outcomes must be among {OUTCOMES} (not 'equivalent': the list decides); got {unknown}.")
@@ -63,7 +64,7 @@ def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, sc
             outcome = "equivalent"
         entry = modules.setdefault(module_name(mutant), {**{o: 0 for o in OUTCOMES}, "survivors": []})
         entry[outcome] += 1
-        if outcome in ("survived", "no tests"):
+        if outcome in ("survived", "no tests", "other"):
             entry["survivors"].append(mutant)
     for entry in modules.values():
         entry["total"] = sum(entry[o] for o in OUTCOMES)
@@ -74,13 +75,14 @@ def summarise(outcomes: Mapping[str, str], equivalents: Mapping[str, str], *, sc
     stale = {name: reason for name, reason in sorted(equivalents.items())
              if outcomes.get(name) not in ("survived", "not checked")}
     return {"modules": modules, "totals": totals, "equivalents": dict(sorted(equivalents.items())),
-            "stale_equivalents": stale, "scope": list(scope), "runs": [dict(run) for run in runs]}
+            "stale_equivalents": stale, "scope": list(scope), "runs": [dict(run) for run in runs], "fresh": fresh}
 
 
 def _score(counts: Mapping[str, int]) -> float | None:
-    """detected / non-equivalent mutants, those no test reaches included (None when there were none)."""
+    """detected / non-equivalent mutants, those no test reaches and those whose tests crashed without a verdict
+    included (None when there were none)."""
     detected = counts["killed"] + counts["timeout"]
-    considered = detected + counts["survived"] + counts["no tests"]
+    considered = detected + counts["survived"] + counts["no tests"] + counts["other"]
     return detected / considered if considered else None
 
 
@@ -212,10 +214,11 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     for name, m in [*sorted(summary["modules"].items()), ("all", summary["totals"])]:
         score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
         rows.append((name, m["total"], m["killed"], m["timeout"], m["survived"], m["equivalent"], m["no tests"],
-                     m["excluded"], m["not checked"] + m["other"], score))
+                     m["excluded"], m["other"], m["not checked"], score))
     text = ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
-            "(killed + timed out + survived + reached by no test); equivalent mutants (no test can tell them from the original) are "
+            "(killed + timed out + survived + reached by no test + crashed: its test process died without a "
+            "verdict); equivalent mutants (no test can tell them from the original) are "
             "counted apart, each with its reason in tests/mutation/equivalent.toml. mutmut leaves decorated "
             "functions alone, so the Numba kernels (sim.field.kernels, sim.field.instances, sim.solvers.compiled) are mutated by "
             "cosmic-ray, in git clones of the tree; their tests run with NUMBA_DISABLE_JIT=1 (the same loops in "
@@ -227,11 +230,16 @@ def section(summary_path: Path = SUMMARY) -> ReportSection:
     if summary["stale_equivalents"]:
         text += (" Listed as equivalent but no longer surviving (stale entries to remove): "
                  + ", ".join(summary["stale_equivalents"]) + ".")
+    if summary.get("fresh"):
+        text += (f" {summary['fresh']} mutants whose test process crashed in mutmut's fork were run again, each in a "
+                 "fresh process (devtools/mutation/fresh.py), and are counted by that run's verdict.")
     survivors = [(s,) for m in summary["modules"].values() for s in m["survivors"]]
     tables = [Table("Mutants per module", ("module", "mutants", "killed", "timed out", "survived", "equivalent",
-                                           "no test reaches it", "excluded", "not run", "score"), tuple(rows))]
+                                           "no test reaches it", "excluded", "crashed", "not run", "score"),
+                    tuple(rows))]
     if survivors:
-        tables.append(Table("Surviving mutants and those no test reaches (`mutmut show NAME`)", ("mutant",), tuple(survivors)))
+        tables.append(Table("Surviving mutants, crashed ones and those no test reaches (`mutmut show NAME`)",
+                            ("mutant",), tuple(survivors)))
     return ReportSection(title, text, tables=tuple(tables), order=90)
 
 

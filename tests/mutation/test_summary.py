@@ -50,10 +50,11 @@ def test_summary_counts_each_outcome_per_module_and_keeps_equivalents_apart():
     assert manifold["score"] == pytest.approx(2 / 3)  # (killed + timed out) / non-equivalent tested mutants
     records = summary["modules"]["foundation.records"]
     assert (records["killed"], records["no tests"], records["other"], records["total"]) == (1, 1, 1, 3)
-    assert records["score"] == 1 / 2  # a mutant no test reaches is not detected
-    assert records["survivors"] == ["foundation.records.x_worst_verdict__mutmut_2"]
+    assert records["score"] == 1 / 3  # neither a mutant no test reaches nor one whose tests crashed is detected
+    assert records["survivors"] == ["foundation.records.x__jsonable__mutmut_4",
+                                    "foundation.records.x_worst_verdict__mutmut_2"]
     assert summary["totals"]["total"] == len(FAKE_RUN)
-    assert summary["totals"]["score"] == pytest.approx(3 / 5)
+    assert summary["totals"]["score"] == pytest.approx(3 / 6)
     assert summary["stale_equivalents"] == {}
 
 
@@ -95,10 +96,12 @@ def test_section_tabulates_a_summary_per_module_with_its_survivors(tmp_path):
     result = section_of(summarise(OUTCOMES, EQUIVALENT, runs=(RUN,)), tmp_path)
     counts, survivors = result.tables
     rows = {row[0]: row for row in counts.rows}
-    assert rows["sim.field.manifold"] == ("sim.field.manifold", 4, 1, 1, 1, 1, 0, 0, 0, "66.7%")
-    assert rows["all"][-1] == "60.0%"
+    assert rows["sim.field.manifold"] == ("sim.field.manifold", 4, 1, 1, 1, 1, 0, 0, 0, 0, "66.7%")
+    assert rows["foundation.records"] == ("foundation.records", 3, 1, 0, 0, 0, 1, 0, 1, 0, "33.3%")  # a crash
+    assert rows["all"][-1] == "50.0%"
     assert set(survivors.rows) == {("sim.field.manifold.xǁSphereǁproject__mutmut_2",),
-                                   ("foundation.records.x_worst_verdict__mutmut_2",)}
+                                   ("foundation.records.x_worst_verdict__mutmut_2",),
+                                   ("foundation.records.x__jsonable__mutmut_4",)}
     assert ("revision abc123: 2 min of wall time, 3 min of CPU time, load average 4.0 (at most 6.0) on 2 cores"
             in result.text)
 
