@@ -7,6 +7,7 @@ Python): these are the tests `make mutants` runs on each mutant of sim/solvers/c
 about 1 s; SciPy's integrators and the search machinery of tests/sim/test_compiled.py add another second each).
 """
 
+import numba
 import numpy as np
 import pytest
 
@@ -14,6 +15,8 @@ import sim.solvers.compiled as compiled
 from sim import AdaptiveStepSize, AttentionField, Dopri5, Ellipsoid, SaveAt, SolveOptions, solve
 from sim.solvers.compiled import solve_field, solve_instances
 from sim.field.instances import InstanceField
+from sim.field.modulation import CosineDiagonal, Modulated
+from sim.solvers.ahead import PATHS
 from sim.figures.scenarios import FIG3_V, full_attention_example
 from sim.solvers import MaxStepsReached
 from sim.solvers.solve import _tiny
@@ -399,3 +402,52 @@ def test_an_error_of_exactly_1_is_accepted():
     compiled._control(0, 1.0, compiled._settings(controller, 0.0, 1.0, SMALL_BUDGET), lanes, work)
     assert (lanes.tally.steps[0], lanes.tally.rejected[0], lanes.t[0]) == (1, 0, 0.1)  # accepted, not rejected
     assert lanes.dt[0] == pytest.approx(0.1 * controller.safety)  # the step times safety * 1 ** (-1/5)
+
+
+def _loop_types(monkeypatch, runs) -> list:
+    """The Numba types of the records each of ``runs`` hands the compiled loop (``_dopri5_instances``), recorded by
+    a stand-in for the loop (nothing is integrated or compiled)."""
+    seen = []
+    monkeypatch.setattr(compiled, "_dopri5_instances", lambda *records: seen.append(numba.typeof(records)))
+    for run in runs:
+        run()
+    return seen
+
+
+def _user_forms():
+    """Inputs as a user may write them: integer modulation numbers and 0 / 1 sine flags, a field of one matrix
+    broadcast over the instances (read-only, stride 0), a Fortran-ordered read-only y0, integer matrices."""
+    rng = np.random.default_rng(SMALL_SEED)
+    y0 = Ellipsoid().random_point(rng, (3, 4, 3))
+    fortran = np.asfortranarray(y0)
+    fortran.flags.writeable = False
+    diagonal = CosineDiagonal(np.array([1, 1, 2]), np.array([3, 1, 2]), np.zeros(3, dtype=int), np.array([0, 1, 0]))
+    modulated = AttentionField(P=(Modulated(np.eye(3), diagonal),), W=np.eye(3))
+    matrices = np.broadcast_to(rng.uniform(-0.5, 0.5, (1, 3, 3)), (3, 1, 3, 3))
+    controller = AdaptiveStepSize(rtol=1e-6, atol=1e-6)
+    return [lambda: solve_field(modulated, y0, 0.1, controller=controller),
+            lambda: solve_instances(InstanceField(matrices, np.broadcast_to(np.eye(3, dtype=int), matrices.shape)),
+                                    fortran, 0.1, controller=controller),
+            lambda: solve_field(full_attention_example(), fortran, 0.1, controller=controller, workers=2)]
+
+
+def test_every_input_form_reaches_the_compiled_loop_with_the_types_compiled_ahead(monkeypatch):
+    """``python -m sim compile`` (sim.solvers.ahead) compiles the loop once, for the types of its two paths; the
+    integrations bring every input to those types (float64 C-contiguous writable matrices and states, float64 and
+    bool modulation arrays), so a user's integers, broadcast matrices or Fortran-ordered states compile nothing new
+    (each new set of types is a compilation of about 30 s in every process)."""
+    ahead = _loop_types(monkeypatch, [PATHS["solve_field"], PATHS["solve_instances"]])
+    assert len(set(ahead)) == 1  # the module's claim: both paths compile the same types
+    assert set(_loop_types(monkeypatch, _user_forms())) == set(ahead)
+
+
+def test_control_a_field_left_unconverted_reaches_the_loop_with_other_types(monkeypatch):
+    """The check above sees a field whose matrices skipped InstanceField's conversion (a read-only broadcast view,
+    as solve_field builds them)."""
+    ahead = _loop_types(monkeypatch, [PATHS["solve_instances"]])
+    rng = np.random.default_rng(SMALL_SEED)
+    field = InstanceField(np.ones((2, 1, 3, 3)), np.ones((2, 1, 3, 3)))
+    object.__setattr__(field, "P", np.broadcast_to(rng.uniform(-0.5, 0.5, (1, 3, 3)), (2, 1, 3, 3)))
+    y0 = Ellipsoid().random_point(rng, (2, 4, 3))
+    unconverted = _loop_types(monkeypatch, [lambda: solve_instances(field, y0, 0.1, controller=AdaptiveStepSize())])
+    assert set(unconverted) != set(ahead)
