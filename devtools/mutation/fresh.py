@@ -9,7 +9,8 @@ the summary can only call it a crash. ``rerun`` runs the same tests (mutmut's ma
 ``mutants/mutmut-stats.json``) with mutmut's pytest arguments in a new Python process per mutant and keeps each exit
 code with the hash of the function it was measured on (``build/mutants/fresh.json``); the summary
 (``apply_fresh``) counts a crashed mutant killed in a fresh process as killed, one whose tests pass there as a
-survivor, and only while mutmut's result is still that crash for the same code.
+survivor, and only while mutmut's result is still that crash for the same code; one that crashes the fresh process
+too (a segmentation fault, an abort) is detected: the test command fails with it.
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ PYTEST_ARGS = ("--rootdir=.", "--tb=native", "-x", "-q", "-p", "no:randomly", "-
 #: _weights, 115 tests) took 40 s in a fresh process here, so 600 s leaves a factor of 15 for a loaded machine.
 TIMEOUT_SECONDS = 600.0
 TIMED_OUT = 124
-#: A fresh run's exit code -> outcome: pytest's 1 (a test failed) is killed, 0 (all passed) survived; a signal
-#: (negative) or anything else stays a crash ("other"); a timeout counts as detected, as mutmut's do.
-_OUTCOME = {1: "killed", 0: "survived", TIMED_OUT: "timeout"}
+#: The signals with which a mutant's own code crashes a test process (abort, bus error, floating-point exception,
+#: segmentation fault): crashed again in a fresh process, the mutant is detected, as the test command cannot pass
+#: with it (one of the field's kernels given an array of the wrong rank writes past its end). Not SIGKILL, which is
+#: how the machine stops a process for its memory or time.
+CRASH_SIGNALS = (-6, -7, -8, -11)
+#: A fresh run's exit code -> outcome: pytest's 1 (a test failed) and a crash by one of CRASH_SIGNALS are killed,
+#: 0 (all passed) survived, a timeout detected (as mutmut's); anything else stays "other".
+_OUTCOME = {1: "killed", 0: "survived", TIMED_OUT: "timeout", **{code: "killed" for code in CRASH_SIGNALS}}
 
 
 def _function(name: str) -> str:
@@ -68,7 +74,7 @@ def rerun(folder: Path, names: Sequence[str], *,
             code = TIMED_OUT
         results[name] = {"exit_code": code, "tests": len(tests),
                          "function_hash": stats["function_hashes"].get(_function(name))}
-        print(f"{name}: exit code {code} in a fresh process ({_OUTCOME.get(code, 'crashed again')})", flush=True)
+        print(f"{name}: exit code {code} in a fresh process ({_OUTCOME.get(code, 'other')})", flush=True)
     return results
 
 

@@ -18,6 +18,9 @@ from foundation.records import ReportSection, Table
 from .compiled import LEFT_TO_MUTMUT, mutant_anchor, session_sources
 
 SUMMARY = Path("build/mutants/summary.json")
+#: The last whole run's summary, kept in the repository (copied from SUMMARY after a complete `make mutants`; it
+#: names its revisions): what the report shows in a tree where `make mutants` has not run.
+RECORDED = Path("docs/mutation-summary.json")
 EQUIVALENTS = Path("tests/mutation/equivalent.toml")
 #: The outcomes a mutant can have in the summary (mutmut's statuses, "equivalent" for a listed survivor).
 OUTCOMES = ("killed", "timeout", "survived", "equivalent", "no tests", "excluded", "not checked", "other")
@@ -201,21 +204,27 @@ def read_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
     return dict(table)
 
 
-def section(summary_path: Path = SUMMARY) -> ReportSection:
+def section(summary_path: Path = SUMMARY, recorded: Path = RECORDED) -> ReportSection:
     """The report's section: per module killed / timed out / survived / equivalent / untested and the score;
-    when ``summary_path`` does not exist, how to produce it."""
+    when ``summary_path`` does not exist, the run ``recorded`` in the repository, said to be that, or how to
+    produce one."""
     title = "Mutation testing of the core modules"
+    origin = ""
     if not Path(summary_path).exists():
-        return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
-                                    "mutmut over the core modules and writes it (README \"Mutation testing\" gives "
-                                    "the time measured).", order=90)
+        if not Path(recorded).exists():
+            return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
+                                        "mutmut over the core modules and writes it (README \"Mutation testing\" "
+                                        "gives the time measured).", order=90)
+        summary_path = recorded
+        origin = (f"No mutation run in this tree ({SUMMARY} does not exist): shown is the last whole run, recorded "
+                  f"in {RECORDED} at the revisions named below; `make mutants` measures this tree. ")
     summary = json.loads(Path(summary_path).read_text())
     rows = []
     for name, m in [*sorted(summary["modules"].items()), ("all", summary["totals"])]:
         score = "-" if m["score"] is None else f"{100 * m['score']:.1f}%"
         rows.append((name, m["total"], m["killed"], m["timeout"], m["survived"], m["equivalent"], m["no tests"],
                      m["excluded"], m["other"], m["not checked"], score))
-    text = ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
+    text = origin + ("mutmut changes one operator, constant or call at a time in the core modules and reruns the tests that "
             "reach the changed function; a mutant the tests notice is killed. Score = (killed + timed out) / "
             "(killed + timed out + survived + reached by no test + crashed: its test process died without a "
             "verdict); equivalent mutants (no test can tell them from the original) are "

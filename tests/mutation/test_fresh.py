@@ -71,13 +71,15 @@ def test_a_fresh_verdict_replaces_a_crash_of_the_same_code_only():
                 "a.x_g__mutmut_1": "other", "a.x_f__mutmut_4": "killed"}
     fresh = {"a.x_f__mutmut_1": {"exit_code": 1, "function_hash": "f"},
              "a.x_f__mutmut_2": {"exit_code": 0, "function_hash": "f"},
-             "a.x_f__mutmut_3": {"exit_code": -11, "function_hash": "f"},   # crashed again
+             "a.x_f__mutmut_3": {"exit_code": -9, "function_hash": "f"},    # killed by the machine
              "a.x_g__mutmut_1": {"exit_code": 1, "function_hash": "old g"},  # measured on other code
              "a.x_f__mutmut_4": {"exit_code": 0, "function_hash": "f"}}      # mutmut has a verdict now
     applied, replaced = apply_fresh(outcomes, fresh, {"a.x_f": "f", "a.x_g": "new g"})
     assert applied == {"a.x_f__mutmut_1": "killed", "a.x_f__mutmut_2": "survived", "a.x_f__mutmut_3": "other",
                        "a.x_g__mutmut_1": "other", "a.x_f__mutmut_4": "killed"}
     assert replaced == 3
+    segfault = {"a.x_f__mutmut_3": {"exit_code": -11, "function_hash": "f"}}  # the mutant's own crash, again
+    assert apply_fresh(outcomes, segfault, {"a.x_f": "f"})[0]["a.x_f__mutmut_3"] == "killed"
 
 
 def test_the_summary_counts_the_fresh_verdicts_and_says_so(tmp_path, monkeypatch):

@@ -2,11 +2,12 @@
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
 from devtools.mutation.__main__ import main
-from devtools.mutation.summary import (EQUIVALENTS, SUMMARY, measure, module_name, mutmut_outcomes, read_cosmic_ray,
+from devtools.mutation.summary import (EQUIVALENTS, RECORDED, SUMMARY, measure, module_name, mutmut_outcomes, read_cosmic_ray,
                                        read_equivalents, revision, section, summarise)
 
 # mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
@@ -116,8 +117,30 @@ def test_section_adds_up_the_segments_of_a_resumed_run_and_says_what_was_not_mea
 
 
 def test_section_without_a_summary_says_how_to_make_one(tmp_path):
-    result = section(tmp_path / "summary.json")
+    result = section(tmp_path / "summary.json", tmp_path / "recorded.json")
     assert "make mutants" in result.text and result.tables == ()
+
+
+def test_section_without_a_summary_shows_the_recorded_run_and_says_so(tmp_path):
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(json.dumps(summarise(OUTCOMES, EQUIVALENT, runs=(RUN,))))
+    result = section(tmp_path / "summary.json", recorded)
+    assert result.text.startswith("No mutation run in this tree") and "recorded in docs/mutation-summary.json" in result.text
+    assert "revision abc123" in result.text and {row[0] for row in result.tables[0].rows} >= {"all"}
+    (tmp_path / "summary.json").write_text(json.dumps(summarise(OUTCOMES, {}, runs=(RUN,))))
+    assert not section(tmp_path / "summary.json", recorded).text.startswith("No mutation run")  # the tree's own
+
+
+def test_the_recorded_run_is_a_whole_run_of_the_current_scope():
+    """docs/mutation-summary.json, shown by the report where `make mutants` has not run: a summary of the Makefile's
+    scope with nothing left to run."""
+    import re
+
+    recorded = json.loads(RECORDED.read_text())
+    makefile = Path("Makefile").read_text()
+    scope = re.findall(r"'([^']+)'", re.search(r"^MUTANTS_SCOPE := (.*?)\n(?=\S)", makefile, re.M | re.S).group(1))
+    assert recorded["scope"] == scope
+    assert recorded["totals"]["not checked"] == 0 and recorded["runs"]
 
 
 #: The module of ``_cosmic_ray_session``'s mutants: a function (rows 1-7) and a constant (row 10).
@@ -213,4 +236,4 @@ def test_revision_outside_a_git_work_tree_is_unknown(tmp_path):
 @pytest.mark.full
 def test_mutation_section(report_section, request):
     """The report's mutation-testing section, from the last `make mutants` (or how to run it)."""
-    report_section(section(request.config.rootpath / SUMMARY))
+    report_section(section(request.config.rootpath / SUMMARY, request.config.rootpath / RECORDED))
