@@ -213,8 +213,8 @@ def section(summary_path: Path = SUMMARY, recorded: Path = RECORDED) -> ReportSe
     if not Path(summary_path).exists():
         if not Path(recorded).exists():
             return ReportSection(title, f"No mutation run yet ({SUMMARY} does not exist): `make mutants` runs "
-                                        "mutmut over the core modules and writes it (README \"Mutation testing\" "
-                                        "gives the time measured).", order=90)
+                                        "mutmut over the core modules and writes it (docs/mutation.md gives "
+                                        "the time measured).", order=90)
         summary_path = recorded
         origin = (f"No mutation run in this tree ({SUMMARY} does not exist): shown is the last whole run, recorded "
                   f"in {RECORDED} at the revisions named below; `make mutants` measures this tree. ")
