@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from .compiled import run_session
-from .fresh import FRESH, apply_fresh, fresh_command, read_fresh
+from .fresh import FRESH, apply_fresh, fresh_command, function_hashes, read_fresh
 from .resume import resume
 from .summary import EQUIVALENTS, measure, mutmut_outcomes, read_cosmic_ray, read_equivalents, read_results, summarise
 
@@ -41,9 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="crashed mutants run again in a fresh process (`fresh`'s record), if any")
     args = parser.parse_args(argv)
     outcomes = mutmut_outcomes(read_results(args.results), tuple(args.scope))
-    stats = args.results / "mutmut-stats.json"
-    hashes = json.loads(stats.read_text()).get("function_hashes", {}) if stats.exists() else {}
-    outcomes, fresh = apply_fresh(outcomes, read_fresh(args.fresh), hashes)
+    outcomes, fresh = apply_fresh(outcomes, read_fresh(args.fresh), function_hashes(args.results))
     if args.cosmic_ray is not None:
         outcomes.update(read_cosmic_ray(args.cosmic_ray, args.root))
     runs = tuple(json.loads(path.read_text()) for path in args.run)

@@ -183,14 +183,12 @@ def sources_record(session: Path) -> Path:
     return session.with_name(session.name + ".sources.json")
 
 
-def session_sources(session: Path, root: Path = Path(".")) -> dict[str, str]:
-    """The text of each module ``session`` mutated, from the blobs its sources record names (read with git in
-    ``root``); a session without a record (made by hand) reads the files in ``root``."""
+def session_sources(session: Path, paths, root: Path = Path(".")) -> dict[str, str]:
+    """The text of each module of ``paths`` as ``session`` mutated it, from the blobs its sources record names (read
+    with git in ``root``); a session without a record (made by hand) reads the files in ``root``."""
     record = sources_record(session)
     blobs = {path: blob for path, blob in json.loads(record.read_text()).items()
              if path != "configuration"} if record.exists() else {}
-    with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
-        paths = [path for (path,) in db.execute("SELECT DISTINCT module_path FROM mutation_specs")]
     return {path: (subprocess.run(["git", "cat-file", "blob", blobs[path]], cwd=root, capture_output=True, text=True,
                                   check=True).stdout if path in blobs else (root / path).read_text())
             for path in paths}

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .summary import mutmut_outcomes, read_results
+from .summary import mutmut_function, mutmut_outcomes, read_results
 
 FRESH = Path("build/mutants/fresh.json")
 #: mutmut 3.8.1's own pytest arguments for a mutant's tests (mutmut/runners/harness.py), run from mutants/.
@@ -43,11 +43,6 @@ CRASH_SIGNALS = (-6, -7, -8, -11)
 _OUTCOME = {1: "killed", 0: "survived", TIMED_OUT: "timeout", **{code: "killed" for code in CRASH_SIGNALS}}
 
 
-def _function(name: str) -> str:
-    """mutmut's function key of a mutant name (``module.x_f__mutmut_3`` -> ``module.x_f``)."""
-    return name.rpartition("__mutmut_")[0]
-
-
 def crashed(folder: Path, scope: Sequence[str]) -> list[str]:
     """The in-``scope`` mutants whose mutmut result under ``folder`` (mutants/) is a crash (outcome "other")."""
     return sorted(name for name, outcome in mutmut_outcomes(read_results(folder), tuple(scope)).items()
@@ -62,7 +57,7 @@ def rerun(folder: Path, names: Sequence[str], *,
     stats = json.loads((folder / "mutmut-stats.json").read_text())
     results = {}
     for name in names:
-        tests = sorted(stats["tests_by_mangled_function_name"].get(_function(name), ()))
+        tests = sorted(stats["tests_by_mangled_function_name"].get(mutmut_function(name), ()))
         if not tests:
             raise ValueError(f"mutant {name!r} has no tests in {folder}/mutmut-stats.json; it cannot have crashed "
                              "in them.")
@@ -73,7 +68,7 @@ def rerun(folder: Path, names: Sequence[str], *,
         except subprocess.TimeoutExpired:
             code = TIMED_OUT
         results[name] = {"exit_code": code, "tests": len(tests),
-                         "function_hash": stats["function_hashes"].get(_function(name))}
+                         "function_hash": stats["function_hashes"].get(mutmut_function(name))}
         print(f"{name}: exit code {code} in a fresh process ({_OUTCOME.get(code, 'other')})", flush=True)
     return results
 
@@ -85,10 +80,17 @@ def apply_fresh(outcomes: Mapping[str, str], fresh: Mapping[str, Mapping[str, An
     applied = dict(outcomes)
     replaced = 0
     for name, result in fresh.items():
-        if outcomes.get(name) == "other" and result["function_hash"] == function_hashes.get(_function(name)):
+        if outcomes.get(name) == "other" and result["function_hash"] == function_hashes.get(mutmut_function(name)):
             applied[name] = _OUTCOME.get(result["exit_code"], "other")
             replaced += 1
     return applied, replaced
+
+
+def function_hashes(folder: Path) -> dict[str, str]:
+    """mutmut's hash of each function's current code (``folder``/mutmut-stats.json), or nothing before its first
+    run: what ``apply_fresh`` compares a fresh result's hash with."""
+    stats = Path(folder) / "mutmut-stats.json"
+    return json.loads(stats.read_text()).get("function_hashes", {}) if stats.exists() else {}
 
 
 def read_fresh(path: Path = FRESH) -> dict[str, dict[str, Any]]:

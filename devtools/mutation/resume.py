@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .summary import mutmut_outcomes, read_equivalents, read_results
+from .summary import mutmut_function, mutmut_outcomes, read_equivalents, read_results
 
 #: At most this many calls of mutmut: the pending ones, then those whose results the first call's regeneration
 #: cleared; a third finds none left unless mutmut leaves a mutant undecided (a crash), reported then.
@@ -40,7 +40,7 @@ def pending_functions(folder: Path, scope: Sequence[str], *, survivors: bool = F
         return list(scope)
     again = {"not checked", "survived", "no tests"} if survivors else {"not checked"}
     listed = (read_equivalents() if equivalents is None else equivalents) if survivors else {}
-    return sorted({name.rpartition("__mutmut_")[0] + "__mutmut_*"
+    return sorted({mutmut_function(name) + "__mutmut_*"
                    for name, outcome in mutmut_outcomes(results, tuple(scope)).items()
                    if outcome in again and not (outcome == "survived" and name in listed)})
 

@@ -29,13 +29,19 @@ _OUTCOME_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests",
                          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout"}
 
 
+def mutmut_function(mutant: str) -> str:
+    """mutmut's key of a mutant's function: "sim.field.manifold.xǁSphereǁproject__mutmut_3" ->
+    "sim.field.manifold.xǁSphereǁproject" (its map of tests and its function hashes are keyed so)."""
+    return mutant.rpartition("__mutmut_")[0]
+
+
 def module_name(mutant: str) -> str:
     """The module of a mutant: mutmut's "sim.field.manifold.xǁSphereǁproject__mutmut_3" or cosmic-ray's (as named by
     ``read_cosmic_ray``) "sim.field.kernels:sphere_drift@+6:7:core/NumberReplacer#0" -> "sim.field.manifold",
     "sim.field.kernels"."""
     module = ""
     if "__mutmut_" in mutant:
-        module = mutant.split("__mutmut_")[0].rpartition(".")[0]
+        module = mutmut_function(mutant).rpartition(".")[0]
     elif "@" in mutant:
         head, colon, _ = mutant.split("@")[0].partition(":")
         module = head if colon else ""
@@ -120,11 +126,11 @@ def read_cosmic_ray(session: Path, root: Path = Path(".")) -> dict[str, str]:
 
     if not Path(session).exists():
         raise FileNotFoundError(f"session={str(session)!r} must be a cosmic-ray session (run `make mutants`).")
-    texts = session_sources(session, root)
     query = ("SELECT s.module_path, s.definition_name, s.start_pos_row, s.start_pos_col, s.operator_name, s.occurrence, "
              "r.worker_outcome, r.test_outcome, r.output FROM mutation_specs s LEFT JOIN work_results r USING (job_id)")
     with sqlite3.connect(f"file:{session}?mode=ro", uri=True) as db:
         rows = db.execute(query).fetchall()
+    texts = session_sources(session, {row[0] for row in rows}, root)
     outcomes, places = {}, {}
     for path, function, row, col, operator, occurrence, worker, test, output in sorted(rows, key=_by_occurrence):
         module = str(Path(path).with_suffix("")).replace("/", ".")
