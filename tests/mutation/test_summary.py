@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from devtools.mutation.__main__ import main
-from devtools.mutation.summary import (EQUIVALENTS, RECORDED, SUMMARY, measure, module_name, mutmut_outcomes, read_cosmic_ray,
+from devtools.mutation.summary import (EQUIVALENTS, RECORDED, SUMMARY, measure, module_name, mutmut_function, mutmut_outcomes, read_cosmic_ray,
                                        read_equivalents, revision, section, summarise)
 
 # mutmut's exit codes: 1 killed, 0 survived, 36 timed out, 33 no test reaches the mutant, -11 segfault
@@ -30,6 +30,9 @@ RUN = {"command": ["mutmut", "run"], "exit_code": 0, "revision": "abc123", "seco
 def test_module_name_drops_the_function_and_the_mutant_number():
     assert module_name("sim.field.manifold.xǁSphereǁproject__mutmut_3") == "sim.field.manifold"
     assert module_name("empirical.eq9.x_misalignment__mutmut_12") == "empirical.eq9"
+    assert module_name("sim.field.instances.xǁInstanceFieldǁ__post_init____mutmut_4") == "sim.field.instances"
+    assert mutmut_function("sim.field.instances.xǁInstanceFieldǁ__post_init____mutmut_4") == (
+        "sim.field.instances.xǁInstanceFieldǁ__post_init__")  # a dunder method: only the last __mutmut_ splits
     assert module_name("sim.field.kernels:sphere_drift@+6:7:core/NumberReplacer#0") == "sim.field.kernels"
     assert module_name("sim.field.instances:InstanceField.__call__@+2:7:core/NumberReplacer#1") == "sim.field.instances"
     for bad in ("misalignment__mutmut_1", "sim.field.kernels.sphere_drift", "sim.field.kernels.f@12:7:core/X#0"):
