@@ -21,11 +21,13 @@ from sim.field.manifold import ZERO_NORM, Ellipsoid, as_finite_array
 from sim.field.products import check_out, matmul
 from sim.field.workspace import FieldWorkspace
 
-#: ``AttentionField`` evaluates groups of instances of at most about this much state at a time (Fig. 4: 20 of its
-#: trajectories; a solver's part of 25 in two groups of 12 and 13): a group's temporaries, about 3 times its state,
-#: then stay in the cache between the products; measured on Fig. 4's solve, 2-4% faster than the whole batch at
-#: once (chunks of 10 and 25 trajectories alike).
-GROUP_BYTES = 4 << 20
+#: ``AttentionField`` evaluates groups of instances of at most about this much state at a time (Fig. 4: 10 of its
+#: trajectories, a solver's part, ``sim.solvers.stepper.PART_BYTES``): a group's temporaries, about 3 times its
+#: state, then stay in the cache between the products. Measured on Fig. 4's solve: groups of 4 MiB 2-4% faster than
+#: the whole batch at once (chunks of 10 and 25 trajectories alike); 2026-11-27, parts and groups of 2 MiB 3%
+#: faster than parts of 8 MiB in groups of 4 MiB (3.68-3.71 against 3.80-3.83 s), parts of 8 MiB in groups of 2
+#: MiB between (3.75 s).
+GROUP_BYTES = 2 << 20
 
 #: A head's matrix: a constant (d, d) array or a callable ``t -> (d, d) array``.
 Matrix = Union[np.ndarray, Callable[[float], np.ndarray]]

@@ -1,11 +1,19 @@
-"""The vector field's matrix products: large ones by PyTorch's float64 BLAS on the numpy arrays' own memory.
+"""The vector field's matrix products: float64 BLAS on the numpy arrays' own memory, numpy's or PyTorch's.
 
-PyTorch's x86 wheels carry Intel MKL, whose batched kernels run the field's per-instance products
-(e.g. ``[100, 500] x [500, 50]`` per trajectory of Fig. 4) at 1.5-1.7x the speed of numpy's OpenBLAS on this
-machine (42 against 25-29 GFLOP/s on one core) and its large products at the same speed or a little faster
-(``python -m sim bench`` shows both libraries' square matmul). ``torch.from_numpy`` shares memory, so
-nothing is copied; the products are float64 throughout. Small products stay in numpy, whose per-call cost is
-lower (``TORCH_MIN_MULTIPLY_ADDS``).
+Which library multiplies depends on the threads. In a solve's worker threads (``worker_pool``: one BLAS thread
+each) every product runs in numpy's OpenBLAS. On more threads (the calling thread of ``solve(..., workers=1)``,
+a field called outside a solve) products from ``TORCH_MIN_MULTIPLY_ADDS`` multiply-adds run in PyTorch's
+(``torch.from_numpy`` shares memory, so nothing is copied), whose x86 wheels carry Intel MKL; smaller ones stay
+in numpy, whose per-call cost is lower.
+
+Measured on this 2-core AMD EPYC machine (2026-11-27; numpy 2.4.6 with OpenBLAS 0.3.31's SkylakeX kernels, torch
+2.13.0's MKL), float64 GFLOP/s of Fig. 4's products, numpy against PyTorch: on one thread, the dominant
+``[5000, 500] x [500, 1000]`` 53 against 47, the scores (100 x ``[100, 500] x [500, 50]``) 30 against 30, the
+attention times y (100 x ``[50, 50] x [50, 500]``) 34 against 26; on two threads 103 / 93, 55 / 58, 50 / 43.
+On the solve of ``python -m sim bench``'s problem (b) with two workers, numpy's products in the workers took
+7% less wall time than PyTorch's (3.85 against 4.14 s, median of 4 interleaved rounds); with one worker the
+two libraries took the same time (5.33 against 5.37 s), so that path keeps PyTorch. When PyTorch was brought in,
+numpy ran the stacked products at 25-29 GFLOP/s on one core here against MKL's 42; they measure as above now.
 
 Both libraries keep their own thread pools, and they get in each other's way: after a call, numpy's OpenBLAS
 helper threads keep spinning for about 0.1 s (a 2000^2 matmul in PyTorch right after one in numpy ran at 75-83
@@ -16,6 +24,7 @@ them up for a solve.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Iterator
@@ -33,6 +42,9 @@ if TYPE_CHECKING:
 TORCH_MIN_MULTIPLY_ADDS = 200_000
 
 _numpy_blas = None
+
+#: ``one_thread`` is set in ``worker_pool``'s threads: their products run in numpy's BLAS, on one thread there.
+_worker = threading.local()
 
 
 def _torch():
@@ -61,9 +73,9 @@ def _shared_tensor(array: np.ndarray) -> torch.Tensor:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``a @ b`` with numpy's rules for stacks (``[..., m, k] @ [..., k, n] -> [..., m, n]``), float64; by
-    ``torch.matmul`` (MKL's gemm / batched gemm; transposed views are passed as such, not copied) from
-    ``TORCH_MIN_MULTIPLY_ADDS`` per matrix, by numpy below.
+    """``a @ b`` with numpy's rules for stacks (``[..., m, k] @ [..., k, n] -> [..., m, n]``), float64: by numpy in
+    a ``worker_pool`` thread and below ``TORCH_MIN_MULTIPLY_ADDS`` per matrix, else by ``torch.matmul`` (MKL's
+    gemm / batched gemm; transposed views are passed as such, not copied).
 
     ``out``: a C-contiguous float64 array of the product's shape, not overlapping ``a`` or ``b``, to write the
     product into (returned)."""
@@ -74,7 +86,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         check_out(out, _product_shape(a.shape, b.shape), a, b)
     rows = a.shape[-2] if a.ndim > 1 else 1
     columns = b.shape[-1] if b.ndim > 1 else 1
-    if rows * a.shape[-1] * columns < TORCH_MIN_MULTIPLY_ADDS:
+    if rows * a.shape[-1] * columns < TORCH_MIN_MULTIPLY_ADDS or getattr(_worker, "one_thread", False):
         return np.matmul(a, b, out=out)
     torch = _torch()
     if out is None:
@@ -138,10 +150,12 @@ def solver_threads(workers: int) -> Iterator[None]:
 
 
 def worker_pool(workers: int) -> ThreadPoolExecutor:
-    """A pool of ``workers`` threads whose PyTorch products run on one thread each (set in every worker: a limit
-    set in the main thread does not reach new threads). Use it inside ``solver_threads(workers)``."""
-    return ThreadPoolExecutor(workers, initializer=_one_torch_thread)
+    """A pool of ``workers`` threads whose products (``matmul``) run in numpy's BLAS, and whose PyTorch runs on
+    one thread each (set in every worker: a limit set in the main thread does not reach new threads; a field
+    may call PyTorch itself). Use it inside ``solver_threads(workers)``, which puts numpy's BLAS on one thread."""
+    return ThreadPoolExecutor(workers, initializer=_one_thread_worker)
 
 
-def _one_torch_thread() -> None:
+def _one_thread_worker() -> None:
     _torch().set_num_threads(1)
+    _worker.one_thread = True

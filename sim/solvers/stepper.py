@@ -54,9 +54,12 @@ class Attempt:
 #: ``solve`` steps the instances in parts of at most about this much state, each part's step in one go (its
 #: stages, error estimate and retraction), the parts handed out to the workers as they come free. A part's rows
 #: then stay in the cache longer, and a worker that finds its core busy takes fewer parts. Measured on Fig. 4's
-#: problem (20 MB of state): two workers 2.60-2.68 s a solve in 4 parts against 2.69-2.80 s in 2; one worker
-#: 3.05-3.13 s in 2 parts against 3.21-3.28 s in 1 (4 parts: 3.11-3.28 s).
-PART_BYTES = 8 << 20
+#: problem (20 MB of state; 2026-11-27, the workers' products in numpy, medians of 4 interleaved solves): two
+#: workers 3.68-3.71 s a solve in parts of 2 MiB (10 trajectories, one field group each) against 3.80-3.83 s in
+#: parts of 8 MiB (25 trajectories, groups of 12-13), 3.69 s at 1 MiB, 3.73 s at 3 MiB, 3.88 s at 16 MiB; one
+#: worker 4.20 s against 4.44 s (median of 3). (Earlier, the products in PyTorch: 8 MiB against 16 MiB, 2.60-2.68 s
+#: against 2.69-2.80 s.)
+PART_BYTES = 2 << 20
 
 
 def step_parts(y: np.ndarray, workers: int) -> tuple[int, list[slice]]:

@@ -18,8 +18,9 @@ def test_instance_groups_cover_the_batch_in_order_with_sizes_one_apart(batch, gr
 
 
 @pytest.mark.parametrize("batch, instance_bytes, group_bytes, multiple, expected_count", [
-    (100, 200_000, 8 << 20, 2, 4),    # Fig. 4 in two workers: 10 MB each -> 2 parts each of 25 trajectories
-    (100, 200_000, 4 << 20, 1, 5),    # the field's groups of 20
+    (100, 200_000, 8 << 20, 2, 4),    # Fig. 4 in two workers, parts of 8 MiB: 2 parts each of 25 trajectories
+    (100, 200_000, 2 << 20, 2, 10),   # parts of 2 MiB (PART_BYTES): 5 parts each of 10 trajectories
+    (100, 200_000, 4 << 20, 1, 5),    # groups of 4 MiB: 20 trajectories
     (1000, 240, 8 << 20, 2, 2),       # 1000 figure-2 systems: one part per worker
     (13, 240, 1200, 2, 4),            # 5 instances a group at most -> 3 groups, rounded up to a multiple of 2
     (3, 10_000, 100, 1, 3),           # instances larger than a group: one each

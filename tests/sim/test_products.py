@@ -93,13 +93,46 @@ def test_solver_threads_keep_numpy_on_one_thread_and_torch_on_one_per_worker():
 
 
 def _threads_started_by_products(pool) -> set[str]:
-    """OS threads that appear while the pool's two workers each run a float64 product in PyTorch."""
+    """OS threads that appear while the pool's two workers each run a float64 product in PyTorch (called directly:
+    ``matmul`` runs in numpy in ``worker_pool``'s threads, but a field may call PyTorch itself) and ``matmul``."""
     a = np.random.default_rng(2).standard_normal((400, 400))
     both = threading.Barrier(2)
     list(pool.map(lambda _: both.wait(timeout=10), range(2)))  # both workers exist before counting
     before = set(os.listdir("/proc/self/task"))
-    list(pool.map(lambda _: matmul(a, a), range(2)))
+    list(pool.map(lambda _: (torch.from_numpy(a) @ torch.from_numpy(a), matmul(a, a)), range(2)))
     return set(os.listdir("/proc/self/task")) - before
+
+
+def _libraries_multiplying(run) -> list[str]:
+    """Which library multiplied in each ``matmul`` made by ``run()`` (a spy on ``torch.matmul``: "torch", else
+    "numpy"), for a product past ``TORCH_MIN_MULTIPLY_ADDS``."""
+    a = np.random.default_rng(4).standard_normal((200, 200))
+    calls, original = [], torch.matmul
+
+    def spy(*args, **kwargs):
+        calls.append("torch")
+        return original(*args, **kwargs)
+
+    def multiply() -> str:
+        before = len(calls)
+        np.testing.assert_allclose(matmul(a, a), a @ a, rtol=0, atol=PRODUCT_TOL)
+        return "torch" if len(calls) > before else "numpy"
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch, "matmul", spy)
+        return run(multiply)
+
+
+def test_worker_threads_multiply_in_numpy_and_other_threads_in_pytorch():
+    """One BLAS thread in a solve's workers: numpy's OpenBLAS was faster there (the module's measurements); the
+    calling thread, on all threads, keeps PyTorch's MKL for products past the threshold."""
+    assert _libraries_multiplying(lambda multiply: [multiply()]) == ["torch"]
+    with solver_threads(2), worker_pool(2) as pool:
+        assert _libraries_multiplying(lambda multiply: list(pool.map(lambda _: multiply(), range(4)))) == \
+            ["numpy"] * 4
+    with ThreadPoolExecutor(2) as plain:  # control: a thread of a plain pool is not a solve's worker
+        assert _libraries_multiplying(lambda multiply: list(plain.map(lambda _: multiply(), range(2)))) == \
+            ["torch"] * 2
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
