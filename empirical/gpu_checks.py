@@ -22,7 +22,8 @@ The twin's cost, estimated from those: float64 on an H100 runs at about half the
 cores, so a twin of 4 of the 100 prompts costs 2 x 4 / 100 = 8% of a float32 loop (4-6 s) at the same
 efficiency, and its batch of 4 prompts may well use the GPU 3-4 x worse than 100 do: at most 25 s a run, 100 s
 for the four, about 4.5 of the 10 minutes; its float64 copy of the model is 12.5 GB (GPT-2 XL) or 21.6 GB
-(GPT-Neo 2.7B) beside the run's, freed with the run. ``--tiny`` runs
+(GPT-Neo 2.7B) beside the run's, freed with the run. After the grid, the draw of a redrawn pass is timed piece by piece on
+the float32 GPT-Neo 2.7B (:func:`empirical.draw_timing.draw_breakdown`, a few seconds). ``--tiny`` runs
 the same grid on tiny GPT-2 / GPT-Neo configurations and prompts (on the CPU when no GPU is there): a smoke test
 of this script, not a measurement.
 """
@@ -40,6 +41,7 @@ from typing import Any, Callable
 
 import torch
 
+from .draw_timing import draw_breakdown
 from .gemm_bound import gemm_bound
 from .run import RunSettings, environment, resolve_device, run_experiment
 from .settings import GPU_PASSES, TINY_PASSES  # noqa: F401 (re-exported)
@@ -161,6 +163,13 @@ def _line(entry: dict[str, Any]) -> str:
             + "".join(f"; {name}: {'yes' if held else 'NO'}" for name, held in entry.get("targets", {}).items()))
 
 
+def _draw_line(breakdown: dict[str, Any]) -> str:
+    return (f"a redrawn pass's draw of {breakdown['model']} ({breakdown['parameter_bytes'] / 1e9:.2f} GB, "
+            f"{breakdown['dtype']}), median of {breakdown['repeats']}: fingerprint {breakdown['fingerprint_s']:.3f} s, "
+            f"initialiser {breakdown['initialiser_s']:.3f} s, check {breakdown['check_s']:.3f} s; a plain draw of the "
+            f"same distributions {breakdown['plain_draw_s']:.3f} s")
+
+
 def _start_device(device: str) -> float:
     """Start the device's runtime (CUDA context, cuBLAS handle) and return the seconds it took: paid once per
     process, before the first model, so the first run's build time is the model's alone."""
@@ -235,6 +244,11 @@ def run_checks(out: Path, *, tiny: bool = False, device: str = "auto", passes: i
             result["total_s"] = time.perf_counter() - started
             _write(Path(out), result)
             report(result["summary"][-1])
+        neo = next(check.model for check in grid(tiny) if check.weights == "redrawn")
+        result["draw_breakdown"] = draw_breakdown(neo, device=resolved.type)
+        _release(resolved.type)
+        _write(Path(out), result)
+        report(_draw_line(result["draw_breakdown"]))
     finally:
         if work is None:
             shutil.rmtree(folder, ignore_errors=True)

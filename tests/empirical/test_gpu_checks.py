@@ -44,7 +44,14 @@ def test_the_gpu_checks_run_on_tiny_models_and_write_their_measurements(tmp_path
         assert run["loop_with_draws_over_gemm_bound"] * bound["bound_s"] == pytest.approx(run["loop_s"] - run["twin_s"])
         assert (run["draws_s"] > 0) == (run["weights"] == "redrawn")
         assert run["loop_over_gemm_bound"] < run["loop_with_draws_over_gemm_bound"] or run["weights"] != "redrawn"
-    assert len(capsys.readouterr().out.splitlines()) == 6  # the resume check, a line per run, then the file
+    # the draw of a redrawn pass, piece by piece, on the redrawn run's model
+    draw = result["draw_breakdown"]
+    assert draw["model"] == "tiny-gpt-neo" and draw["dtype"] == "float32" and draw["parameter_bytes"] > 0
+    assert all(len(draw["timings"][key]) == draw["repeats"] == 3 and draw[key] > 0
+               for key in ("fingerprint_s", "initialiser_s", "check_s", "plain_draw_s"))
+    assert draw["plain_draw_check"]["random_parameters"] > 0 and draw["plain_draw_check"]["checked_against_previous"]
+    # the resume check, a line per run, the draw's line, then the file
+    assert len(capsys.readouterr().out.splitlines()) == 7
 
 
 def test_gpu_checks_on_cuda_without_cuda_is_an_error(tmp_path, capsys):
@@ -104,3 +111,30 @@ def test_the_resume_check_tells_a_resumed_twin_that_differs(tmp_path, monkeypatc
 
     monkeypatch.setattr(run.Checkpoint, "save", shifted)
     assert gpu_checks.resume_check("cpu", tmp_path)["identical"] is False
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-gpt-neo"])
+def test_a_plain_draw_draws_what_the_initialiser_prescribes(name):
+    """The yardstick of the draw's timing draws each parameter from its initialiser's distribution (GPT-2's scaled
+    residual projections included): ``verify_draw`` accepts it; the control, every std doubled, it refuses."""
+    import torch
+
+    from empirical.adapters import adapter_for
+    from empirical.draw_timing import plain_draw
+    from empirical.models import build_random, fingerprint, verify_draw
+
+    model = build_random(name, 0, device="cpu")
+    adapter = adapter_for(model)
+    before = fingerprint(model, statistics=False)
+    plain_draw(adapter, 1)
+    assert verify_draw(adapter, before)["random_parameters"] > 0
+    state = torch.get_rng_state()
+    plain_draw(adapter, 2)
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG state is restored
+    expected = adapter.expected_init
+    adapter.expected_init = lambda n, p: (lambda kind, value: (kind, 2 * value if kind == "normal" else value))(
+        *expected(n, p))
+    plain_draw(adapter, 3)
+    adapter.expected_init = expected
+    with pytest.raises(RuntimeError, match="expected normal"):
+        verify_draw(adapter, None)
