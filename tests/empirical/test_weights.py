@@ -161,3 +161,82 @@ def test_on_the_cpu_the_draw_on_the_device_gives_the_former_path_s_weights(name)
         assert before.keys() == after.keys()
         for key in before:
             torch.testing.assert_close(after[key], before[key], atol=0, rtol=0, msg=key)
+
+
+def _drawn_by_every_module(model, seed):
+    """The former draw: the initialiser called on every module (``model.apply``), seeded."""
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.apply(model._init_weights)
+    model.tie_weights()
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_a_redraw_skipping_the_buffer_only_modules_draws_what_every_module_would(name):
+    """After a model's first draw, ``redraw`` calls the initialiser only on the modules that draw or write a
+    parameter: the weights and buffers are value for value those of a call on every module."""
+    skipping = load_model(name, "random", seed=0)
+    redraw(skipping, 5)
+    every = load_model(name, "random", seed=0)
+    _drawn_by_every_module(every, 5)
+    for before, after in ((every.state_dict(), skipping.state_dict()), (dict(every.named_buffers()),
+                                                                      dict(skipping.named_buffers()))):
+        assert before.keys() == after.keys()
+        for key in before:
+            torch.testing.assert_close(after[key], before[key], atol=0, rtol=0, msg=key)
+
+
+def test_gpt_neo_s_attention_masks_are_not_rebuilt_but_gpt2_s_scaled_draw_is_kept():
+    """GPT-Neo's attention modules own no parameters and only rebuild their mask buffers: skipped after the first
+    draw. GPT-2's attention owns no parameters either but draws its scaled residual projection: kept (the control)."""
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
+    from transformers.models.gpt_neo.modeling_gpt_neo import GPTNeoSelfAttention
+
+    from empirical.models import _DRAWING_MODULES
+
+    neo, gpt2 = load_model("tiny-gpt-neo", "random", seed=0), load_model("tiny-gpt2", "random", seed=0)
+    assert not any(isinstance(module, GPTNeoSelfAttention) for module in _DRAWING_MODULES[neo])
+    assert any(isinstance(module, GPTNeoSelfAttention) for module in neo.modules())
+    assert sum(isinstance(module, GPT2Attention) for module in _DRAWING_MODULES[gpt2]) == gpt2.config.n_layer
+
+
+class _Toy(torch.nn.Module):
+    """Children with parameters; parameter-less parents: one writes a child's bias without drawing (kept), one draws
+    a buffer (kept: skipping it would shift the random numbers of every later module), one only sets a buffer
+    (skipped)."""
+
+    def __init__(self):
+        super().__init__()
+        self.writes = torch.nn.Sequential(torch.nn.Linear(3, 3))
+        self.buffer_only = torch.nn.Sequential(torch.nn.Linear(3, 3))
+        self.buffer_only.register_buffer("mask", torch.zeros(2))
+        self.random_buffer = torch.nn.Sequential(torch.nn.Linear(3, 3))
+        self.random_buffer.register_buffer("noise", torch.zeros(2))
+        self.calls = []
+
+    def _init_weights(self, module):
+        self.calls.append(module)
+        if isinstance(module, torch.nn.Linear):
+            module.weight.normal_()
+            module.bias.normal_()
+        elif module is self.writes:
+            module[0].bias.fill_(7.0)  # after the child's draw: a parameter written without a random number
+        elif module is self.buffer_only:
+            module.mask.fill_(1.0)
+        elif module is self.random_buffer:
+            module.noise.normal_()
+
+
+def test_the_first_draw_keeps_the_modules_that_write_a_parameter_or_draw_and_skips_one_that_sets_a_buffer():
+    from empirical.models import _DRAWING_MODULES
+
+    toy = _Toy()
+    redraw(toy, 1)
+    assert len(toy.calls) == len(list(toy.modules()))  # the first draw: every module
+    assert toy.writes in _DRAWING_MODULES[toy] and toy.random_buffer in _DRAWING_MODULES[toy]
+    assert toy.buffer_only not in _DRAWING_MODULES[toy]
+    assert toy not in _DRAWING_MODULES[toy]  # the root sets nothing
+    toy.calls.clear()
+    redraw(toy, 2)
+    assert toy.buffer_only not in toy.calls and toy.writes in toy.calls
+    assert torch.equal(toy.writes[0].bias, torch.full((3,), 7.0)) and torch.equal(toy.buffer_only.mask, torch.ones(2))
