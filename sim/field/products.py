@@ -35,11 +35,13 @@ from threadpoolctl import ThreadpoolController
 if TYPE_CHECKING:
     import torch
 
-#: Products with fewer multiply-adds per matrix (m k n) stay in numpy: below this PyTorch's per-call and
-#: per-matrix cost outweighs MKL's faster kernels. Measured here on stacks of 100 matrices: numpy 10% faster at
-#: 50 x 50 x 50 (125,000), PyTorch 16% faster at 100 x 100 x 20 (200,000) and 1.67x at 50 x 500 x 50; numpy
-#: 1.5x faster on the Fig. 2 system's 20 x 3 x 10.
-TORCH_MIN_MULTIPLY_ADDS = 200_000
+#: Products with fewer multiply-adds per matrix (m k n) stay in numpy (on every thread count; in a solve's workers
+#: every product does): below this PyTorch's per-call and per-matrix cost outweighs MKL's kernels. Measured on
+#: stacks of 100 matrices on 2 threads (2026-11-27): numpy 1.5-2.9x faster at 100 x 100 x 20 (200,000), 0.9-1.7x at
+#: 50 x 50 x 50 and 2x on the Fig. 2 system's 20 x 3 x 10; from 500,000 no clear winner: PyTorch 1.1-1.4x faster at
+#: 100 x 100 x 50, 100 x 100 x 100 and 50 x 500 x 50, numpy 1.0-1.2x at 50 x 200 x 50 and 1.1x at 100 x 500 x 50.
+#: (It was 200,000, from an earlier measurement with PyTorch 16% faster at 100 x 100 x 20 and 1.67x at 50 x 500 x 50.)
+TORCH_MIN_MULTIPLY_ADDS = 500_000
 
 _numpy_blas = None
 

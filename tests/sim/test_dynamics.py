@@ -152,13 +152,13 @@ def test_control_callable_heads_fill_the_workspace_and_drawn_values_take_the_sta
 
 @pytest.mark.parametrize("name", ["sphere-full-U=I", "sphere-causal-U", "ellipsoid-causal-U=I"])
 def test_large_products_through_pytorch_give_eq6(name, monkeypatch):
-    """At d = 200 with 40 tokens every product of the field is past TORCH_MIN_MULTIPLY_ADDS (PyTorch's MKL);
+    """At d = 400 with 40 tokens every product of the field is past TORCH_MIN_MULTIPLY_ADDS (PyTorch's MKL);
     the field still equals eq. 6 term by term, and numpy's products give the same to rounding."""
     import sim.field.products
     import torch
 
     rng = np.random.default_rng(9)
-    d, tokens = 200, 40
+    d, tokens = 400, 40
     W = None if CASES[name]["W"] is None else np.diag(rng.uniform(0.5, 2.0, d))
     P = tuple(rng.uniform(-1, 1, (d, d)) / d for _ in range(2))
     U = tuple(rng.uniform(-1, 1, (d, d)) / np.sqrt(d) for _ in range(2)) if CASES[name]["values"] else None
