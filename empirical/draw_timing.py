@@ -19,7 +19,8 @@ from typing import Any, Callable
 import torch
 
 from .adapters import LoopAdapter, adapter_for
-from .models import build_random, fingerprint, redraw, verify_draw
+from .models import build_random, cuda_devices, fingerprint, redraw, verify_draw
+from .run import synchronise
 
 
 def plain_draw(adapter: LoopAdapter, seed: int) -> None:
@@ -27,8 +28,7 @@ def plain_draw(adapter: LoopAdapter, seed: int) -> None:
     adapter's ``expected_init``: normal(0, std) or a constant), one ``normal_`` or ``fill_`` per parameter (a tied
     parameter once), from ``seed`` (the global RNG state restored afterwards)."""
     model = adapter.model
-    devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
-    with torch.random.fork_rng(devices=devices), torch.no_grad():
+    with torch.random.fork_rng(devices=cuda_devices(model)), torch.no_grad():
         torch.manual_seed(seed)
         for name, parameter in model.named_parameters():  # (named_parameters lists a tied parameter once)
             kind, value = adapter.expected_init(name, parameter)
@@ -51,12 +51,10 @@ def draw_breakdown(name: str, *, device: str, dtype: torch.dtype = torch.float32
     timings: dict[str, list[float]] = {"fingerprint_s": [], "initialiser_s": [], "check_s": [], "plain_draw_s": []}
 
     def timed(key: str, work: Callable[[], Any]) -> Any:
-        if target.type == "cuda":
-            torch.cuda.synchronize(target)
+        synchronise(target)
         started = time.perf_counter()
         result = work()
-        if target.type == "cuda":
-            torch.cuda.synchronize(target)
+        synchronise(target)
         timings[key].append(time.perf_counter() - started)
         return result
 
@@ -69,9 +67,8 @@ def draw_breakdown(name: str, *, device: str, dtype: torch.dtype = torch.float32
         timed("plain_draw_s", lambda: plain_draw(adapter, seed + 1 + repeats + k))  # other seeds: other values
         plain_check = verify_draw(adapter, before)  # raises if the plain draw missed a distribution
     parameters = list(model.parameters())
-    result = {"model": name, "device": str(target), "dtype": str(dtype).removeprefix("torch."), "repeats": repeats,
-              "seed": seed, "parameters": sum(p.numel() for p in parameters),
-              "parameter_bytes": sum(p.numel() * p.element_size() for p in parameters),
-              **{key: statistics.median(values) for key, values in timings.items()},
-              "timings": timings, "plain_draw_check": plain_check}
-    return result
+    return {"model": name, "device": str(target), "dtype": str(dtype).removeprefix("torch."), "repeats": repeats,
+            "seed": seed, "parameters": sum(p.numel() for p in parameters),
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in parameters),
+            **{key: statistics.median(values) for key, values in timings.items()},
+            "timings": timings, "plain_draw_check": plain_check}

@@ -304,7 +304,7 @@ def redraw(model: nn.Module, seed: int) -> None:
     most of the initialiser's time on an H200). Later draws skip them: the same random numbers in the same order,
     so the same weights as a call on every module; the buffers stay as the first draw set them."""
     _clear_initialised_marks(model)
-    devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
+    devices = cuda_devices(model)
     drawing = _DRAWING_MODULES.get(model)
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
@@ -315,6 +315,11 @@ def redraw(model: nn.Module, seed: int) -> None:
                 model._init_weights(module)
     if hasattr(model, "tie_weights"):
         model.tie_weights()
+
+
+def cuda_devices(model: nn.Module) -> list[int]:
+    """The indices of the CUDA devices holding ``model``'s parameters (the generators a seeded draw forks)."""
+    return sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
 
 
 def _in_apply_order(module: nn.Module):
