@@ -4,8 +4,10 @@ Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse
 :mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
 octave of the horizon, every block read, nothing read within 10 x the effective floor, recomputed with each constant
 halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``; a run with a float64
-twin is ``precision-limited`` where its dtype and the twin decide differently on the twinned prompts. A claim is
-``verified`` when every run is ``converging``, ``refuted`` when one is ``settled``, and ``not-run`` when a run is
+twin is ``precision-limited`` where its dtype and the twin decide differently on the twinned prompts, and so is a
+run without a twin (not in float64) whose convergence rests on its floor. A claim is
+``verified`` when every run is ``converging``, ``unsupported`` when one is ``settled`` (never ``refuted``: a finite
+run does not refute a statement about the limit), and ``not-run`` when a run is
 ``undecided``, ``sensitive`` or ``precision-limited`` (the detail shows the cells and what to run). Whether E fell at every pass end
 (monotone) and the final E are reported beside the verdict, not as it.
 
@@ -48,7 +50,8 @@ def summary(manifest: dict[str, Any], results: dict[str, Any], rule: CollapseRul
     ends = pass_ends(results["E_mean"], results["layers"], results["passes"])
     grid = decide_grid(results["E_mean"], results["layers"], floor, rule)
     precision = _precision(manifest, results, floor, rule)
-    return {"run": describe(manifest), "verdict": run_verdict(grid, precision), "decision": grid.to_json(),
+    return {"run": describe(manifest), "verdict": run_verdict(grid, precision, manifest["dtype"]),
+            "decision": grid.to_json(),
             "precision": precision.to_json() if precision else None,
             "E_embeddings": ends[0], "E_pass_ends": ends[1:], "first_at_floor": grid.first_at_floor,
             "monotone": grid.monotone, "rises": list(grid.rises), "E_final": ends[-1],
@@ -112,11 +115,13 @@ def _table(runs: Sequence[tuple[dict, dict]], summaries: Sequence[dict], rule: C
 
 
 def collapse_verdict(summaries: Sequence[dict[str, Any]]) -> str:
-    """``verified`` when every run converges, ``refuted`` when one settled, else ``not-run`` (undecided, sensitive,
-    or precision-limited: its dtype and its float64 twin decide differently)."""
+    """``verified`` when every run converges, ``unsupported`` when one settled (a finite run never refutes "E -> 0":
+    it goes against it within its horizon), else ``not-run`` (undecided, sensitive,
+    or precision-limited: its dtype and its float64 twin decide differently, or it converges only down to its floor
+    without a twin)."""
     verdicts = {s["verdict"] for s in summaries}
     if "settled" in verdicts:
-        return "refuted"
+        return "unsupported"
     return "verified" if verdicts == {"converging"} else "not-run"
 
 
@@ -142,9 +147,10 @@ def _how_to_decide(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> s
                    f"--passes {2 * rule.horizon} --out DIR` (every cell needs up to twice the horizon; a rerun into the "
                    f"same folder resumes).")
     if limited:
-        advice += (f" Precision-limited (the run's dtype and its float64 twin decide differently on the same prompts): "
-                   f"{'; '.join(limited)}. Rerun in float64: `python -m empirical run ... --dtype float64 "
-                   f"--until-decided --out DIR`.")
+        advice += (f" Precision-limited (the run's dtype and its float64 twin decide differently on the same prompts, "
+                   f"or a run without a twin converges only down to its floor, where its dtype cannot tell E -> 0 from "
+                   f"a level): {'; '.join(limited)}. Rerun with a float64 twin (`python -m empirical run ... --twin "
+                   f"float64 --until-decided --out DIR`) or in float64 (`--dtype float64`).")
     return advice
 
 
@@ -183,7 +189,8 @@ def _source(manifest: dict) -> str:
 
 
 _OUTCOME = {"verified": "Every run converges, in every cell of the grid",
-            "refuted": "A run settled (E stays at a level well above the floor), in every cell of the grid",
+            "unsupported": "A run settled (E stays at a level well above the floor, in every cell of the grid): within "
+                           "its horizon it goes against the claim, which a finite run cannot refute",
             "not-run": "No verdict yet: a run is undecided, sensitive or precision-limited"}
 
 
@@ -210,8 +217,10 @@ def left_at_short_scale(claim: str, paper_figure: str) -> CheckResult:
 def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[str, str], figure_path: Path,
                   paper_figure: str, statement: str, *, rule: CollapseRule = CollapseRule()) -> CheckResult:
     """emp.no-ffn / emp.full (convergence part) on trained GPT-2 XL / GPT-Neo 2.7B, from the runs whose weights
-    are on this machine, by :func:`collapse_verdict`; ``not-run`` also when no paper model's weights are here.
-    ``missing`` maps the models that did not run to the command that runs them."""
+    are on this machine, by :func:`collapse_verdict`; ``not-run`` also when no paper model's weights are here, and
+    when the runs there are converge but a model is ``missing`` (the claim is about both: one model's convergence
+    does not verify it; one model's settled run goes against it). ``missing`` maps the models that did not run to
+    the command that runs them."""
     absent = "; ".join(f"{model}: {command}" for model, command in missing.items())
     if not runs:
         return claim_result(
@@ -221,10 +230,13 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                    f"of other families is the claim emp.in-kind-trained.")
     summaries = [summary(m, r, rule) for m, r in runs]
     verdict = collapse_verdict(summaries)
+    if verdict == "verified" and missing:
+        verdict = "not-run"
     plot_families(runs, figure_path, f"{paper_figure}: {statement}")
     detail = ("Trained weights, as printed: " + "; ".join(f"{describe(m)}, weights from {_source(m)}" for m, _ in runs)
-              + f". Rule: {rule.describe()}. {_OUTCOME[verdict]}: {_findings(summaries, rule)}."
-              + _how_to_decide(summaries, rule) + (f" Not run (weights absent): {absent}." if missing else ""))
+              + f". Rule: {rule.describe()}. {_OUTCOME[collapse_verdict(summaries)]}: {_findings(summaries, rule)}."
+              + _how_to_decide(summaries, rule) + (f" Not run (weights absent), so the claim about both models has "
+                                                    f"no verdict from these alone: {absent}." if missing else ""))
     return _record(verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure),
                    {"missing": dict(missing)}, claim=claim)
 

@@ -1,24 +1,32 @@
 """The collapse test: does E go to 0? Stated in docs/empirical.md ("The collapse test") before it was run on
-any trained model; no constant here was chosen by looking at the runs it decides.
+any trained model; no constant here was chosen by looking at the runs it decides. Its second version (the later
+half's own trend, and no verdict resting on the floor of a dtype other than float64 without a float64 twin) answers
+a referee's synthetic counter-examples, stated in that section; it was written before it met any run.
 
 The test reads the mean over the prompts of E after *every* block, ``E[0]`` (the embeddings) then
 ``E[(k - 1) * L + b]`` for pass ``k`` and block ``b = 1..L``, and the run's effective floor (a number, or one
 value per measurement). Values within ``margin`` x the floor are censored (they say "at most that", never their
-value). At horizon ``H`` it reads passes ``1..min(K, H)``; its window is the last ``window`` octaves of depth. In
-the window each pass gives ``y`` = the mean log E of its blocks (censored values at their bound) and ``x`` = the
-mean log depth of its blocks; the least-squares slope of ``y`` on ``x`` is the exponent ``p`` of ``E ~ depth^p``,
-with one-sided bounds from the larger of the ordinary and the Newey-West standard errors. Verdicts:
+value). At horizon ``H`` it reads passes ``1..min(K, H)``; its window is the last ``window`` octaves of depth, and
+the window's later half its last ``ceil(W / 2)`` passes. In the window each pass gives ``y`` = the mean log E of its
+blocks (censored values at their bound) and ``x`` = the mean log depth of its blocks; the least-squares slope of
+``y`` on ``x`` is the exponent ``p`` of ``E ~ depth^p``, with one-sided bounds from the larger of the ordinary and
+the Newey-West standard errors. The *tail* is the same fit over the later half's passes without a censored value
+(when there are at least 3). Verdicts:
 
 * ``converging``: the later half of the window is at the floor (every value censored), or ``p_hi < -threshold``
-  at the horizon;
-* ``settled``: ``p_lo > -threshold`` with no censored value in the window (a level, a rise, or a decay slower
-  than ``depth^-threshold``, well above the floor);
+  at the horizon and the tail's ``p_hi < -threshold`` too (E still falls at the end of the window, not only on
+  average over it); ``at_floor`` when a value of the later half is censored (the verdict rests on the floor);
+* ``settled``: ``p_lo > -threshold`` with no censored value in the window, and the tail not falling faster than
+  ``depth^-threshold`` (its ``p_hi >= -threshold``): a level, a rise, or a decay slower than ``depth^-threshold``,
+  well above the floor, that is not turning into a fall at the end;
 * ``undecided``: otherwise, or the run is shorter than the horizon (and not at the floor).
 
 :func:`decide_grid` recomputes the verdict with each constant halved and doubled (one at a time): a verdict only
 where every cell agrees, else ``sensitive``. A run with a float64 twin is also decided on its twinned prompts twice
 (:func:`precision_check`): in its dtype with its effective floor, and in float64 with float64's floor; where the two
-grid verdicts differ, the run's verdict (:func:`run_verdict`) is ``precision-limited``.
+grid verdicts differ, the run's verdict (:func:`run_verdict`) is ``precision-limited``. So is a run in a dtype other
+than float64 without a twin whose convergence rests on its floor: at the floor its dtype cannot tell E -> 0 from E
+settling at a level below ``margin`` x the floor.
 """
 
 from __future__ import annotations
@@ -89,17 +97,21 @@ class CollapseRule:
     def describe(self) -> str:
         return (f"converging when the exponent p of E ~ depth^p over the last {self.window:g} octave(s) of "
                 f"{self.horizon} passes (every block; the larger of the ordinary and Newey-West errors) is below "
-                f"-{self.threshold:g} at one-sided level {self.alpha:g}, or when E stays within {self.margin:g} x the "
-                f"effective floor for the later half of that window; settled when p is above -{self.threshold:g} at "
-                f"that level with no value within {self.margin:g} x the floor; recomputed with each constant halved "
-                "and doubled (a verdict only where all agree)")
+                f"-{self.threshold:g} at one-sided level {self.alpha:g} over that window and over its later half, or "
+                f"when E stays within {self.margin:g} x the effective floor for that later half (in a dtype other "
+                "than float64, confirmed by a float64 twin); settled when p is above "
+                f"-{self.threshold:g} at that level, the later half not falling faster, with no value within "
+                f"{self.margin:g} x the floor; recomputed with each constant halved and doubled (a verdict only where "
+                "all agree)")
 
 
 @dataclass(frozen=True)
 class Decision:
     """One cell's decision: ``verdict`` at pass ``decided_at`` (the last pass read; ``None`` when undecided),
     ``reason`` in words, the window's passes, the exponent ``p`` and its one-sided bounds (``None`` where no trend
-    was fitted), the window's geometric-mean ``level`` and largest value, the censored values in it, and the rule."""
+    was fitted), the tail's (the later half's passes without a censored value; ``None`` where fewer than 3), the
+    window's geometric-mean ``level`` and largest value, the censored values in it, ``at_floor`` (a ``converging``
+    verdict with a censored value in the later half: it rests on the floor), and the rule."""
 
     verdict: str
     decided_at: int | None
@@ -113,6 +125,10 @@ class Decision:
     window_max: float | None
     censored: int
     rule: CollapseRule
+    tail_exponent: float | None = None
+    tail_exponent_low: float | None = None
+    tail_exponent_high: float | None = None
+    at_floor: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "window": list(self.window) if self.window else None, "rule": asdict(self.rule)}
@@ -176,27 +192,40 @@ def decide(E: Sequence[float], layers: int, floor: float | Sequence[float],
                   window_max=float(values.max()), censored=int(censored.sum()))
     no_trend = dict(exponent=None, exponent_low=None, exponent_high=None)
     half = math.ceil(W / 2)
-    if censored[W - half:].all():
+    later = censored[W - half:]
+    if later.all():
         return Decision("converging", n, f"every value of passes {n - half + 1}-{n} is within {rule.margin:g} x the "
-                        "effective floor: E reached the floor and stayed there", n, rule=rule, **window, **no_trend)
+                        "effective floor: E reached the floor and stayed there", n, rule=rule, **window, **no_trend,
+                        at_floor=True)
     if n < rule.horizon:
         return Decision("undecided", None, f"the run has {n} of the horizon's {rule.horizon} passes", n, rule=rule,
                         **window, **no_trend)
     y = np.log(np.maximum(values, bounds)).mean(1)
-    depth = np.add.outer(np.arange(n - W, n), np.arange(1, layers + 1) / layers)
-    p, low, high = _trend(np.log(depth).mean(1), y, rule.alpha)
-    trend = dict(exponent=p, exponent_low=low, exponent_high=high)
+    x = np.log(np.add.outer(np.arange(n - W, n), np.arange(1, layers + 1) / layers)).mean(1)
+    p, low, high = _trend(x, y, rule.alpha)
+    clear = np.flatnonzero(~later.any(1)) + W - half  # the later half's passes without a censored value
+    tail_p, tail_low, tail_high = _trend(x[clear], y[clear], rule.alpha) if len(clear) >= 3 else (None, None, None)
+    trend = dict(exponent=p, exponent_low=low, exponent_high=high, tail_exponent=tail_p, tail_exponent_low=tail_low,
+                 tail_exponent_high=tail_high)
     stated = (f"exponent {p:.3g} (one-sided {100 * (1 - rule.alpha):g}% bounds {low:.3g}, {high:.3g}) over passes "
               f"{n - W + 1}-{n}")
+    tail = ("" if tail_p is None else
+            f"; over the later half's {len(clear)} passes without a censored value {tail_p:.3g} ({tail_low:.3g}, "
+            f"{tail_high:.3g})")
+    if high < -rule.threshold and (tail_high is None or tail_high < -rule.threshold):
+        return Decision("converging", n, f"{stated}{tail}: E falls faster than depth^-{rule.threshold:g} to the end "
+                        "of the window", n, rule=rule, **window, **trend, at_floor=bool(later.any()))
+    if low > -rule.threshold and (tail_high is None or tail_high >= -rule.threshold) and not censored.any():
+        return Decision("settled", n, f"{stated}{tail}: E falls slower than depth^-{rule.threshold:g} (or not at all) "
+                        f"at a level of {window['level']:.3g}", n, rule=rule, **window, **trend)
     if high < -rule.threshold:
-        return Decision("converging", n, f"{stated}: E falls faster than depth^-{rule.threshold:g}", n, rule=rule,
-                        **window, **trend)
-    if low > -rule.threshold and not censored.any():
-        return Decision("settled", n, f"{stated}: E falls slower than depth^-{rule.threshold:g} (or not at all) at "
-                        f"a level of {window['level']:.3g}", n, rule=rule, **window, **trend)
-    why = (f"{int(censored.sum())} values within {rule.margin:g} x the floor" if low > -rule.threshold
-           else f"the bounds hold -{rule.threshold:g}")
-    return Decision("undecided", None, f"{stated}: {why}", n, rule=rule, **window, **trend)
+        why = f"the later half's bounds hold -{rule.threshold:g}: the fall slows down (E may be nearing a level)"
+    elif low > -rule.threshold:
+        why = (f"{int(censored.sum())} values within {rule.margin:g} x the floor" if censored.any() else
+               f"the later half falls faster than depth^-{rule.threshold:g}: E may be starting to fall")
+    else:
+        why = f"the bounds hold -{rule.threshold:g}"
+    return Decision("undecided", None, f"{stated}{tail}: {why}", n, rule=rule, **window, **trend)
 
 
 def needs_more_passes(E: Sequence[float], layers: int, floor: float | Sequence[float], rule: CollapseRule) -> bool:
@@ -231,10 +260,16 @@ class GridDecision:
     def base(self) -> Decision:
         return self.cells["base"]
 
+    @property
+    def rests_on_floor(self) -> bool:
+        """Whether a ``converging`` cell read a censored value in its later half: below ``margin`` x the floor the
+        values cannot tell E -> 0 from E settling at a level there."""
+        return any(d.verdict == "converging" and d.at_floor for d in self.cells.values())
+
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "cells": {name: d.to_json() for name, d in self.cells.items()},
                 "monotone": self.monotone, "rises": list(self.rises), "first_at_floor": self.first_at_floor,
-                "E_final": self.E_final, "passes_run": self.passes_run}
+                "E_final": self.E_final, "passes_run": self.passes_run, "rests_on_floor": self.rests_on_floor}
 
 
 def decide_grid(E: Sequence[float], layers: int, floor: float | Sequence[float],
@@ -301,6 +336,13 @@ def precision_check(E_dtype: Sequence[float], E_float64: Sequence[float], layers
                           decide_grid(E_float64, layers, floor_float64, rule), floor_float64)
 
 
-def run_verdict(grid: GridDecision, precision: PrecisionCheck | None) -> str:
-    """A run's verdict: ``precision-limited`` where its dtype and its float64 twin disagree, else its grid's."""
-    return "precision-limited" if precision is not None and not precision.agree else grid.verdict
+def run_verdict(grid: GridDecision, precision: PrecisionCheck | None, dtype: str) -> str:
+    """A run's verdict: ``precision-limited`` where its dtype and its float64 twin disagree, or where a run in
+    ``dtype`` (not float64) without a twin converges only by resting on its floor (nothing is decided below
+    ``margin`` x the floor: in float64, the finest floor any floating-point run has, it is accepted); else its
+    grid's."""
+    if precision is not None and not precision.agree:
+        return "precision-limited"
+    if precision is None and dtype != "float64" and grid.verdict == "converging" and grid.rests_on_floor:
+        return "precision-limited"
+    return grid.verdict

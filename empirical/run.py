@@ -550,7 +550,8 @@ class _Writer:
 
     def write_results(self, state: _Progress, layers: int) -> dict[str, Any]:
         """Write and return ``results.json`` after ``state.done`` passes (:func:`results_record`)."""
-        results = results_record(state.E, layers, state.done, self.floor, self.rule, self.twin)
+        results = results_record(state.E, layers, state.done, self.floor, self.rule, self.manifest["dtype"],
+                                 self.twin)
         write_json(self.out / "results.json", results)
         self.results_written = time.perf_counter()
         return results
@@ -634,14 +635,14 @@ def _input_device(model, device: torch.device) -> torch.device:
 
 #: The run's figure, beside results.json.
 FIGURE = "E.png"
-def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule,
+def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule: CollapseRule, dtype: str,
                    twin: "_Twin | None" = None) -> dict[str, Any]:
     """``results.json``: per-prompt E ``(prompts, passes * layers + 1)``, its mean and std over prompts, each column's
     ``pass`` (0 for the embeddings) and ``block`` (1..layers within its pass; 0 for the embeddings), the indices of
     the pass ends, the dtype's floor of E, the effective floor (:func:`effective_floor_fields`), the float64
     twin's record (``twin``: ``None`` without one; :meth:`_Twin.record`), ``rule``'s grid decision on every block
     (:func:`decide_grid`), which reads nothing below the effective floor, the twin's precision check (``precision``:
-    :meth:`_Twin.precision`) and the run's ``verdict`` (:func:`empirical.decision.run_verdict`)."""
+    :meth:`_Twin.precision`) and the run's ``verdict`` in its ``dtype`` (:func:`empirical.decision.run_verdict`)."""
     columns = passes * layers + 1
     twin_record = twin.record(E, columns) if twin is not None else None
     effective = effective_floor_fields(floor, E[:, :columns], twin)["effective_floor"]
@@ -659,7 +660,7 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
             "E_floor": floor, "effective_floor": effective, "twin": twin_record,
             "decision": grid.to_json() if grid else None,
             "precision": precision.to_json() if precision else None,
-            "verdict": run_verdict(grid, precision) if grid else None}
+            "verdict": run_verdict(grid, precision, dtype) if grid else None}
 
 
 def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):

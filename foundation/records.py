@@ -16,7 +16,9 @@ from .registry import CLAIMS_BY_ID
 
 #: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``supported``: a conjecture
 #: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``.
-VERDICTS = ("failed", "refuted", "discrepancy", "verified", "supported", "not-run")
+#: ``unsupported``, its dual for an empirical claim about a limit (``emp.*``: "mean E -> 0"): a finite run went against
+#: it within its stated horizon (E settled at a level), which never refutes a statement about the limit.
+VERDICTS = ("failed", "refuted", "discrepancy", "unsupported", "verified", "supported", "not-run")
 NO_CHECK = "no check yet"
 
 
@@ -84,6 +86,9 @@ class CheckResult:
                              f"only a proof (method 'proof') gives 'verified'; not {self.verdict!r} by {self.method!r}.")
         if self.verdict == "supported" and not conjecture:
             raise ValueError(f"verdict 'supported' is for conjectures (conj.*); {self.claim!r} is not one.")
+        if self.verdict == "unsupported" and not self.claim.startswith("emp."):
+            raise ValueError(f"verdict 'unsupported' is for the empirical claims about a limit (emp.*), where a finite "
+                             f"run goes against them; {self.claim!r} is not one.")
         if self.verdict == "discrepancy" and not (self.printed and self.corrected):
             raise ValueError("a 'discrepancy' verdict must carry the printed statement and the corrected one.")
         if self.tolerance is not None and not self.tolerance_reason:

@@ -30,7 +30,8 @@ MATHJAX_BUNDLE = ("es5", "tex-svg-full.js")
 #: Audit grades (empirical/audit.py) and verdict words that a table cell may hold: cell text -> CSS class.
 CELL_GRADES = {"holds": "g-holds", "nearly": "g-nearly", "fails": "g-fails", "not-run": "g-not-run",
                "not audited": "g-not-run", "verified": "v-verified", "discrepancy": "v-discrepancy",
-               "refuted": "v-refuted", "failed": "v-failed", "supported": "v-supported"}
+               "refuted": "v-refuted", "failed": "v-failed", "supported": "v-supported",
+               "unsupported": "v-unsupported"}
 
 
 def mathjax_bundle() -> tuple[str, str, str] | None:
@@ -57,7 +58,7 @@ def mathjax_bundle() -> tuple[str, str, str] | None:
 
 
 #: The sidebar's order of verdict groups: what needs attention first, then what is open, then what holds.
-SIDEBAR_ORDER = ("failed", "refuted", "discrepancy", "not-run", NO_CHECK, "supported", "verified")
+SIDEBAR_ORDER = ("failed", "refuted", "discrepancy", "unsupported", "not-run", NO_CHECK, "supported", "verified")
 
 
 def verdict_groups(entries: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -74,7 +75,8 @@ def overview(entries: list[dict]) -> dict[str, list]:
     return {
         "discrepancies": [(e, [r for r in e["records"] if r.verdict == "discrepancy"])
                           for e in entries if any(r.verdict == "discrepancy" for r in e["records"])],
-        "problems": [e for e in entries if e["verdict"] in ("failed", "refuted") and not e["claim"].conjecture],
+        "problems": [e for e in entries if e["verdict"] in ("failed", "refuted", "unsupported")
+                     and not e["claim"].conjecture],
         "conjectures": [e for e in entries if e["claim"].conjecture and e["verdict"] != NO_CHECK],
         "not_run": _by_commands([e for e in entries if e["verdict"] == "not-run"]),
         "partly_run": [e for e in entries if e["verdict"] != "not-run" and any(r.verdict == "not-run"

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from empirical.checks import check_in_kind, check_random_weights, check_trained, collapse_verdict
 from empirical.decision import (CollapseRule, decide, decide_grid, grid_needs_more_passes, needs_more_passes,
-                                pass_ends)
+                                float64_floor, pass_ends, precision_check, run_verdict)
 from empirical.run import RunSettings, load_results, run_experiment
 
 from .tiny_trained import BUDGET, RULE, tiny_model
@@ -63,8 +64,14 @@ SHAPES = [
                  id="oscillation-x2-around-a-level"),
     pytest.param(_blocks(lambda t: 0.02 * (1 + 0.2 * math.sin(2 * math.pi * math.ceil(t) / 3))), "undecided",
                  "undecided", id="oscillation-20pc-around-a-level"),
+    # E swinging by 3 every 4 passes as it decays: the halved horizon's and the halved window's later halves (7 and 8
+    # passes) are too short to show that it still falls at their end
     pytest.param(_blocks(lambda t: 0.5 * 0.9 ** t * (1 + 0.5 * math.sin(2 * math.pi * math.ceil(t) / 4))),
-                 "converging", "converging", id="oscillation-decaying"),
+                 "converging", "sensitive", id="oscillation-decaying"),
+    # the referee's approach to a level (1e-3 + 0.5 exp(-k / 8)): still falling at pass 50, flat from pass 76 on, where
+    # only the doubled horizon reads; its fall over the whole window alone would call it converging in every cell
+    pytest.param(_blocks(lambda t: 1e-3 + 0.5 * math.exp(-t / 8)), "converging", "sensitive",
+                 id="approach-to-a-level"),
     pytest.param(_floor_bound(), "converging", "converging", id="floor-bound"),
     # a slow oscillation (period 40 passes): one phase of it reads as a fall at the halved horizon
     pytest.param(_blocks(lambda t: 0.02 * 1.5 ** math.sin(2 * math.pi * t / 40)), "settled", "sensitive",
@@ -110,14 +117,57 @@ def test_every_block_is_read_not_only_the_pass_ends():
 
 
 def test_values_within_ten_times_the_floor_are_censored():
-    # a level at 5e-6 (5 x the floor) is rounding: the run is at the floor, never "settled" there
+    # a level at 5e-6 (5 x the floor) is rounding: the run is at the floor, never "settled" there; the verdict rests
+    # on the floor (the run's verdict needs a float64 twin: test_a_level_within_the_floor_decides_nothing_alone)
     at_floor = decide(_blocks(lambda t: 2e-6), LAYERS, FLOOR)
     assert at_floor.verdict == "converging" and "floor" in at_floor.reason and at_floor.exponent is None
+    assert at_floor.at_floor
     # the same level with a floor 100 times smaller is a level
     assert decide(_blocks(lambda t: 2e-6), LAYERS, FLOOR / 100).verdict == "settled"
     # a level straddling 10 x the floor decides nothing
     straddling = decide(_blocks(lambda t: 1e-5), LAYERS, FLOOR)
     assert straddling.verdict == "undecided" and straddling.censored > 0
+
+
+def test_a_level_within_the_floor_decides_nothing_alone():
+    """The referee's level within 10 x a floor of 2.4e-6 (1e-5 here, times the depth profile's 0.7-1.6), from the
+    first pass on: in its dtype it is "at the floor"
+    in every cell, yet it never falls. A float32 run without a twin is precision-limited there; a float64 twin that
+    sees the level makes it precision-limited too; one that sees E fall agrees, and the run converges. The same
+    values read in float64 (its floor the finest any floating run has) keep their verdict."""
+    level = _blocks(lambda t: 1e-5)
+    grid = decide_grid(level, LAYERS, 2.4e-6)
+    assert grid.verdict == "converging" and grid.rests_on_floor and all(d.at_floor for d in grid.cells.values())
+    assert run_verdict(grid, None, "float32") == "precision-limited" == run_verdict(grid, None, "bfloat16")
+    assert run_verdict(grid, None, "float64") == "converging"
+    sees_level = precision_check(level, level, LAYERS, 2, 2.4e-6, 1e-15)
+    assert sees_level.float64.verdict == "settled" and run_verdict(grid, sees_level, "float32") == "precision-limited"
+    falling = _blocks(lambda t: 1e-5 * 0.5 ** t)
+    sees_fall = precision_check(level, falling, LAYERS, 2, 2.4e-6, 1e-15)
+    assert sees_fall.agree and run_verdict(grid, sees_fall, "float32") == "converging"
+    # a fall well above the floor rests on nothing: no twin needed
+    power = decide_grid(_blocks(lambda t: 0.5 / t), LAYERS, FLOOR)
+    assert not power.rests_on_floor and run_verdict(power, None, "float32") == "converging"
+    # converging by its trend, reaching the floor in the later half of a window: that cell rests on the floor too
+    reaches = decide(_blocks(lambda t: 0.5 * 0.7 ** t, passes=50), LAYERS, 1e-8)
+    assert reaches.verdict == "converging" and reaches.exponent is not None and reaches.at_floor
+
+
+def test_the_later_half_must_still_fall():
+    """The approach to a level read at the doubled horizon: over passes 51-100 the exponent is well below -0.1, but
+    over the later half (76-100) E is flat: undecided, naming the slowing fall. Without the tail's condition (the
+    control, read over the window alone) it would converge."""
+    E = _blocks(lambda t: 1e-3 + 0.5 * math.exp(-t / 8))
+    decision = decide(E, LAYERS, FLOOR, CollapseRule(horizon=100))
+    assert decision.exponent_high < -0.1 and decision.tail_exponent_high >= -0.1
+    assert decision.verdict == "undecided" and "slows down" in decision.reason
+    assert decide(E[: 1 + 50 * LAYERS], LAYERS, FLOOR).verdict == "converging"  # at pass 50 it still falls
+    # a rise that turns into a fall (as 1 / depth) at pass 40: over the window E rises (settled, read alone); its
+    # later half falls, so it is not settled
+    turning = _blocks(lambda t: 0.05 * t / 40 if t <= 40 else 0.05 * 40 / t, passes=50)
+    late = decide(turning, LAYERS, FLOOR)
+    assert late.exponent_low > -0.1 and late.tail_exponent_high < -0.1
+    assert late.verdict == "undecided" and "starting to fall" in late.reason
 
 
 def test_a_per_block_floor_is_read_value_by_value():
@@ -220,7 +270,7 @@ def decided(tmp_path_factory):
     for kind, weights in KINDS.items():
         tiny_model("gpt2", **weights).save_pretrained(root / kind / "model")
         settings = RunSettings(model=str(root / kind / "model"), weights="trained", ffn=False, device="cpu",
-                               **{**BUDGET, "passes": 2 * RULE.horizon})
+                               twin="float64", **{**BUDGET, "passes": 2 * RULE.horizon})
         run_experiment(settings, root / kind / "run", progress=False, until=tuple(RULE.grid().values()), rule=RULE)
         runs[kind] = load_results(root / kind / "run")
     return runs
@@ -239,17 +289,21 @@ def test_each_verdict_is_reached_on_a_tiny_model_over_the_whole_grid(decided, ki
     if kind == "identity-blocks":
         assert results["passes"] == 2 * RULE.horizon
     else:
+        # (or its float64 twin's grid, which has to decide too: the run compares the two on as many passes)
         assert results["passes"] < 2 * RULE.horizon
-        assert grid_needs_more_passes(results["E_mean"][: -layers], layers, floor, RULE)
+        twin_floor = float64_floor(floor, float(torch.finfo(torch.float32).eps))
+        assert (grid_needs_more_passes(results["E_mean"][: -layers], layers, floor, RULE)
+                or grid_needs_more_passes(results["twin"]["E_mean"][: -layers], layers, twin_floor, RULE))
 
 
 CLAIM_VERDICTS = [pytest.param(("collapse",), "verified", id="all-converge"),
-                  pytest.param(("collapse", "identity-blocks"), "refuted", id="one-settles")]
+                  pytest.param(("collapse", "identity-blocks"), "unsupported", id="one-settles")]
 
 
-def test_a_settled_run_refutes_a_claim_even_beside_an_undecided_or_sensitive_one():
+def test_a_settled_run_goes_against_a_claim_even_beside_an_undecided_or_sensitive_one():
+    """A settled run makes the claim ``unsupported``, never ``refuted``: a finite run cannot refute E -> 0."""
     runs = [{"verdict": v} for v in ("undecided", "settled", "converging", "sensitive")]
-    assert collapse_verdict(runs) == "refuted"
+    assert collapse_verdict(runs) == "unsupported"
     assert collapse_verdict([runs[0], runs[2]]) == "not-run" and collapse_verdict(runs[2:3]) == "verified"
     assert collapse_verdict(runs[2:]) == "not-run"
 
@@ -272,7 +326,7 @@ def test_a_short_run_is_not_run_with_the_command_that_decides_it(decided, tmp_pa
     manifest, results = decided["identity-blocks"]
     cut = 20 * results["layers"] + 1
     short = {**results, "E_mean": results["E_mean"][:cut], "E": [e[:cut] for e in results["E"]], "passes": 20,
-             "E_std": results["E_std"][:cut]}
+             "E_std": results["E_std"][:cut], "twin": {**results["twin"], "E_mean": results["twin"]["E_mean"][:cut]}}
     result = check_in_kind([(manifest, short)], tmp_path / "kind.png", rule=RULE)
     assert result.verdict == "not-run" and "--until-decided" in result.detail and "sensitive" in result.detail
 
@@ -376,7 +430,8 @@ def test_the_grids_findings():
     grid = decide_grid(E, LAYERS, FLOOR)
     assert grid.rises == (PASSES,) and grid.monotone is False and grid.E_final == 0.5 and grid.passes_run == PASSES
     record = grid.to_json()
-    assert set(record) == {"verdict", "cells", "monotone", "rises", "first_at_floor", "E_final", "passes_run"}
+    assert set(record) == {"verdict", "cells", "monotone", "rises", "first_at_floor", "E_final", "passes_run",
+                           "rests_on_floor"}
     assert record["rises"] == [PASSES] and record["E_final"] == 0.5 and record["passes_run"] == PASSES
     steady = decide_grid(_blocks(lambda t: 0.5 / t), LAYERS, FLOOR)
     assert steady.monotone is True and steady.rises == () and steady.E_final == pytest.approx(0.5 / PASSES * 1.3)
@@ -451,7 +506,8 @@ def test_the_rule_describes_itself_with_each_of_its_constants():
     rule = CollapseRule(horizon=64, window=2.0, threshold=0.25, alpha=0.01, margin=20.0)
     assert rule.describe() == (
         "converging when the exponent p of E ~ depth^p over the last 2 octave(s) of 64 passes (every block; the "
-        "larger of the ordinary and Newey-West errors) is below -0.25 at one-sided level 0.01, or when E stays within "
-        "20 x the effective floor for the later half of that window; settled when p is above -0.25 at that level "
-        "with no value within 20 x the floor; recomputed with each constant halved and doubled (a verdict only "
-        "where all agree)")
+        "larger of the ordinary and Newey-West errors) is below -0.25 at one-sided level 0.01 over that window and "
+        "over its later half, or when E stays within 20 x the effective floor for that later half (in a dtype other "
+        "than float64, confirmed by a float64 twin); settled when p is above -0.25 at that level, the later half not "
+        "falling faster, with no value within 20 x the floor; recomputed with each constant halved and doubled (a "
+        "verdict only where all agree)")

@@ -39,14 +39,15 @@ def test_a_level_in_the_dtype_that_float64_sees_falling_is_precision_limited():
     check = precision_check(dtype, float64, LAYERS, 2, FLOOR, float64_floor(FLOOR, FLOAT32_EPS), rule)
     assert (check.dtype.verdict, check.float64.verdict, check.agree) == ("settled", "converging", False)
     grid = decide_grid(dtype, LAYERS, FLOOR, rule)
-    assert grid.verdict == "settled" and run_verdict(grid, check) == "precision-limited" in RUN_VERDICTS
+    assert grid.verdict == "settled" and run_verdict(grid, check, "float32") == "precision-limited" in RUN_VERDICTS
     assert check.to_json()["dtype_verdict"] == "settled" and check.to_json()["float64"]["verdict"] == "converging"
     # control: the same values in both precisions agree, and the run keeps its grid's verdict
     same = precision_check(dtype, dtype, LAYERS, 2, FLOOR, FLOOR, rule)
-    assert same.agree and run_verdict(grid, same) == "settled" and run_verdict(grid, None) == "settled"
-    # a run settled beside a precision-limited one still refutes; a precision-limited one alone decides nothing
+    assert same.agree and run_verdict(grid, same, "float32") == "settled" == run_verdict(grid, None, "float32")
+    # a run settled beside a precision-limited one still goes against the claim; a precision-limited one alone
+    # decides nothing
     assert collapse_verdict([{"verdict": "precision-limited"}, {"verdict": "converging"}]) == "not-run"
-    assert collapse_verdict([{"verdict": "precision-limited"}, {"verdict": "settled"}]) == "refuted"
+    assert collapse_verdict([{"verdict": "precision-limited"}, {"verdict": "settled"}]) == "unsupported"
 
 
 def test_the_twin_is_decided_with_float64s_floor_not_the_runs():

@@ -161,13 +161,26 @@ def test_collapsing_trained_models_verify_figures_7_and_8(collapsing, tmp_path):
         assert all(run["weights_source"]["origin"] == "hf-cache" for run in result.numbers["runs"])
 
 
-def test_control_a_non_collapsing_trained_model_is_refuted(hub, tmp_path):
-    """Blocks that are the identity (zero value / output projections, zero MLP): E does not fall."""
+def test_control_a_non_collapsing_trained_model_is_unsupported(hub, tmp_path):
+    """Blocks that are the identity (zero value / output projections, zero MLP): E does not fall. A finite run goes
+    against "E -> 0" and cannot refute it: ``unsupported``, even with the other model absent."""
     _cache(hub, gpt2=tiny_model("gpt2", "still"))
     runs, missing = _runs(tmp_path, (False,))
     result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN", rule=RULE)
-    assert result.verdict == "refuted"
+    assert result.verdict == "unsupported"
     assert list(missing) == [GPT_NEO] and "gpt-neo-2.7B" in result.detail  # the model that did not run is named
+
+
+def test_one_paper_model_converging_does_not_verify_a_claim_about_both(hub, tmp_path):
+    """GPT-2 XL's weights here and converging, GPT-Neo 2.7B's absent: the claim (figure 7 is about both) stays
+    not-run, naming what converged and the command for the other; with both there it is verified
+    (test_collapsing_trained_models_verify_figures_7_and_8)."""
+    _cache(hub, gpt2=tiny_model("gpt2"))
+    runs, missing = _runs(tmp_path, (False,))
+    result = check_trained("emp.no-ffn", runs, missing, tmp_path / "fig7.png", "Fig. 7", "no FFN", rule=RULE)
+    assert [run["verdict"] for run in result.numbers["runs"]] == ["converging"]
+    assert result.verdict == "not-run" and "no verdict from these alone" in result.detail
+    assert "Every run converges" in result.detail and "gpt-neo-2.7B" in result.detail
 
 
 # -- emp.full: the FFN's effect on the rate ---------------------------------------------------------------
@@ -249,7 +262,7 @@ def test_in_kind_families_that_collapse_are_verified_side_by_side(collapsing, tm
     assert (tmp_path / "in_kind.png").is_file() and len(result.numbers["runs"]) == 4
 
 
-def test_control_an_in_kind_model_that_stops_collapsing_is_refuted(collapsing, tmp_path):
+def test_control_an_in_kind_model_that_stops_collapsing_is_unsupported(collapsing, tmp_path):
     """A trained model saved to a folder (as --model DIR) whose blocks are the identity, beside a collapsing one."""
     tiny_model("gpt-neo", "still").save_pretrained(tmp_path / "still")
     settings = RunSettings(model=str(tmp_path / "still"), weights="trained", ffn=False, device="cpu",
@@ -258,7 +271,7 @@ def test_control_an_in_kind_model_that_stops_collapsing_is_refuted(collapsing, t
     still = load_results(tmp_path / "run")
     assert still[0]["weights_source"]["origin"] == "folder"
     result = check_in_kind([collapsing["runs"][0], still], tmp_path / "in_kind.png", rule=RULE)
-    assert result.verdict == "refuted"
+    assert result.verdict == "unsupported"
     assert "A run settled" in result.detail and str(tmp_path / "still") in result.detail
     run = result.numbers["runs"][1]
     # E does not move: settled in every cell, each at its own horizon; the run went on to the doubled one

@@ -28,6 +28,10 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
                      "only a proof .* not 'verified' by 'search'", id="conjecture-verified-by-a-search"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
                      id="theorem-supported"),
+        pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "empirical claims",
+                     id="conjecture-unsupported"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="unsupported"), "empirical claims",
+                     id="theorem-unsupported"),
     ],
 )
 def test_invalid_record_is_rejected(kwargs, message):
@@ -53,6 +57,9 @@ def test_record_json_handles_numpy_and_non_finite_numbers():
         (["verified", "failed", "refuted"], "failed"),
         (["supported", "not-run"], "supported"),
         (["supported", "refuted"], "refuted"),
+        (["verified", "unsupported"], "unsupported"),
+        (["unsupported", "not-run"], "unsupported"),
+        (["unsupported", "discrepancy"], "discrepancy"),
     ],
 )
 def test_worst_verdict_takes_the_most_severe(verdicts, expected):
@@ -127,3 +134,15 @@ def test_complex_numbers_become_real_and_imaginary_parts():
 
     assert jsonable(np.complex128(1.5 - 2j)) == [1.5, -2.0]
     assert json.loads(json.dumps(jsonable({"z": 3j}))) == {"z": [0.0, 3.0]}
+
+
+def test_the_verdicts_schema_names_every_verdict():
+    """A verdict the schema of verdicts.json leaves out would make every report holding it invalid."""
+    import json
+    from pathlib import Path
+
+    from foundation.records import NO_CHECK, VERDICTS
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "foundation" / "schemas" /
+                         "verdicts.schema.json").read_text())
+    assert schema["$defs"]["verdict"]["enum"] == [*VERDICTS, NO_CHECK]

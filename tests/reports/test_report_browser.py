@@ -236,7 +236,8 @@ def test_audit_cells_and_verdicts_carry_their_colour_and_word(opened):
     # a cell that is no grade (a hypothesis, a number, "-") gets no grade colour
     assert all("grade" not in cls for text, cls, _ in cells if text not in GRADES)
     legend = page.inner_text("#legend")
-    assert all(word in legend for word in (*GRADES, "verified", "discrepancy", "refuted", "failed", "supported"))
+    assert all(word in legend for word in (*GRADES, "verified", "discrepancy", "refuted", "failed", "supported",
+                                           "unsupported"))
     verdict = page.eval_on_selector("#claims tr[data-claim='full.wendel'] .verdict",
                                     "v => [v.innerText, v.className, getComputedStyle(v).backgroundColor]")
     assert verdict[0].endswith("discrepancy") and "v-discrepancy" in verdict[1] and verdict[2] != "rgba(0, 0, 0, 0)"
