@@ -307,6 +307,15 @@ def _missing(ran: list[str]) -> dict[str, str]:
     return {model: get_command(model) for model in PAPER_MODELS if model not in {canonical(m) for m in ran}}
 
 
+def _paired_verdict(held: bool, against: bool, missing: dict[str, str]) -> str:
+    """A rate claim's verdict from its paired comparisons (95% CIs): ``refuted`` when one goes ``against`` it (its CI
+    excludes 0 on the wrong side), ``verified`` when every one ``held`` and no paper model is ``missing`` (the claims
+    are about both), else ``not-run``: a CI containing 0 is no evidence either way."""
+    if against:
+        return "refuted"
+    return "verified" if held and not missing else "not-run"
+
+
 def _not_run(missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
     """The running check's not-run record: what it needs, and the commands that would run it."""
     return claim_result("not-run",
@@ -347,9 +356,9 @@ def trained_paper_audits(settings: AuditSettings, folder: Path, *, weights_dirs:
 @named_check
 def rate_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.rate: trained weights converge faster than random weights of the same architecture, paired over the
-    same prompts, with and without FFN. ``verified`` when every comparison of a trained paper model that ran
-    says "faster" (95% CI of the paired rate difference above 0), ``refuted`` when one does not (slower, or
-    indistinguishable at this budget), ``not-run`` when no trained paper model ran."""
+    same prompts, with and without FFN. ``verified`` when both paper models ran and every comparison says "faster"
+    (95% CI of the paired rate difference above 0), ``refuted`` when one says "slower" (CI below 0), else
+    ``not-run`` (a comparison indistinguishable at this budget -- no evidence either way --, or a model absent)."""
     return _rate_record(results)
 
 
@@ -368,18 +377,18 @@ def _rate_record(results: list[dict[str, Any]]) -> CheckResult:
     verdicts = {f"{r['model']} [{variant}]": c["verdict"]
                 for r in trained for variant, c in r["trained_vs_random"].items()}
     held = all(v == "faster" for v in verdicts.values())
+    verdict = _paired_verdict(held, any(v == "slower" for v in verdicts.values()), missing)
     s = trained[0]["settings"]
     detail = ("Fitted exponential rate of E per layer of " + "; ".join(_origin(r) for r in trained)
               + f" against the same architecture with random weights (seed {s['seed']}), paired over the same "
               f"{s['prompts']} authors' prompts of {s['length']} tokens, {s['passes']} passes: "
               + ", ".join(f"{k}: trained {v}" for k, v in verdicts.items())
               + (". Trained converges faster in every comparison (95% CI of the paired difference above 0)."
-                 if held else ". Trained does NOT converge faster in every comparison ('slower': CI below 0; "
-                              "'indistinguishable': CI contains 0, faster convergence not observed at this budget).")
+                 if held else ". Trained does NOT converge faster in every comparison ('slower': CI below 0, against "
+                              "the claim; 'indistinguishable': CI contains 0, no evidence either way at this budget).")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
-    return claim_result("verified" if held else "refuted", detail=detail,
-                        numbers={**numbers, "decisive": verdicts, "missing": missing},
+    return claim_result(verdict, detail=detail, numbers={**numbers, "decisive": verdicts, "missing": missing},
                         seeds={"random weights": s["seed"]})
 
 
@@ -403,8 +412,9 @@ def _suite_ffn_effects(extra_rates: list[dict[str, Any]]) -> dict[str, dict[str,
 def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
     """emp.full, its rate part: the FFN increases the rate in trained GPT-2 XL and decreases it in trained
     GPT-Neo 2.7B. Decided on the figure-8 runs of the suite (with vs without FFN, paired over the same
-    prompts) where they ran, else on the trained paper-model audits: ``verified`` when each model that ran
-    shows its printed effect, ``refuted`` when one does not, ``not-run`` when none ran."""
+    prompts) where they ran, else on the trained paper-model audits: ``verified`` when both models ran and each
+    shows its printed effect, ``refuted`` when one shows the opposite (its CI excludes 0 on the other side), else
+    ``not-run`` (an effect indistinguishable at this budget, or a model absent)."""
     return _ffn_record(results, extra_rates)
 
 
@@ -430,16 +440,19 @@ def _ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]]
     if not effects:
         return _not_run(missing, "the FFN's effect on the rate in trained GPT-2 XL / GPT-Neo 2.7B", numbers)
     held = all(c["verdict"] == PRINTED_FFN_EFFECT[m] for m, c in effects.items())
+    opposite = {"faster": "slower", "slower": "faster"}
+    verdict = _paired_verdict(held, any(c["verdict"] == opposite[PRINTED_FFN_EFFECT[m]] for m, c in effects.items()),
+                              missing)
     detail = ("The rate part of the claim, as printed: the FFN increases the rate in GPT-2 XL ('faster') and decreases "
               f"it in GPT-Neo 2.7B ('slower'). Measured on {where}: "
               + "; ".join(f"{m}: rate(FFN) - rate(no FFN) = {c['difference']:.4g} "
                           f"[{c['ci_low']:.4g}, {c['ci_high']:.4g}] -> FFN {c['verdict']} (printed: {PRINTED_FFN_EFFECT[m]})" for m, c in effects.items())
               + (". Every model that ran shows the printed effect." if held
-                 else ". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI "
-                      "contains 0).")
+                 else ". A model that ran does NOT show the printed effect (the opposite: against the claim; "
+                      "'indistinguishable': the 95% CI contains 0, no evidence either way at this budget).")
               + (" Not run (weights absent): " + "; ".join(f"{m}: {c}" for m, c in missing.items()) + "."
                  if missing else ""))
-    return claim_result("verified" if held else "refuted", detail=detail,
+    return claim_result(verdict, detail=detail,
                         numbers={**numbers, "decisive": {m: c["verdict"] for m, c in effects.items()},
                                 "missing": missing})
 

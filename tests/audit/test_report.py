@@ -93,11 +93,22 @@ def test_the_rate_record_is_verified_when_every_trained_paper_model_is_faster_th
     assert "Trained converges faster in every comparison" in record.detail and "Not run" not in record.detail
 
 
-@pytest.mark.parametrize("versus", [("faster", "indistinguishable"), ("slower", "faster")])
-def test_the_rate_record_is_refuted_when_one_comparison_is_not_faster(versus):
-    record = report.rate_record([_audit(versus=versus)])
-    assert record.verdict == "refuted" and "Trained does NOT converge faster" in record.detail
+@pytest.mark.parametrize("versus,verdict", [(("faster", "indistinguishable"), "not-run"),
+                                            (("slower", "faster"), "refuted")])
+def test_the_rate_record_is_refuted_only_when_one_comparison_is_slower(versus, verdict):
+    """'slower' (CI below 0) goes against the claim; 'indistinguishable' (CI holds 0) is no evidence either way."""
+    record = report.rate_record([_audit(versus=versus), _audit(GPT_NEO)])
+    assert record.verdict == verdict and "Trained does NOT converge faster" in record.detail
+    assert record.numbers["missing"] == {}
+
+
+def test_the_rate_record_needs_both_paper_models_for_verified():
+    """Every comparison of GPT-2 XL faster, GPT-Neo 2.7B absent: the claim is about both, so not-run (naming the
+    command); one model slower is enough to refute it."""
+    record = report.rate_record([_audit()])
+    assert record.verdict == "not-run" and "Trained converges faster in every comparison" in record.detail
     assert record.numbers["missing"] == {GPT_NEO: get_command(GPT_NEO)} and "Not run (weights absent)" in record.detail
+    assert report.rate_record([_audit(versus=("slower", "faster"))]).verdict == "refuted"
 
 
 def test_the_rate_record_is_not_run_without_a_trained_paper_model_compared_with_random():
@@ -114,8 +125,10 @@ def test_the_ffn_record_reads_the_audits_printed_effects():
     refuted = report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="faster")])
     assert refuted.verdict == "refuted" and refuted.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "faster"}
     assert "the audits of the trained models" in refuted.detail
-    one = report.ffn_record([_audit(ffn_effect="faster")])
-    assert one.verdict == "verified" and one.numbers["missing"] == {GPT_NEO: get_command(GPT_NEO)}
+    one = report.ffn_record([_audit(ffn_effect="faster")])  # the claim is about both models
+    assert one.verdict == "not-run" and one.numbers["missing"] == {GPT_NEO: get_command(GPT_NEO)}
+    unclear = report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="indistinguishable")])
+    assert unclear.verdict == "not-run" and "no evidence either way" in unclear.detail
     assert report.ffn_record([_audit(weights="random")]).verdict == "not-run"
     numbers = one.numbers
     assert numbers["gpt2-xl trained: rate(FFN) - rate(no FFN)"] == 0.25 and numbers["gpt2-xl random: FFN effect"] == "faster"
@@ -129,9 +142,10 @@ def _suite_item(model, ffn, rates, weights="trained"):
 
 def test_the_suite_runs_decide_the_ffn_effect_before_the_audits():
     fast, slow = [0.4, 0.5, 0.45], [0.2, 0.25, 0.22]
-    suite = [_suite_item(GPT2_XL, True, fast), _suite_item(GPT2_XL, False, slow)]
+    suite = [_suite_item(GPT2_XL, True, fast), _suite_item(GPT2_XL, False, slow), _suite_item(GPT_NEO, True, slow),
+             _suite_item(GPT_NEO, False, fast)]
     record = report.ffn_record([_audit(ffn_effect="slower")], suite)
-    assert record.verdict == "verified" and record.numbers["decisive"] == {GPT2_XL: "faster"}
+    assert record.verdict == "verified" and record.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "slower"}
     assert "the suite's figure-8 runs" in record.detail
     assert record.numbers["gpt2-xl (trained), suite run: FFN effect"] == "FFN speeds"
     # control: the opposite pairing is refuted, whatever the audit says

@@ -15,8 +15,8 @@ FFN_PRINTED = ("The rate part of the claim, as printed: the FFN increases the ra
                "it in GPT-Neo 2.7B ('slower'). Measured on ")
 FFN_AUDITS = "the audits of the trained models (with vs without FFN, paired over the same prompts): "
 FFN_HELD = ". Every model that ran shows the printed effect."
-FFN_NOT_HELD = (". A model that ran does NOT show the printed effect ('indistinguishable': the 95% CI "
-                "contains 0).")
+FFN_NOT_HELD = (". A model that ran does NOT show the printed effect (the opposite: against the claim; "
+                "'indistinguishable': the 95% CI contains 0, no evidence either way at this budget).")
 
 
 def _ffn_numbers(model, weights, difference, ci, effect):
@@ -42,10 +42,11 @@ def test_the_ffn_record_is_verified_word_for_word_when_each_audit_shows_its_prin
                               "decisive": {GPT2_XL: "faster", GPT_NEO: "slower"}, "missing": {}}
 
 
-def test_the_ffn_record_is_refuted_word_for_word_when_the_audit_is_indistinguishable():
-    """Control of the verified record above: one model, whose effect is not the printed one."""
+def test_the_ffn_record_is_not_run_word_for_word_when_the_audit_is_indistinguishable():
+    """Control of the verified record above: one model, whose effect is not the printed one but not its opposite
+    either (the CI holds 0: no evidence either way), and the other model absent."""
     record = report.ffn_record([_audit(ffn_effect="indistinguishable")])
-    assert record.verdict == "refuted"
+    assert record.verdict == "not-run"
     assert record.detail == (
         FFN_PRINTED + FFN_AUDITS
         + f"{GPT2_XL}: rate(FFN) - rate(no FFN) = 0.25 [0.125, 0.375] -> FFN indistinguishable (printed: faster)"
@@ -69,7 +70,7 @@ def test_the_ffn_record_reads_the_suite_runs_word_for_word_and_keeps_their_table
     c, suite_numbers = _suite_numbers("gpt2-xl (trained)", suite)
     assert c["verdict"] == "faster" and suite_numbers["gpt2-xl (trained), suite run: FFN effect"] == "FFN speeds"
     record = report.ffn_record([_audit(ffn_effect="slower")], suite)  # the audit alone would be refuted
-    assert record.verdict == "verified"
+    assert record.verdict == "not-run"  # GPT-Neo 2.7B absent: the claim is about both
     assert record.detail == (
         FFN_PRINTED + "the suite's figure-8 runs (trained, with vs without FFN, paired over the same prompts): "
         + f"{GPT2_XL}: rate(FFN) - rate(no FFN) = {c['difference']:.4g} [{c['ci_low']:.4g}, {c['ci_high']:.4g}] "

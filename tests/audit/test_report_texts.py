@@ -125,8 +125,8 @@ EXPECTED = {'hemisphere_inside': [('verified',
                       "architecture with random weights (seed 7), paired over the same 3 authors' prompts of 1000 "
                       'tokens, 2 passes: gpt2-xl [ffn]: trained slower, gpt2-xl [no-ffn]: trained '
                       "indistinguishable. Trained does NOT converge faster in every comparison ('slower': CI below "
-                      "0; 'indistinguishable': CI contains 0, faster convergence not observed at this budget). Not "
-                      'run (weights absent): EleutherAI/gpt-neo-2.7B: get the weights with `hf download '
+                      "0, against the claim; 'indistinguishable': CI contains 0, no evidence either way at this "
+                      "budget). Not run (weights absent): EleutherAI/gpt-neo-2.7B: get the weights with `hf download "
                       'EleutherAI/gpt-neo-2.7B` (into the Hugging Face cache; everything after is offline) or save '
                       'them to a folder DIR with save_pretrained; then `make report` (cache) or '
                       '`CONSENSUS_WEIGHTS_GPT_NEO_2_7B=DIR make report` (folder) runs them in the CPU budget, and '
