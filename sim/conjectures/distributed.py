@@ -42,8 +42,9 @@ from sim.conjectures.search import (CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULA
 
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
-#: Bump when a change of the search makes old checkpoints invalid.
-SEARCH_VERSION = 3
+#: Bump when a change of the search makes old checkpoints invalid. 4: a witness needs its start inside the certified
+#: ball (version 3's chunks may list witnesses reached from their start only in float64, which no longer replay).
+SEARCH_VERSION = 4
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
 #: The most instances one search takes: a sane bound: at make report's rate (256

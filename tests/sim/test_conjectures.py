@@ -1,6 +1,7 @@
 """The conjecture searches' parts: the batched field, the families, the certifier, the search's two verdicts."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,6 +189,54 @@ def test_search_refutes_a_planted_non_conjecture(repulsive_family, tmp_path):
                         .read_text())
     assert record["certificate"]["numbers"]["real_part_bound"] < 0 < record["certificate"]["numbers"]["basin_radius"]
     assert len(record["y0"]) == 2  # shrunk to the fewest tokens: an antipodal pair
+
+
+def test_a_searched_start_reached_only_in_float64_gives_way_to_the_attractor_when_it_meets_the_hypotheses():
+    """The hand-made multi-head instance from token 2 at 1.2 rad: its attractor (token 2 at 60 degrees, in D^l(v))
+    is certified, but the start lies outside its ball, reached by float64 runs only. The search's certificate takes
+    the attractor as the start (inside its ball, in D^l(v)), and the witness records it, y0 kept as searched_from."""
+    from sim.conjectures.replay import replay
+    from sim.conjectures.search import certify, witness_record
+
+    family = FAMILIES["conj.multihead-causal"]
+    certificate = certify(family, MULTIHEAD_P, MULTIHEAD_U, MULTIHEAD_Y0, seed=0)
+    assert certificate.certified and np.array_equal(certificate.start, certificate.equilibrium)
+    assert abs(np.arctan2(*certificate.start[1][::-1]) - np.pi / 3) < 1e-3
+    witness = witness_record(family, MULTIHEAD_P, MULTIHEAD_U, MULTIHEAD_Y0, certificate, seeds={})
+    assert witness["y0"] == certificate.start.tolist() and witness["searched_from"] == MULTIHEAD_Y0.tolist()
+    assert replay(witness).refuted and replay(dict(witness, y0=MULTIHEAD_Y0.tolist())).evidence
+
+
+def test_a_searched_start_reached_only_in_float64_is_no_hit_when_the_attractor_breaks_the_hypotheses():
+    """The former multi-head witness (tests/sim/data/float64-evidence): its attractor has a token at -v, outside
+    D^l(v), and its start reaches it in float64 only: the search certifies nothing and says why."""
+    from sim.conjectures.replay import load
+    from sim.conjectures.search import certify
+
+    witness = load(Path(__file__).parent / "data" / "float64-evidence" / "multihead-causal-l2-d2-h3.json")
+    P, U, y0 = (np.asarray(witness[key]) for key in ("P", "U", "y0"))
+    certificate = certify(FAMILIES["conj.multihead-causal"], P, U, y0, seed=0)
+    assert not certificate.certified and certificate.start is None
+    assert "a finite-time run is evidence, never a refutation" in certificate.reason
+    assert "with the attractor as the start: the witness does not meet" in certificate.reason
+    assert "D^l(v)" in certificate.reason
+
+
+def test_a_search_folder_of_the_float64_start_rule_is_not_resumed(tmp_path, monkeypatch):
+    """Version 3's chunks may list witnesses whose start reached the ball only in float64 runs: a folder written by
+    it is refused, naming the versions, rather than resumed (and then refused over a witness that no longer
+    replays). The control: the same folder at the current version resumes."""
+    import sim.conjectures.distributed as distributed
+
+    old, fresh = tmp_path / "old", tmp_path / "fresh"
+    monkeypatch.setattr(distributed, "SEARCH_VERSION", 3)
+    run_search("conj.gradient-equilibria", 2, old, chunk_size=2, adversarial=False, progress=False)
+    monkeypatch.undo()
+    with pytest.raises(OutputError, match=r"other settings \(version: 3 there, 4 here\)"):
+        run_search("conj.gradient-equilibria", 2, old, chunk_size=2, adversarial=False, progress=False)
+    run_search("conj.gradient-equilibria", 2, fresh, chunk_size=2, adversarial=False, progress=False)
+    again = run_search("conj.gradient-equilibria", 2, fresh, chunk_size=2, adversarial=False, progress=False)
+    assert again["timing"]["resumed_chunks"] == 1
 
 
 def test_search_supports_a_true_statement(tmp_path, record):
