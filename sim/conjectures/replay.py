@@ -165,7 +165,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     y0 = np.asarray(witness["y0"], float)
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
-    distance = float(family.distance(P[None], U[None], y_star[None])[0])
+    distance = float(family.outcome_distance(P[None], U[None], y_star[None], y0[None])[0])
     margin = float(family.state_margin(U, y0[None])[0])
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
 

@@ -62,7 +62,7 @@ def integrate(family: Family, batch: Batch, horizon: float | None = None) -> np.
 def scores(family: Family, batch: Batch) -> np.ndarray:
     """Distance from the claimed outcome at the horizon, 0 for invalid instances, shape=[n]."""
     end = integrate(family, batch)
-    return np.where(batch.valid, family.distance(batch.P, batch.U, end), 0.0)
+    return np.where(batch.valid, family.outcome_distance(batch.P, batch.U, end, batch.y0), 0.0)
 
 
 def _take(batch: Batch, index) -> Batch:
@@ -78,7 +78,7 @@ def certify(family: Family, P, U, y0, *, seed: int) -> Certificate:
     attractor itself is replayed as the start: certified only if it meets the hypotheses, and then ``start`` is that
     attractor (the witness's y0), y0 being where the search came from."""
     def distance(y):
-        return float(family.distance(P[None], U[None], y[None])[0])
+        return float(family.outcome_distance(P[None], U[None], y[None], y0[None])[0])
     screen = certify_equilibrium(P, U, family.causal, y0, family.horizon, distance, seed=seed)
     if not screen.certified:
         return screen
