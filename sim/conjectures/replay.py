@@ -25,8 +25,9 @@ stored.
 Before any of it, the witness is checked against its claim (:func:`mismatches`): shapes, finite entries in range,
 the mask (``causal``) equal to the claim family's, and every hypothesis of the claim on the witness's own P, U and
 y0 (the family's ``hypotheses``: head count, U = I or U = P, symmetry or non-symmetry, spectra certified in Arb
-balls, hemisphere sets). A file is also validated against foundation/schemas/witness.schema.json on load
-(:func:`load`); ``python -m sim replay`` refuses a malformed or mismatched witness with exit 2 and one line.
+balls; in float64 with stated margins: hemisphere sets by an LP, a common top eigenvector to 1e-9). A file is also
+validated against foundation/schemas/witness.schema.json on load (:func:`load`); ``python -m sim replay`` refuses a
+malformed or mismatched witness with exit 2 and one line.
 
 "Inside the certified ball" is measured from the certified zero u*, not from the chart centre: |u(y0)| (an upper
 bound in balls, on the slice for rotating states: :func:`sim.conjectures.validated.start_distance`) plus the far

@@ -12,7 +12,7 @@ from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
 from sim.conjectures.families import (FAMILIES, Batch, Shape, _reflected, attractive_problems,
                                       certified_positive_definite, diameter, distance_from_plus_minus_v,
-                                      distance_from_v, get_family)
+                                      distance_from_v, get_family, symmetrised)
 from sim.field.hemisphere import in_open_hemisphere
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.search import planted, search_chunk
@@ -359,10 +359,20 @@ def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_
 # --- each claim's hypotheses, word for word (what mismatches and replay report) -------------------------------------
 I2, TRIANGLE_Y0 = np.eye(2), [[1.0, 0.0], [-0.5, 0.8660254037844386], [-0.5, -0.8660254037844387]]
 NOT_ISOLATED = "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
-NOT_COMMON = "the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+NOT_COMMON = ("the heads' top eigenvectors are not one common v (float64: | |w_eta^T v| - 1 | < 1e-09) with simple "
+              "positive eigenvalues (certified in balls)")
 OFF_D_V = "y0 is not in D^l(v) (some v^T y_i <= 0)"
 NOT_GRADIENT = "the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"
 Y = [[1.0, 0.0], [0.6, 0.8]]  # inside D^l(e_1)
+
+
+def _rotation(angle: float) -> np.ndarray:
+    return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+
+
+#: A head's eigenvectors turned by 1e-5 and 1e-4 rad: the float64 common-eigenvector test (1 - |cos| < 1e-9) admits
+#: the first (5e-11) and refuses the second (5e-9); the wording says so.
+ROTATED_1E5, ROTATED_1E4 = _rotation(1e-5), _rotation(1e-4)
 HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
     "multihead: control": ("conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], Y, []),
     "multihead: one head, U not symmetric": (
@@ -391,6 +401,12 @@ HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
         "conj.multihead-causal-common", [I2, -I2], [I2, np.diag([-1.0, -2.0])], Y,
         [f"{NOT_COMMON} (head 1: {NOT_ISOLATED}; head 2: the eigenvalue of largest real part (-1) is not certified "
          "positive)"]),
+    "common: top eigenvectors 1e-5 rad apart pass the float64 test (the stated limit ~4.5e-5 rad)": (
+        "conj.multihead-causal-common", [I2, -I2],
+        [np.diag([2.0, -1.0]), symmetrised(ROTATED_1E5 @ np.diag([1.0, 0.5]) @ ROTATED_1E5.T)], Y, []),
+    "common: 1e-4 rad apart they do not": (
+        "conj.multihead-causal-common", [I2, -I2],
+        [np.diag([2.0, -1.0]), symmetrised(ROTATED_1E4 @ np.diag([1.0, 0.5]) @ ROTATED_1E4.T)], Y, [NOT_COMMON]),
     "common: a token on v's equator": (
         "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])],
         [[1.0, 0.0], [0.0, 1.0]], [OFF_D_V]),
