@@ -427,20 +427,22 @@ CLAIMS: tuple[Claim, ...] = (
           "Quoted: 'there is no result available in the literature for the case where U is not the identity matrix "
           "although this is conjectured, but not proved, in' Karagodin, Polyanskiy, Rigollet, 'Clustering in causal "
           "attention masking' (arXiv 2411.04990); ICML Remark 4.6: 'two conjectures are proposed, but not proved'. "
-          "Their exact statements were not retrievable here (stored copies hold the abstract; summaries describe an "
-          "atlas of final configurations by the value matrix's spectrum: a single point, a pair of antipodal points, "
-          "several clusters). READING 'consensus' (this suite's reconstruction, not theirs): causal attention, one "
-          "head, constant P, a constant U != I whose eigenvalue of largest real part is real, simple and positive: "
-          "for almost every initial state the tokens converge to consensus.", ("search",), "suite",
+          "Those two conjectures are registered verbatim as conj.karagodin-thm1.5 and conj.karagodin-thm2-* (their "
+          "sec. 4, as transcribed). READING 'consensus' (this suite's reconstruction of the remark's 'U is not the "
+          "identity matrix', not a statement of Karagodin et al.): causal attention, one head, constant P, a "
+          "constant U != I whose eigenvalue of largest real part is real, simple and positive: for almost every "
+          "initial state the tokens converge to consensus.", ("search",), "suite",
           checks=SEARCH_CHECKS,
           formula=r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0"),
     Claim("conj.value-causal-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
-          "Quoted as conj.value-causal. READING 'antipodal' (the final configurations the cited atlas allows for a "
-          "simple positive top eigenvalue, as summarised): causal attention, one head, constant P, a constant "
-          "U != I whose eigenvalue of largest real part is real, simple and positive with eigenvector v: for almost "
-          "every initial state every token converges to +v or to -v (consensus, or the antipodal pair of "
-          "clusters).", ("search",), "cited",
+          "Quoted as conj.value-causal. READING 'antipodal' (this suite's reading, after third-party summaries of "
+          "the cited paper's 'atlas' of final configurations, which allow a pair of antipodal clusters; not a "
+          "statement of Karagodin et al., whose conjectures are conj.karagodin-thm1.5 and conj.karagodin-thm2-*, "
+          "and weaker in its hypothesis than thm1.5: only the top eigenvalue is asked to be real, simple and "
+          "positive): causal attention, one head, constant P, a constant U != I whose eigenvalue of largest real "
+          "part is real, simple and positive with eigenvector v: for almost every initial state every token "
+          "converges to +v or to -v (consensus, or the antipodal pair of clusters).", ("search",), "suite",
           checks=SEARCH_CHECKS),
     Claim("conj.value-full", "Remark 5.3, sec. 1 (citing [26])", "Remark 4.6, sec. 1 (citing Karagodin et al.)",
           "The full-attention counterpart of conj.value-causal, READING 'consensus' (this suite's reconstruction): "
@@ -451,8 +453,9 @@ CLAIMS: tuple[Claim, ...] = (
           formula=r"U \ne I,\ \ \lambda_1(U) = \operatorname{arg\,max}_\lambda \operatorname{Re}\lambda\ \text{real, simple}, > 0"),
     Claim("conj.value-full-antipodal", "Remark 5.3, sec. 1 (citing [26])",
           "Remark 4.6, sec. 1 (citing Karagodin et al.)",
-          "The full-attention counterpart of conj.value-causal-antipodal: for almost every initial state every token "
-          "converges to +v or to -v.", ("search",), "cited",
+          "The full-attention counterpart of conj.value-causal-antipodal (this suite's reading; Karagodin et al.'s "
+          "conjectures are about causal attention only): for almost every initial state every token converges to "
+          "+v or to -v.", ("search",), "suite",
           checks=SEARCH_CHECKS),
     Claim("conj.gradient-equilibria", "sec. 3.3 (after Theorem 3.2)", "-",
           "Quoted: 'If we take P to be the identity, linearization ... shows that the only equilibria that are "

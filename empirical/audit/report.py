@@ -238,8 +238,9 @@ def audit_section(results: list[dict[str, Any]], extra_rates: list[dict[str, Any
         "the q/k norm gains and the logit is further divided by per-token norms, measured as its own hypothesis), U_eta = W_O,eta W_V,eta, both d x d of rank <= d_head, measured in the "
         "normalised coordinates the attention sees; spectra from the d_head x d_head products. States: the looped "
         "forward (embed once, all blocks, final norm fed back), with and without FFN; 'normalised states' are the "
-        "inputs of each attention after its norm, centred at LayerNorm's beta; the hemisphere test is an exact LP "
-        "with a certificate either way. Verdicts: 'holds' to float32 rounding, 'nearly' within 10% (or for at least "
+        "inputs of each attention after its norm, centred at LayerNorm's beta; the hemisphere test is a float64 LP "
+        "(HiGHS) with a certificate either way, re-checked in float64 (a margin above 1e-10 inside, a Gordan "
+        "residual below 1e-6 outside: sim.field.hemisphere), not an exact one. Verdicts: 'holds' to float32 rounding, 'nearly' within 10% (or for at least "
         "90% of heads/states), otherwise 'fails'. Rates: least squares of log E on the block index per prompt, "
         "t-interval over prompts; a median R^2 well below 1 says the decay is not a single exponential (fast first "
         "blocks, then slower), so compare rates together with 'blocks to E/2'. Suite runs are the empirical suite's "
@@ -266,7 +267,7 @@ def _paper_weights_text(results: list[dict[str, Any]]) -> str:
 @named_check
 def hemisphere_record(results: list[dict[str, Any]]) -> CheckResult:
     """emp.audit-hemisphere: ``verified`` when every prompt's token states after every block, and every
-    attention's normalised input, lie in one open hemisphere (the exact LP test), ``refuted`` when some do not."""
+    attention's normalised input, lie in one open hemisphere (the float64 LP test of ``sim.field.hemisphere``), ``refuted`` when some do not."""
     return _hemisphere_record(results)
 
 

@@ -46,7 +46,7 @@ def random_search(claim: str, budget: float, seed: int = 0) -> dict:
         shape = family.draw_shape(rng)
         _, batch = family.draw(rng, CHUNK, shape)
         end = integrate(family, batch)
-        scores = np.where(batch.valid, family.distance(batch.P, batch.U, end), 0.0)
+        scores = np.where(batch.valid, family.outcome_distance(batch.P, batch.U, end, batch.y0), 0.0)
         instances += int(np.sum(batch.valid))
         chunks.append(chunk_seeds)
         for i in np.flatnonzero(scores > HIT):

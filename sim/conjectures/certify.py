@@ -62,6 +62,9 @@ class Certificate:
     equilibrium: np.ndarray | None = None
     eigenvalues: np.ndarray | None = None
     numbers: dict = field(default_factory=dict)
+    #: The start a certified witness records when it is not the searched one (``sim.conjectures.search.certify``:
+    #: the attractor itself, when the searched start reaches its ball only in float64 runs); None: the searched one.
+    start: np.ndarray | None = None
 
 
 def attention_field(P: np.ndarray, U: np.ndarray, causal: bool) -> AttentionField:

@@ -42,8 +42,9 @@ from sim.conjectures.search import (CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULA
 
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
-#: Bump when a change of the search makes old checkpoints invalid.
-SEARCH_VERSION = 3
+#: Bump when a change of the search makes old checkpoints invalid. 4: a witness needs its start inside the certified
+#: ball (version 3's chunks may list witnesses reached from their start only in float64, which no longer replay).
+SEARCH_VERSION = 4
 #: Seconds to wait for a scheduler named by --scheduler before giving up.
 CONNECT_TIMEOUT = 5.0
 #: The most instances one search takes: a sane bound: at make report's rate (256
@@ -320,7 +321,8 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
             witness_records[f"chunk{chunk['index']:05d}-{shape}"] = record
     smallest = sorted(witness_records, key=lambda n: (len(witness_records[n]["y0"]), len(witness_records[n]["y0"][0]),
                                                       len(witness_records[n]["P"]), n))
-    verdict = "refuted" if witness_records else "supported"
+    # A search that can certify no witness (family.no_witness says why) supports nothing by finding none.
+    verdict = "refuted" if witness_records else "not-run" if family.no_witness else "supported"
     method = (f"random stage: {instances} instances in {len(chunks)} chunks of <= {chunk_size}, each chunk one shape "
               f"(seed [crc32(claim), chunk index]), integrated to t = {family.horizon:g} on the batched Dopri5 "
               f"solver; score = distance from the claimed outcome at t; "
@@ -342,6 +344,7 @@ def summarise(family: Family, chunks: list[dict], *, instances: int, chunk_size:
         "seeds": {f"chunk{c['index']:05d}": c["seed"] for c in chunks},
         "witnesses": smallest, "witness_records": witness_records,
         "plus_minus_v": {n: r.get("tokens_from_plus_minus_v") for n, r in witness_records.items()},
+        "no_witness": family.no_witness,
     }
 
 
@@ -364,11 +367,15 @@ SCORE_REASON = (f"best_score is a distance at the horizon read off integrations 
 
 @named_check
 def check_result(summary: dict) -> CheckResult:
-    """The registry record of a search: ``supported`` (no certified witness) or ``refuted``."""
+    """The registry record of a search: ``refuted`` (a certified witness), ``supported`` (none), or ``not-run`` (none,
+    from a search that can certify none: the summary's ``no_witness`` says why)."""
     first = summary["witnesses"][0] if summary["witnesses"] else None
     at_v = [summary["plus_minus_v"][n] for n in summary["witnesses"] if summary["plus_minus_v"].get(n) is not None]
+    unsettled = (f". This search settles nothing, whatever it finds in float64: {summary['no_witness']}. What ran "
+                 "instead is below (float64 scores only)" if summary["verdict"] == "not-run" else "")
     detail = (f"{summary['verdict']}: {len(summary['witnesses'])} certified witness(es)"
               + (f", smallest witnesses/{summary['claim']}/{first}.json" if first else " (no counterexample)")
+              + unsettled
               + f". Family: {summary['family']}. Search: {summary['method']}. Valid random instances "
               f"{summary['valid_random_instances']}, instances integrated in all {summary['instances_integrated']}, "
               f"hits {summary['hits']} (rejected by certification: {len(summary['rejected_hits'])})."

@@ -90,6 +90,13 @@ def _hypotheses_multihead(P, U, y0) -> list[str]:
     return problems
 
 
+#: Tolerance of the float64 test of a common top eigenvector (:func:`_common_top`). The decoder's heads Q diag Q^T
+#: share v exactly before rounding; after it, | |w_eta^T v| - 1 | is the dot product's rounding (~1e-16) plus the
+#: square of the eigenvectors' angle error (~(1e-16 |U| / gap)^2, gap > ``EIGEN_GAP``): 1e-9 is far above both. No
+#: exact test is made (a float64 matrix rarely has a float64 eigenvector exactly).
+COMMON_TOP = 1e-9
+
+
 def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
     rawP, rawU, rawy, zP, zU = split_theta(theta, shape)
     P = unit_spectral_norm(rawP) * bounded_scale(zP, P_MAX)[..., None, None]
@@ -106,10 +113,14 @@ def _decode_multihead_common(theta: np.ndarray, shape: Shape) -> Batch:
 def _common_top(U: np.ndarray) -> np.ndarray | None:
     """v when every U_eta's top eigenvalue is simple and positive with the same eigenvector +-v, else None; v is
     the top eigenvector of sum_eta U_eta, signed as the decoder's reflection and ``distance_from_v`` sign it (two
-    heads' own vectors can be signed oppositely when v's first entry is near 0)."""
+    heads' own vectors can be signed oppositely when v's first entry is near 0).
+
+    Decided in float64, not exactly: every head's top eigenvector w_eta has | |w_eta^T v| - 1 | < ``COMMON_TOP``,
+    so heads whose top eigenvectors are up to sqrt(2e-9) ~ 4.5e-5 rad apart pass (the family's heads share v
+    exactly before the float64 products Q diag Q^T round it)."""
     v = summed_top_vectors(U[None])[0]
     heads = [top_eigenpair(u) for u in U]
-    if all(ok and abs(abs(w @ v) - 1) < 1e-9 for ok, _, w in heads):  # 1e-9: eigenvectors of float64 QR products
+    if all(ok and abs(abs(w @ v) - 1) < COMMON_TOP for ok, _, w in heads):
         return v
     return None
 
@@ -121,9 +132,10 @@ def _hypotheses_multihead_common(P, U, y0) -> list[str]:
     v = _common_top(U)
     exact = [f"head {eta + 1}: {problem}" for eta, u in enumerate(U) if (problem := certified_top(u))]
     if v is None or exact:
-        # the common eigenvector itself is compared in float64 (1e-9, _common_top); each head's top eigenvalue
-        # being simple and positive is certified in balls
-        problems.append("the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+        # the common eigenvector itself is compared in float64 (COMMON_TOP, _common_top); each head's top
+        # eigenvalue being simple and positive is certified in balls
+        problems.append("the heads' top eigenvectors are not one common v (float64: | |w_eta^T v| - 1 | < "
+                        f"{COMMON_TOP:g}) with simple positive eigenvalues (certified in balls)"
                         + (f" ({'; '.join(exact)})" if exact else ""))
     elif np.any(y0 @ v <= 0):
         problems.append("y0 is not in D^l(v) (some v^T y_i <= 0)")
@@ -192,7 +204,7 @@ def _decode_nonsymmetric(theta: np.ndarray, shape: Shape) -> Batch:
     U = np.broadcast_to(np.eye(d), P.shape).copy()
     y0 = onto_sphere(rawy)
     # The last token opposite the others' sum (plus noise), so that most draws lie in no open hemisphere (with
-    # l <= d uniform tokens always do, Wendel); the exact LP then decides.
+    # l <= d uniform tokens always do, Wendel); the float64 LP of sim.field.hemisphere then decides (margin 1e-10).
     y0[:, -1] = onto_sphere(-y0[:, :-1].sum(axis=1) + 0.5 * rawy[:, -1])
     valid = np.array([not in_open_hemisphere(y) for y in y0])
     return Batch(P, U, y0, valid)
@@ -290,8 +302,8 @@ FAMILIES: dict[str, Family] = {family.claim: family for family in (
     Family(
         "conj.multihead-causal-common", True, (2, 3), (2, 3, 4, 5), (2, 3, 4), 200.0,
         "causal, h in {2, 3}, l in {2..5}, d in {2, 3, 4}; P_eta as conj.multihead-causal; U_eta = Q diag(s_eta, "
-        "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2)); "
-        "y0 uniform on D^l(v)",
+        "s_eta tanh(g)) Q^T with one orthogonal Q for all heads (v = Q e_1 the common top eigenvector, s in (0, 2); "
+        "that the heads share it is checked in float64 to 1e-9, not exactly); y0 uniform on D^l(v)",
         _decode_multihead_common, distance_from_v, _hypotheses_multihead_common, margin_in_cone),
     Family(
         "conj.value-causal", True, (1,), (2, 3, 4, 5), (2, 3, 4), 200.0,
@@ -325,7 +337,8 @@ FAMILIES: dict[str, Family] = {family.claim: family for family in (
         "conj.nonsymmetric-full", False, (1, 2), (4, 5, 6, 7, 8), (2, 3), 200.0,
         "full attention, U = I, h in {1, 2}, P_eta = c_eta G_eta/|G_eta|_2 (G normal: non-symmetric, with "
         "rotation parts; c in (0, 20)), l in {4..8} tokens (l > d: fewer lie in a hemisphere), d in {2, 3}; y0 on (S^{d-1})^l, kept when "
-        "the tokens lie in no open hemisphere (exact LP); the last token is drawn opposite the others' sum (plus "
+        "the tokens lie in no open hemisphere (float64 LP: no direction with margin > 1e-10; not exact); the last "
+        "token is drawn opposite the others' sum (plus "
         "noise 0.5 N(0, I), normalised) so that most draws qualify",
         _decode_nonsymmetric, diameter, _hypotheses_nonsymmetric, margin_in_no_hemisphere, value_rule="identity"),
     Family(
@@ -334,7 +347,7 @@ FAMILIES: dict[str, Family] = {family.claim: family for family in (
         "(M normal; symmetric positive definite, attractive, c in (0, 20)), K_eta = k_eta (G - G^T)/|G - G^T|_2 "
         "(G normal; skew, k in (0, 40)); kept when sym(P_eta) is positive definite in exact rational arithmetic "
         "(leading minors) and some skew(P_eta) != 0; l in {4..8}, d in {2, 3}; y0 as conj.nonsymmetric-full "
-        "(in no open hemisphere, exact LP)",
+        "(in no open hemisphere, the same float64 LP)",
         _decode_attractive, diameter, _hypotheses_attractive, margin_in_no_hemisphere),
 )}
 

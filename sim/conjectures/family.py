@@ -69,6 +69,20 @@ class Family:
     #: U_eta symmetric), "top-real" (U with a real, simple, positive top eigenvalue), "equal-P" (U = P symmetric),
     #: "identity" (U = I); None: the search draws only the claim's random family.
     value_rule: str | None = None
+    #: For a claim whose outcome depends on the start (thm2: a component of x_1(0)), ``start_distance(P, U, y, y0)``:
+    #: the distance of the states ``y`` from the outcome claimed for the starts ``y0``; None: the outcome is the same
+    #: for every start and ``distance`` measures it (:meth:`outcome_distance` picks).
+    start_distance: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+    #: Why no witness of this claim can ever be certified ("" when one can): its search then settles nothing, and its
+    #: record is ``not-run``, never ``supported`` (``sim.conjectures.distributed.summarise``).
+    no_witness: str = ""
+
+    def outcome_distance(self, P: np.ndarray, U: np.ndarray, y: np.ndarray, y0: np.ndarray) -> np.ndarray:
+        """The distance of the states ``y : shape=[n, l, d]`` from the outcome claimed for the starts ``y0`` (same
+        shape), shape=[n]: ``start_distance`` when the claim's outcome depends on the start, ``distance`` otherwise."""
+        if self.start_distance is None:
+            return self.distance(P, U, y)
+        return self.start_distance(P, U, y, y0)
 
     def parameters(self, shape: Shape) -> int:
         """Length of the normal vector that ``decode`` turns into one instance of ``shape``."""

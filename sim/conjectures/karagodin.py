@@ -306,13 +306,28 @@ def _component(U: np.ndarray, y1: np.ndarray, reading: str) -> np.ndarray | None
     return target / norm if norm > 1e-12 else None
 
 
-def _distance_thm2(reading: str):
-    def distance(P, U, y) -> np.ndarray:
+def _start_distance_thm2(reading: str):
+    """thm2's conclusion for the starts ``y0``: every token at the reading's normalised component of x_1(0) = y0[:, 0].
+    Per instance max_k |x_k - target|, 2 (the sphere's diameter) where the target is undefined; ``U : [n, 1, d, d]``,
+    ``y, y0 : [n, l, d]``. The target is taken from the start, not from the state's own token 1: along token 1's
+    flow x_1(t) = e^{tV} x_1(0) / |e^{tV} x_1(0)| the direction of P_L x_1(t) is constant (V commutes with P_L), but
+    that of P_{L^perp} x_1(t) turns whenever V's block on L^perp is not a multiple of the identity."""
+    def distance(P, U, y, y0) -> np.ndarray:
         out = []
         for k in range(len(y)):
-            target = _component(U[k][0], y[k][0], reading)
+            target = _component(U[k][0], y0[k][0], reading)
             out.append(2.0 if target is None else float(np.max(np.linalg.norm(y[k] - target, axis=-1))))
         return np.array(out)
+    return distance
+
+
+def _distance_thm2(reading: str):
+    """The distance of states that are their own starts (the seeking search's equilibria):
+    :func:`_start_distance_thm2` with y0 = y."""
+    start_distance = _start_distance_thm2(reading)
+
+    def distance(P, U, y) -> np.ndarray:
+        return start_distance(P, U, y, y)
     return distance
 
 
@@ -330,6 +345,15 @@ def _hypotheses_thm2(reading: str):
 THM15 = "conj.karagodin-thm1.5"
 THM2_L = "conj.karagodin-thm2-normalized-component"
 THM2_PERP = "conj.karagodin-thm2-perp-projection"
+#: Why thm2's searches can certify no witness (``Family.no_witness``): their records are not-run, never supported.
+THM2_NO_WITNESS = (
+    "no witness of thm2 can be certified by this search: token 1 attends only to itself, so at any equilibrium it is a "
+    "unit eigenvector of V; those in L form the unit sphere of L, a continuum (dim L >= 2) along which the Jacobian "
+    "is singular, so Krawczyk's test never isolates such a zero (the search declares no symmetry to quotient it out); "
+    "those in L^perp are unstable (the tangent eigenvalue along L is lambda - mu > 0, mu < lambda by <Vz, z> < "
+    "lambda |z|^2); the Jacobian is block triangular (causal), so no configuration is a certified attractor. What "
+    "would settle it: a proof (reading 2 has one, theory.karagodin), or a certifier of the reduced system with token "
+    "1 on the sphere of L")
 
 
 def _distance_thm15(P: np.ndarray, U: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -351,9 +375,11 @@ KARAGODIN_FAMILIES: dict[str, Family] = {
         "CSA (causal, h = 1), l in {2..16}, d in {3..8}; P = c G/|G|_2 (c in (0, 50)); V = blockdiag(lambda I_m, D), "
         "m = dim L in {2..d}, lambda in [0.5, 1.5], D = lambda (I - c' (B B^T/|B|^2 + 0.05 I)) + lambda (K - K^T) "
         "(non-normal, sym(D) < lambda); y0 uniform; hypotheses decided in exact rational arithmetic",
-        _decode_thm2(THM2_L), _distance_thm2("L"), _hypotheses_thm2("L")),
+        _decode_thm2(THM2_L), _distance_thm2("L"), _hypotheses_thm2("L"), start_distance=_start_distance_thm2("L"),
+        no_witness=THM2_NO_WITNESS),
     THM2_PERP: KaragodinFamily(
         THM2_PERP, True, (1,), (2, 3, 4, 6, 8), (3, 4, 6, 8), 200.0,
         "as conj.karagodin-thm2-normalized-component; the claimed limit is the normalised P_{L^perp} x_1(0)",
-        _decode_thm2(THM2_PERP), _distance_thm2("perp"), _hypotheses_thm2("perp")),
+        _decode_thm2(THM2_PERP), _distance_thm2("perp"), _hypotheses_thm2("perp"),
+        start_distance=_start_distance_thm2("perp"), no_witness=THM2_NO_WITNESS),
 }

@@ -10,14 +10,24 @@ recomputes everything from P, U and the equilibrium:
 * float64 with a stated margin: the attractor lies away from the claimed outcome (distance >= ``AWAY``, against a
   box radius <= 1e-3) and the start lies inside the hypothesis set by the family's ``state_margin`` (an open set:
   starts near y0 meet the hypotheses too);
-* float64 evidence, only where y0 is not already inside the certified ball: two integrators (sim's Dopri5 and
-  SciPy's LSODA on eq. 6 written independently, ``sim.field.eq6``) carry y0 into the ball.
+* validated (balls): the start lies inside the certified ball of attraction. Only then does the witness refute its
+  claim: the ball is an open set of starts near y0, meeting the hypotheses too, all attracted away from the claimed
+  outcome, so no "every start" or "almost every start" statement survives it.
+
+A start outside the certified ball is never a refutation (SPEC section 5: a finite-time run is evidence, never a
+refutation). The replay then runs two integrators (sim's Dopri5 and SciPy's LSODA on eq. 6 written independently,
+``sim.field.eq6``) from y0; when both end well inside the ball the outcome is ``evidence`` (float64 evidence only,
+the attractor and its ball rigorous, the path from y0 to them float64), otherwise not a witness at all. A search whose
+random start is only carried in by float64 stores the attractor itself as the start when it meets the hypotheses
+(``sim.conjectures.search``); when it does not (a multi-head attractor with a token at -v, outside D^l(v)), nothing is
+stored.
 
 Before any of it, the witness is checked against its claim (:func:`mismatches`): shapes, finite entries in range,
 the mask (``causal``) equal to the claim family's, and every hypothesis of the claim on the witness's own P, U and
 y0 (the family's ``hypotheses``: head count, U = I or U = P, symmetry or non-symmetry, spectra certified in Arb
-balls, hemisphere sets). A file is also validated against foundation/schemas/witness.schema.json on load
-(:func:`load`); ``python -m sim replay`` refuses a malformed or mismatched witness with exit 2 and one line.
+balls; in float64 with stated margins: hemisphere sets by an LP, a common top eigenvector to 1e-9). A file is also
+validated against foundation/schemas/witness.schema.json on load (:func:`load`); ``python -m sim replay`` refuses a
+malformed or mismatched witness with exit 2 and one line.
 
 "Inside the certified ball" is measured from the certified zero u*, not from the chart centre: |u(y0)| (an upper
 bound in balls, on the slice for rotating states: :func:`sim.conjectures.validated.start_distance`) plus the far
@@ -59,18 +69,30 @@ P_NORM_MAX = 500.0
 UNIT = 1e-9
 
 
+#: The reason of a replay whose start reaches the certified ball only in float64 runs (what is rigorous, what is not).
+FLOAT64_ONLY = ("the attractor, its spectrum and its ball of attraction are validated (ball arithmetic); the start "
+                "lies outside that ball, and only two float64 integrators (rtol "
+                f"{EVIDENCE.rtol:g}, to t = {EVIDENCE_HORIZON:g}) carry it in: a finite-time run is evidence, never a "
+                "refutation")
+
+
 @dataclass
 class Replay:
-    """The outcome of a replay; ``refuted`` only when every part holds."""
+    """The outcome of a replay; ``refuted`` only when every part holds, the start inside the certified ball included
+    (ball arithmetic). ``evidence``: every part holds except that one, which only float64 runs show (not a
+    refutation)."""
 
     claim: str
     refuted: bool
     reason: str
     certificate: ValidatedCertificate
     numbers: dict = field(default_factory=dict)
+    evidence: bool = False
 
     def summary(self) -> str:
-        head = f"{self.claim}: {'REFUTED by this witness' if self.refuted else 'NOT a witness'} ({self.reason})"
+        verdict = ("REFUTED by this witness" if self.refuted else
+                   "FLOAT64 EVIDENCE only, not a refutation" if self.evidence else "NOT a witness")
+        head = f"{self.claim}: {verdict} ({self.reason})"
         numbers = [f"  {key}: {value}" for key, value in self.numbers.items()]
         return "\n".join([head, *numbers, "certificate:", self.certificate.summary()])
 
@@ -144,12 +166,12 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     y0 = np.asarray(witness["y0"], float)
     certificate = certify(problem, np.asarray(witness["equilibrium"], float))
     y_star = certificate.equilibrium
-    distance = float(family.distance(P[None], U[None], y_star[None])[0])
+    distance = float(family.outcome_distance(P[None], U[None], y_star[None], y0[None])[0])
     margin = float(family.state_margin(U, y0[None])[0])
     numbers = {"distance_from_claim": distance, "hypothesis_margin_at_y0": margin}
 
-    def result(refuted: bool, reason: str) -> Replay:
-        return Replay(claim, refuted, reason, certificate, numbers)
+    def result(refuted: bool, reason: str, evidence: bool = False) -> Replay:
+        return Replay(claim, refuted, reason, certificate, numbers, evidence)
 
     if not certificate.certified:
         return result(False, f"no validated attractor: {certificate.reason}")
@@ -167,7 +189,7 @@ def replay(witness: dict, family: Family | None = None) -> Replay:
     numbers.update(ends)
     if max(ends["sim_end_distance"], ends["scipy_end_distance"]) + enclosure >= basin / 2:
         return result(False, "float64 runs from the start do not reach the certified ball")
-    return result(True, "validated attractor; float64 runs (two integrators) carry the start into its ball")
+    return result(False, FLOAT64_ONLY, evidence=True)
 
 
 def _evidence(problem: Problem, y0: np.ndarray, y_star: np.ndarray) -> dict:

@@ -11,8 +11,10 @@ same result on any worker. Stages:
    random stage's best instances;
 3. certification of the best hits: the end state refined to an equilibrium and screened in float64
    (``sim.conjectures.certify``), then certified in ball arithmetic (``sim.conjectures.validated`` through
-   ``sim.conjectures.replay``: a unique attractor with a ball of attraction, away from the claimed outcome, from a start
-   meeting the hypotheses). A finite-time run alone is never a hit;
+   ``sim.conjectures.replay``: a unique attractor with a ball of attraction, away from the claimed outcome, and a start
+   meeting the hypotheses inside that ball). A finite-time run alone is never a hit: a random start that only the
+   float64 runs carry into the ball is replaced by the attractor itself, which must then meet the hypotheses (an
+   attractor outside the hypothesis set, reached from a start inside it only in float64, is rejected);
 4. shrinking of a certified hit, Hypothesis-style: fewer tokens, lower dimension, round numbers, each step kept
    only when the smaller instance still meets the hypotheses and is certified again.
 """
@@ -60,7 +62,7 @@ def integrate(family: Family, batch: Batch, horizon: float | None = None) -> np.
 def scores(family: Family, batch: Batch) -> np.ndarray:
     """Distance from the claimed outcome at the horizon, 0 for invalid instances, shape=[n]."""
     end = integrate(family, batch)
-    return np.where(batch.valid, family.distance(batch.P, batch.U, end), 0.0)
+    return np.where(batch.valid, family.outcome_distance(batch.P, batch.U, end, batch.y0), 0.0)
 
 
 def _take(batch: Batch, index) -> Batch:
@@ -70,18 +72,31 @@ def _take(batch: Batch, index) -> Batch:
 def certify(family: Family, P, U, y0, *, seed: int) -> Certificate:
     """Certify one instance as a counterexample of ``family``'s conjecture: the float64 screen of
     ``sim.conjectures.certify`` (run, refine, linearise), then the validated replay (``sim.conjectures.replay``) of the
-    equilibrium it found; the certificate's ``numbers`` are the validated ones when it is certified."""
+    equilibrium it found; the certificate's ``numbers`` are the validated ones when it is certified.
+
+    When the replay finds y0 outside the certified ball (reached only in float64: evidence, not a refutation), the
+    attractor itself is replayed as the start: certified only if it meets the hypotheses, and then ``start`` is that
+    attractor (the witness's y0), y0 being where the search came from."""
     def distance(y):
-        return float(family.distance(P[None], U[None], y[None])[0])
+        return float(family.outcome_distance(P[None], U[None], y[None], y0[None])[0])
     screen = certify_equilibrium(P, U, family.causal, y0, family.horizon, distance, seed=seed)
     if not screen.certified:
         return screen
     outcome = replay(_draft(family, P, U, y0, screen.equilibrium), family)
+    start = None
+    if outcome.evidence:
+        y_star = outcome.certificate.equilibrium
+        at_attractor = replay(_draft(family, P, U, y_star, y_star), family)
+        if not at_attractor.refuted:
+            return Certificate(False, f"float64 screen passed; validated replay: {outcome.reason}; with the attractor "
+                                      f"as the start: {at_attractor.reason}", "equilibrium",
+                               equilibrium=screen.equilibrium, eigenvalues=screen.eigenvalues, numbers=screen.numbers)
+        outcome, start = at_attractor, at_attractor.certificate.equilibrium
     if not outcome.refuted:
         return Certificate(False, f"float64 screen passed; validated replay: {outcome.reason}", "equilibrium",
                            equilibrium=screen.equilibrium, eigenvalues=screen.eigenvalues, numbers=screen.numbers)
     return Certificate(True, outcome.certificate.reason, "equilibrium", equilibrium=outcome.certificate.equilibrium,
-                       eigenvalues=screen.eigenvalues, numbers=witness_certificate(outcome))
+                       eigenvalues=screen.eigenvalues, numbers=witness_certificate(outcome), start=start)
 
 
 def _draft(family: Family, P, U, y0, equilibrium) -> dict:
@@ -221,8 +236,12 @@ def plus_minus_v_distance(U, y) -> float | None:
 
 def witness_record(family: Family, P, U, y0, certificate: Certificate, *, seeds: dict,
                    extra: dict | None = None) -> dict:
-    """The JSON of a certified witness (``witnesses/<claim>/<name>.json``, ``sim.conjectures.replay``'s format)."""
-    record = _draft(family, P, U, y0, certificate.equilibrium)
+    """The JSON of a certified witness (``witnesses/<claim>/<name>.json``, ``sim.conjectures.replay``'s format): its
+    start is the certificate's (``searched_from`` keeps ``y0`` when that was the attractor instead: y0's run into the
+    ball is float64 evidence only)."""
+    record = _draft(family, P, U, y0 if certificate.start is None else certificate.start, certificate.equilibrium)
+    if certificate.start is not None:
+        record["searched_from"] = np.asarray(y0, float).tolist()
     record.update(certificate=certificate.numbers, seeds=seeds,
                   provenance=f"sim.conjectures.search chunk {seeds.get('chunk')} (rank {seeds.get('rank')}), horizon "
                              f"{family.horizon:g}", tokens_from_plus_minus_v=plus_minus_v_distance(U, certificate.equilibrium))

@@ -136,6 +136,23 @@ def test_the_conjectures_are_labelled_by_origin_on_the_first_screen_and_in_their
     assert '<td class="origin origin-paper">the paper&#39;s</td>' in table
 
 
+def test_a_conjecture_refuted_by_proof_is_not_called_a_certified_counterexample():
+    """thm2's reading 2 is refuted by a proof and has no witness: the first screen says so, a refutation by a stored
+    witness (the control) stays a certified counterexample, and the report defines refuted as either."""
+    perp = "conj.karagodin-thm2-perp-projection"
+    entries = [_entry(perp, "refuted", [CheckResult(perp, "proof", "refuted"), CheckResult(perp, "search", "not-run")]),
+               _entry("conj.value-full", "refuted", [CheckResult("conj.value-full", "search", "refuted")])]
+    first = _first_look(entries)
+    conjectures = first[first.index('id="first-conjectures"'):]
+    assert f"{perp}</code></a> (cited by the paper):\n            refuted by proof (no witness)" in conjectures
+    control = "conj.value-full</code></a> (this suite&#39;s own reading):\n            certified counterexample"
+    assert control in conjectures
+    page = render.render_html(entries=entries, sections=[], manifest={}, counts={}, mathjax=None)
+    definition = " ".join(page[page.index("<h2>Conjectures</h2>"):page.index('<table id="conjectures">')].split())
+    assert "that replays, or a proof that the statement fails" in definition
+    assert "<b>not-run</b> means no check that could settle it ran, or its search can certify no witness" in definition
+
+
 def test_first_screen_typesets_the_printed_formulas_as_the_table_does():
     first = _first_look(_first_look_entries())
     assert str(typeset_fragments(WENDEL_PRINTED)) in first and r"\sum_{\mu=0}^{n-1} \binom{l-1}{\mu}" in first

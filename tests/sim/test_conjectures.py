@@ -1,6 +1,7 @@
 """The conjecture searches' parts: the batched field, the families, the certifier, the search's two verdicts."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from sim.conjectures.certify import certify_equilibrium
 from sim.conjectures.witness_index import INDEX, witness_files
 from sim.conjectures.families import (FAMILIES, Batch, Shape, _reflected, attractive_problems,
                                       certified_positive_definite, diameter, distance_from_plus_minus_v,
-                                      distance_from_v, get_family)
+                                      distance_from_v, get_family, symmetrised)
 from sim.field.hemisphere import in_open_hemisphere
 from sim.conjectures.distributed import check_result, run_search
 from sim.conjectures.search import planted, search_chunk
@@ -190,6 +191,54 @@ def test_search_refutes_a_planted_non_conjecture(repulsive_family, tmp_path):
     assert len(record["y0"]) == 2  # shrunk to the fewest tokens: an antipodal pair
 
 
+def test_a_searched_start_reached_only_in_float64_gives_way_to_the_attractor_when_it_meets_the_hypotheses():
+    """The hand-made multi-head instance from token 2 at 1.2 rad: its attractor (token 2 at 60 degrees, in D^l(v))
+    is certified, but the start lies outside its ball, reached by float64 runs only. The search's certificate takes
+    the attractor as the start (inside its ball, in D^l(v)), and the witness records it, y0 kept as searched_from."""
+    from sim.conjectures.replay import replay
+    from sim.conjectures.search import certify, witness_record
+
+    family = FAMILIES["conj.multihead-causal"]
+    certificate = certify(family, MULTIHEAD_P, MULTIHEAD_U, MULTIHEAD_Y0, seed=0)
+    assert certificate.certified and np.array_equal(certificate.start, certificate.equilibrium)
+    assert abs(np.arctan2(*certificate.start[1][::-1]) - np.pi / 3) < 1e-3
+    witness = witness_record(family, MULTIHEAD_P, MULTIHEAD_U, MULTIHEAD_Y0, certificate, seeds={})
+    assert witness["y0"] == certificate.start.tolist() and witness["searched_from"] == MULTIHEAD_Y0.tolist()
+    assert replay(witness).refuted and replay(dict(witness, y0=MULTIHEAD_Y0.tolist())).evidence
+
+
+def test_a_searched_start_reached_only_in_float64_is_no_hit_when_the_attractor_breaks_the_hypotheses():
+    """The former multi-head witness (tests/sim/data/float64-evidence): its attractor has a token at -v, outside
+    D^l(v), and its start reaches it in float64 only: the search certifies nothing and says why."""
+    from sim.conjectures.replay import load
+    from sim.conjectures.search import certify
+
+    witness = load(Path(__file__).parent / "data" / "float64-evidence" / "multihead-causal-l2-d2-h3.json")
+    P, U, y0 = (np.asarray(witness[key]) for key in ("P", "U", "y0"))
+    certificate = certify(FAMILIES["conj.multihead-causal"], P, U, y0, seed=0)
+    assert not certificate.certified and certificate.start is None
+    assert "a finite-time run is evidence, never a refutation" in certificate.reason
+    assert "with the attractor as the start: the witness does not meet" in certificate.reason
+    assert "D^l(v)" in certificate.reason
+
+
+def test_a_search_folder_of_the_float64_start_rule_is_not_resumed(tmp_path, monkeypatch):
+    """Version 3's chunks may list witnesses whose start reached the ball only in float64 runs: a folder written by
+    it is refused, naming the versions, rather than resumed (and then refused over a witness that no longer
+    replays). The control: the same folder at the current version resumes."""
+    import sim.conjectures.distributed as distributed
+
+    old, fresh = tmp_path / "old", tmp_path / "fresh"
+    monkeypatch.setattr(distributed, "SEARCH_VERSION", 3)
+    run_search("conj.gradient-equilibria", 2, old, chunk_size=2, adversarial=False, progress=False)
+    monkeypatch.undo()
+    with pytest.raises(OutputError, match=r"other settings \(version: 3 there, 4 here\)"):
+        run_search("conj.gradient-equilibria", 2, old, chunk_size=2, adversarial=False, progress=False)
+    run_search("conj.gradient-equilibria", 2, fresh, chunk_size=2, adversarial=False, progress=False)
+    again = run_search("conj.gradient-equilibria", 2, fresh, chunk_size=2, adversarial=False, progress=False)
+    assert again["timing"]["resumed_chunks"] == 1
+
+
 def test_search_supports_a_true_statement(tmp_path, record):
     """conj.gradient-equilibria's family is P = U = W = I, where consensus is the only stable outcome. The record
     states its small size (6 instances and the adversarial stage); `make report` runs 64."""
@@ -310,10 +359,20 @@ def test_a_chunk_without_witnesses_is_refused_in_one_line(repulsive_family, tmp_
 # --- each claim's hypotheses, word for word (what mismatches and replay report) -------------------------------------
 I2, TRIANGLE_Y0 = np.eye(2), [[1.0, 0.0], [-0.5, 0.8660254037844386], [-0.5, -0.8660254037844387]]
 NOT_ISOLATED = "Arb cannot isolate the eigenvalues of U (a multiple or clustered eigenvalue)"
-NOT_COMMON = "the heads' top eigenvectors are not one common v with simple positive eigenvalues"
+NOT_COMMON = ("the heads' top eigenvectors are not one common v (float64: | |w_eta^T v| - 1 | < 1e-09) with simple "
+              "positive eigenvalues (certified in balls)")
 OFF_D_V = "y0 is not in D^l(v) (some v^T y_i <= 0)"
 NOT_GRADIENT = "the instance is not P = U = I (the image of Hypothesis 3.1 under z = P^{1/2} y)"
 Y = [[1.0, 0.0], [0.6, 0.8]]  # inside D^l(e_1)
+
+
+def _rotation(angle: float) -> np.ndarray:
+    return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+
+
+#: A head's eigenvectors turned by 1e-5 and 1e-4 rad: the float64 common-eigenvector test (1 - |cos| < 1e-9) admits
+#: the first (5e-11) and refuses the second (5e-9); the wording says so.
+ROTATED_1E5, ROTATED_1E4 = _rotation(1e-5), _rotation(1e-4)
 HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
     "multihead: control": ("conj.multihead-causal", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.0])], Y, []),
     "multihead: one head, U not symmetric": (
@@ -342,6 +401,12 @@ HYPOTHESES = {  # claim, P, U, y0, the whole list of problems
         "conj.multihead-causal-common", [I2, -I2], [I2, np.diag([-1.0, -2.0])], Y,
         [f"{NOT_COMMON} (head 1: {NOT_ISOLATED}; head 2: the eigenvalue of largest real part (-1) is not certified "
          "positive)"]),
+    "common: top eigenvectors 1e-5 rad apart pass the float64 test (the stated limit ~4.5e-5 rad)": (
+        "conj.multihead-causal-common", [I2, -I2],
+        [np.diag([2.0, -1.0]), symmetrised(ROTATED_1E5 @ np.diag([1.0, 0.5]) @ ROTATED_1E5.T)], Y, []),
+    "common: 1e-4 rad apart they do not": (
+        "conj.multihead-causal-common", [I2, -I2],
+        [np.diag([2.0, -1.0]), symmetrised(ROTATED_1E4 @ np.diag([1.0, 0.5]) @ ROTATED_1E4.T)], Y, [NOT_COMMON]),
     "common: a token on v's equator": (
         "conj.multihead-causal-common", [I2, -I2], [np.diag([2.0, -1.0]), np.diag([1.0, 0.5])],
         [[1.0, 0.0], [0.0, 1.0]], [OFF_D_V]),

@@ -139,3 +139,65 @@ def test_documented_command_reproduces_a_certified_witness(command, tmp_path, ca
     printed = json.loads(capsys.readouterr().out)
     assert printed["result"].startswith("refuted by"), printed
     assert all(replay(load(p)).refuted for p in printed["witnesses"])
+
+
+# --- thm2: a search that can certify no witness settles nothing; the claimed limit is read at the start ------------
+def _chunk_without_witnesses(claim: str) -> dict:
+    """A chunk record as ``sim.conjectures.search.search_chunk`` writes it, with no witness."""
+    return {"claim": claim, "index": 0, "size": 4, "seed": [0, 0], "shape": {"heads": 1, "tokens": 2, "dim": 3},
+            "valid_random": 4, "evaluated": 4, "best_random": 1.4, "best_adversarial": None, "hits": 1,
+            "rejected": [{"score": 1.4, "stage": "random", "reason": "Krawczyk isolated no zero"}], "witnesses": [],
+            "seconds": 0.1}
+
+
+@pytest.mark.parametrize("claim", [THM2_L, THM2_PERP])
+def test_a_thm2_search_without_a_witness_is_not_run_not_supported(claim):
+    """thm2's families declare why no witness can be certified; their search without one is not-run, its detail
+    says why. The control: the same chunk under thm1.5 (which can certify) is supported."""
+    from sim.conjectures.distributed import check_result, summarise
+
+    family = FAMILIES[claim]
+    assert "continuum" in family.no_witness and not FAMILIES[THM15].no_witness
+    summary = summarise(family, [_chunk_without_witnesses(claim)], instances=4, chunk_size=4, adversarial=False)
+    result = check_result(summary)
+    assert summary["verdict"] == result.verdict == "not-run"
+    assert result.detail.startswith(f"not-run: 0 certified witness(es) (no counterexample). This search settles "
+                                    f"nothing, whatever it finds in float64: {family.no_witness}. What ran instead")
+    control = summarise(FAMILIES[THM15], [_chunk_without_witnesses(THM15)], instances=4, chunk_size=4,
+                        adversarial=False)
+    assert control["verdict"] == check_result(control).verdict == "supported"
+
+
+def test_a_thm2_equilibrium_with_token_1_on_the_sphere_of_L_is_never_certified():
+    """What ``no_witness`` says, on one instance: V = diag(1, 1, 1/2) (L = span(e_1, e_2)), P = 0, both tokens at
+    e_1. Token 1's equilibria fill the circle of L: Krawczyk cannot isolate the zero. The control: with V =
+    diag(1, 1/2, 1/4) (dim L = 1, outside thm2) the same state is a certified attractor."""
+    from sim.conjectures.validated import Problem, certify
+
+    y = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    P = np.zeros((1, 3, 3))
+    continuum = certify(Problem(P, np.diag([1.0, 1.0, 0.5])[None], True), y)
+    assert not continuum.certified and "Krawczyk" in continuum.reason
+    assert certify(Problem(P, np.diag([1.0, 0.5, 0.25])[None], True), y).certified
+
+
+def test_thm2s_claimed_limit_is_read_from_x1_at_the_start():
+    """Token 1 moves as x_1(t) = e^{tV} x_1(0) / |.|; V = blockdiag(I_2, D), D non-normal. The direction of
+    P_L x_1(t) stays that of P_L x_1(0), so reading 1's limit read off the state's token 1 agrees with the start's;
+    that of P_{L^perp} x_1(t) turns, so reading 2's must be read at the start (it was read off the state's token 1)."""
+    from scipy.linalg import expm
+
+    V = block_matrix(1.0, 2, np.random.default_rng(3).standard_normal(2 * 16))
+    first = np.array([0.5, 0.5, 0.5, 0.5])
+    moved = expm(3.0 * V) @ first
+    moved /= np.linalg.norm(moved)
+    P, U = np.zeros((1, 1, 4, 4)), V[None, None]
+    y0, y = np.array([[first, first]]), np.array([[moved, moved]])
+    for claim, agree in ((THM2_L, True), (THM2_PERP, False)):
+        family = FAMILIES[claim]
+        reading = "L" if claim == THM2_L else "perp"
+        along = np.diag([1.0, 1.0, 0.0, 0.0]) if reading == "L" else np.diag([0.0, 0.0, 1.0, 1.0])
+        target = along @ first / np.linalg.norm(along @ first)
+        expected = np.max(np.linalg.norm(y[0] - target, axis=-1))
+        assert family.outcome_distance(P, U, y, y0)[0] == pytest.approx(expected, abs=1e-12), claim
+        assert bool(abs(family.distance(P, U, y)[0] - expected) < 1e-9) == agree, claim

@@ -28,6 +28,10 @@ from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_dista
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
                 if p.name != "index.json")
+#: A search's former witness of conj.multihead-causal (chunk 0 of a random search, once stored): its start lies in
+#: D^l(v) but outside the certified ball, its attractor has a token at -v (outside D^l(v)); only float64 runs link
+#: the two, so it is evidence, not a witness.
+FLOAT64_ONLY_WITNESS = Path(__file__).parent / "data" / "float64-evidence" / "multihead-causal-l2-d2-h3.json"
 
 
 def stored(claim: str, index: int = 0) -> dict:
@@ -109,7 +113,7 @@ def test_value_witness_with_a_complex_top_eigenvalue_is_refused(tmp_path, capsys
 
 def test_multihead_start_outside_D_v_is_refused(tmp_path, capsys):
     """The hemisphere set of the multi-head claim: y0 -> -y0 leaves D^l(v)."""
-    witness = stored("conj.multihead-causal", 2)
+    witness = stored("conj.multihead-causal")
     forged = dict(witness, y0=(-np.asarray(witness["y0"])).tolist())
     assert_refused(*replay_file(tmp_path, forged, capsys), "D^l(v)")
 
@@ -176,9 +180,9 @@ def test_malformed_witness_is_refused_in_one_line(name, tmp_path, capsys):
 @pytest.mark.parametrize("path", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
 def test_every_stored_start_lies_in_the_ball_measured_from_the_enclosure(path):
     """The tight Krawczyk box around u* certifies at the tightest radius tried (1e-12); the ball of attraction lies in
-    the certified box; the start (or the float64 runs' ends, for the two multi-head witnesses whose start is far) lies
-    in the ball from every point of u*'s box; and the stored certificate is the re-issued one (its reason,
-    numbers, eigenvalue balls and float64 parts)."""
+    the certified box; the start lies in the ball from every point of u*'s box (in balls: no stored witness leans on
+    a float64 run); and the stored certificate is the re-issued one (its reason, numbers, eigenvalue balls and float64
+    parts)."""
     witness = load(path)
     outcome = replay(witness)
     assert outcome.refuted, outcome.summary()
@@ -186,17 +190,12 @@ def test_every_stored_start_lies_in_the_ball_measured_from_the_enclosure(path):
     assert numbers["zero_box_radius"] == TIGHT_RADII[0] == 1e-12
     assert numbers["basin_radius"] + numbers["zero_enclosure"] <= numbers["box_radius"]
     replayed = outcome.numbers
-    assert outcome.claim == witness["claim"] and outcome.refuted is True
+    assert outcome.claim == witness["claim"] and outcome.refuted is True and outcome.evidence is False
     assert {"distance_from_claim", "hypothesis_margin_at_y0", "start_from_centre"} <= replayed.keys()
-    if replayed["start_inside_certified_ball"]:
-        assert replayed["start_from_centre"] + numbers["zero_enclosure"] <= numbers["basin_radius"]
-        assert outcome.reason == ("validated attractor; the start lies inside its certified ball (measured from the "
-                                  "certified zero's enclosure)")
-    else:
-        far = max(replayed["sim_end_distance"], replayed["scipy_end_distance"])
-        assert far + numbers["zero_enclosure"] < numbers["basin_radius"] / 2
-        assert outcome.reason == "validated attractor; float64 runs (two integrators) carry the start into its ball"
-        assert replayed["evidence_horizon"] == EVIDENCE_HORIZON
+    assert replayed["start_inside_certified_ball"] is True and "sim_end_distance" not in replayed
+    assert replayed["start_from_centre"] + numbers["zero_enclosure"] <= numbers["basin_radius"]
+    assert outcome.reason == ("validated attractor; the start lies inside its certified ball (measured from the "
+                              "certified zero's enclosure)")
     stored_certificate = witness["certificate"]
     assert stored_certificate["numbers"].keys() == numbers.keys()
     for key in ("box_radius", "krawczyk_max", "unknowns", "zero_box_radius", "zero_enclosure", "basin_radius",
@@ -466,7 +465,7 @@ def test_a_witness_written_with_integers_reaches_its_family_as_float64():
     assert np.array_equal(U_at_margin, np.asarray(floats["U"])) and np.array_equal(ys, np.asarray(floats["y0"])[None])
     control = replay(floats)
     assert (outcome.refuted, outcome.reason, outcome.numbers) == (control.refuted, control.reason, control.numbers)
-    assert outcome.refuted
+    assert outcome.evidence  # that start reaches the attractor's ball in float64 runs only: evidence, not refuted
 
 
 def test_an_attractor_exactly_away_from_the_claim_is_not_its_outcome_and_one_ulp_nearer_is():
@@ -497,12 +496,45 @@ def test_the_start_must_lie_more_than_two_box_radii_inside_the_hypothesis_set():
     assert with_margin(float(np.nextafter(2 * radius, np.inf))).refuted is True
 
 
-def test_the_float64_runs_must_end_within_half_the_ball_less_the_zero_enclosure(monkeypatch):
-    """The multi-head witness whose start lies outside its ball, with the runs' ends replaced: an end e with
-    e + enclosure = basin / 2 exactly is refused (whichever integrator it is), one float nearer is accepted."""
-    witness = stored("conj.multihead-causal", 0)
+# --- a start outside the certified ball: float64 evidence at best, never a refutation (SPEC section 5) -------------
+def test_a_start_carried_into_the_ball_only_by_float64_runs_is_evidence_not_a_refutation(tmp_path):
+    """The former multi-head witness: validated attractor, start in D^l(v) outside its ball, both integrators end
+    ~1e-12 from y*. The replay says float64 evidence (not refuted), names the rigorous and the float64 parts, the
+    command exits 1, and a stored copy's record fails (a stored witness must refute)."""
+    from sim.conjectures.replay import FLOAT64_ONLY, record_of
+
+    witness = load(FLOAT64_ONLY_WITNESS)
     outcome = replay(witness)
-    assert outcome.refuted and outcome.numbers["start_inside_certified_ball"] is False
+    assert outcome.certificate.certified and outcome.numbers["start_inside_certified_ball"] is False
+    assert max(outcome.numbers["sim_end_distance"], outcome.numbers["scipy_end_distance"]) < 1e-9
+    assert (outcome.refuted, outcome.evidence, outcome.reason) == (False, True, FLOAT64_ONLY)
+    assert "validated (ball arithmetic)" in outcome.reason and "float64 integrators" in outcome.reason
+    assert outcome.summary().startswith("conj.multihead-causal: FLOAT64 EVIDENCE only, not a refutation (")
+    assert main(["replay", str(FLOAT64_ONLY_WITNESS)]) == 1
+    assert record_of(outcome, "copy").verdict == "failed"
+
+
+def test_the_same_instance_started_inside_its_ball_refutes_and_a_forged_one_still_fails():
+    """The controls of the test above: the attractor of the former witness as its own start lies inside its ball but
+    outside D^l(v) (a token at -v), so it is no witness either; the stored hand-made witness, whose start is inside
+    its ball and in D^l(v), refutes; its equilibrium moved to the antipode of its second token is refused."""
+    witness = load(FLOAT64_ONLY_WITNESS)
+    y_star = replay(witness).certificate.equilibrium
+    at_attractor = replay(dict(witness, y0=y_star.tolist()))
+    assert not at_attractor.refuted and not at_attractor.evidence and "D^l(v)" in at_attractor.reason
+    inside = replay(stored("conj.multihead-causal"))
+    assert inside.refuted and inside.numbers["start_inside_certified_ball"] is True
+    hand = stored("conj.multihead-causal")
+    forged = dict(hand, equilibrium=[hand["equilibrium"][0], (-np.asarray(hand["equilibrium"][1])).tolist()])
+    assert not replay(forged).refuted and not replay(forged).evidence
+
+
+def test_the_float64_runs_must_end_within_half_the_ball_less_the_zero_enclosure(monkeypatch):
+    """The float64-only witness, with the runs' ends replaced: an end e with e + enclosure = basin / 2 exactly is no
+    evidence (whichever integrator it is), one float nearer is; neither refutes."""
+    witness = load(FLOAT64_ONLY_WITNESS)
+    outcome = replay(witness)
+    assert outcome.evidence and outcome.numbers["start_inside_certified_ball"] is False
     basin, enclosure = outcome.certificate.numbers["basin_radius"], outcome.certificate.numbers["zero_enclosure"]
     assert 0 < enclosure < basin / 4
     edge = basin / 2 - enclosure
@@ -512,20 +544,20 @@ def test_the_float64_runs_must_end_within_half_the_ball_less_the_zero_enclosure(
         edge = float(np.nextafter(edge, 0.0))
     assert edge + enclosure == basin / 2
     nearer = float(np.nextafter(edge, 0.0))
-    for sim_end, scipy_end, refuted in ((edge, 0.0, False), (0.0, edge, False), (nearer, nearer / 2, True),
-                                        (nearer / 2, nearer, True)):
+    for sim_end, scipy_end, evidence in ((edge, 0.0, False), (0.0, edge, False), (nearer, nearer / 2, True),
+                                         (nearer / 2, nearer, True)):
         ends = {"evidence_horizon": EVIDENCE_HORIZON, "sim_end_distance": sim_end, "scipy_end_distance": scipy_end}
         monkeypatch.setattr(replay_module, "_evidence", lambda problem, y0, y_star, ends=ends: ends)
         outcome = replay(witness)
-        assert outcome.refuted is refuted, (sim_end, scipy_end)
-        assert outcome.reason == ("validated attractor; float64 runs (two integrators) carry the start into its ball"
-                                  if refuted else "float64 runs from the start do not reach the certified ball")
+        assert (outcome.refuted, outcome.evidence) == (False, evidence), (sim_end, scipy_end)
+        assert outcome.reason == (replay_module.FLOAT64_ONLY if evidence
+                                  else "float64 runs from the start do not reach the certified ball")
 
 
 def test_the_evidence_is_sims_dopri5_and_scipys_lsoda_from_the_start_to_the_horizon(monkeypatch):
     """The two runs of the module docstring, each called once: sim's with ``EVIDENCE``'s tolerances, SciPy's LSODA
     with the same ones over [0, EVIDENCE_HORIZON]; the end distances are those of each run's state at the horizon."""
-    witness = stored("conj.multihead-causal", 0)
+    witness = load(FLOAT64_ONLY_WITNESS)
     calls = {}
 
     def spy(name, function):
@@ -540,7 +572,7 @@ def test_the_evidence_is_sims_dopri5_and_scipys_lsoda_from_the_start_to_the_hori
     monkeypatch.setattr(replay_module, "integrate", spy("integrate", replay_module.integrate))
     monkeypatch.setattr(replay_module, "solve_ivp", spy("solve_ivp", replay_module.solve_ivp))
     outcome = replay(witness)
-    assert outcome.refuted and outcome.numbers["start_inside_certified_ball"] is False
+    assert outcome.evidence and outcome.numbers["start_inside_certified_ball"] is False
     assert len(calls["integrate"]) == len(calls["solve_ivp"]) == 1
     (ours, sim_states), = calls["integrate"]
     (theirs, solution), = calls["solve_ivp"]
