@@ -400,10 +400,12 @@ CLAIMS: tuple[Claim, ...] = (
           formula=r"\exists v:\ v^\top y_i > 0\ \ \forall i\quad (l \le n + 1,\ \text{every layer})"),
     Claim("emp.theory-scope", "sec. 6.2", "sec. 5.2",
           "'Our theoretical results predict this observation only when feedforward layers are absent, i.e., the case "
-          "depicted in Fig. 7' (looped GPT-2 XL and GPT-Neo 2.7B without FFN). Audit: whether those models satisfy "
-          "the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is simple and "
-          "positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere).",
-          ("empirical",),
+          "depicted in Fig. 7' (looped GPT-2 XL and GPT-Neo 2.7B without FFN). READING (this suite's: the sentence "
+          "is a loose remark, and the paper's section 6 says its experiments go beyond the hypotheses): do those "
+          "models satisfy the theorems' hypotheses (U = I, or h = 1 with U symmetric whose largest eigenvalue is "
+          "simple and positive; P bounded; normalisation onto a sphere or ellipsoid; tokens in an open hemisphere)? "
+          "Multi-head attention with value matrices of rank d_head < d answers no by construction.",
+          ("empirical",), origin="suite",
           checks=(("empirical.audit.report:scope_record", "empirical"),),
           formula=r"U_\eta = I\quad \text{or}\quad \bigl(h = 1,\ U = U^\top,\ \lambda_{\max}(U)\ \text{simple}, > 0\bigr)"),
     # --- Open conjectures: settled by certified counterexample searches (sim/conjectures/search.py) -------------

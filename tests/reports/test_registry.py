@@ -23,7 +23,7 @@ CONJECTURE_IDS = [
 #: Each reading of an ambiguous sentence is its own claim; the suite's own readings and questions say so.
 SUITE_READINGS = ["conj.multihead-causal", "conj.multihead-causal-common", "conj.value-causal", "conj.value-full",
                   "conj.value-causal-antipodal", "conj.value-full-antipodal", "conj.gradient-value",
-                  "conj.nonsymmetric-full", "conj.nonsymmetric-attractive"]
+                  "conj.nonsymmetric-full", "conj.nonsymmetric-attractive", "emp.theory-scope"]
 
 
 def test_every_spec_claim_is_registered():
