@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foundation.helpformat import Parser
+from foundation.outputs import OutputError, check_writable_folder
 
 #: Lines of each step's output kept in gpu-script.json (the rest is in the step's own JSON).
 TAIL_LINES = 40
@@ -66,18 +67,22 @@ def _cuda() -> bool:
 
 
 def run(out: Path, *, tiny: bool = False, only: tuple[str, ...] = (), report=print) -> int:
-    """Run every step into ``out`` (those named in ``only``, if any); return 0 when each exited 0, else 1."""
+    """Run every step into ``out`` (those named in ``only``, if any); return 0 when each exited 0, else 1; bad input
+    (``out`` not a folder this user can write, no GPU without ``tiny``, an unknown step): one line on stderr, 2,
+    before any step runs. ``report`` gets the steps' progress and output."""
+    try:
+        check_writable_folder(out)
+    except OutputError as error:
+        return _refuse(str(error))
     cuda = _cuda()
     if not cuda and not tiny:
-        report("error: no CUDA device here; `consensus gpu-checks --tiny` runs the script's smoke test on the CPU")
-        return 2
+        return _refuse("no CUDA device here; `consensus gpu-checks --tiny` runs the script's smoke test on the CPU")
     cores = os.cpu_count() or 1
     every = steps(out, tiny=tiny, cuda=cuda, cores=cores)
     chosen = [step for step in every if not only or step.name in only]
     unknown = set(only) - {step.name for step in chosen}
     if unknown:
-        report(f"error: no step {', '.join(sorted(unknown))}; the steps: " + ", ".join(step.name for step in every))
-        return 2
+        return _refuse(f"no step {', '.join(sorted(unknown))}; the steps: " + ", ".join(step.name for step in every))
     out.mkdir(parents=True, exist_ok=True)
     record = {"tiny": tiny, "cuda": cuda, "cores": cores, "steps": []}
     for step in chosen:
@@ -96,6 +101,12 @@ def run(out: Path, *, tiny: bool = False, only: tuple[str, ...] = (), report=pri
     failed = [entry["name"] for entry in record["steps"] if entry["exit_status"] != 0]
     report(f"wrote {out}: {len(record['steps'])} steps" + (f"; FAILED: {', '.join(failed)}" if failed else ", all ok"))
     return 1 if failed else 0
+
+
+def _refuse(message: str) -> int:
+    """Bad input: ``error: message`` on stderr; the exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:

@@ -14,7 +14,7 @@ import sys
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
-from foundation.helpformat import Parser, parse
+from foundation.helpformat import Parser, output_file, parse, positive_integer
 from foundation.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
                              output_lock, say_rebuilt)
 
@@ -217,7 +217,7 @@ def _suite_locked(args) -> int:
     if any((args.tls_ca_file, args.tls_cert, args.tls_key)) and not args.scheduler:
         return _error(ValueError("--tls-ca-file, --tls-cert and --tls-key go with --scheduler tls://HOST:PORT (a "
                                  "--workers cluster listens on 127.0.0.1 only)."))
-    if args.scheduler or args.workers:
+    if args.scheduler is not None or args.workers is not None:
         return _suite_distributed(args, chosen, folders, status)
     for variant in chosen:
         try:
@@ -264,7 +264,7 @@ def _audit(args) -> int:
     from .audit.measure import audit_model
     from .run import DTYPES
     from .audit.report import audit_section
-    from .audit.store import rates_from_results, write_audit
+    from .audit.store import write_audit
 
     from .prompts import MAX_PROMPTS, check_count, check_seed
     from .run import MAX_PASSES
@@ -280,6 +280,7 @@ def _audit(args) -> int:
         output = check_output_folder(args.out, command="empirical audit", settings={
             "model": args.model, "weights": args.weights, **asdict(settings), "dtype": args.dtype,
             "random_comparison": not args.no_random_comparison, "results": [str(p) for p in args.results]})
+        extra = [_results_rates(path) for path in args.results]  # checked before the audit's minutes
     except ValueError as error:  # OutputError too
         return _error(error)
     try:
@@ -289,7 +290,6 @@ def _audit(args) -> int:
                                                             flush=True))
     except _model_errors()[:2] as error:
         return _error(ValueError(f"--model {args.model}: {error}"))
-    extra = [{**rates_from_results(path), "group": None, "ffn": None} for path in args.results]
     for item in extra:
         settings = item["manifest"].get("settings", {})
         if settings:
@@ -307,6 +307,18 @@ def _audit(args) -> int:
             print(" | ".join(str(cell) for cell in row))
     print(f"audit: {path}")
     return 0
+
+
+def _results_rates(folder: Path) -> dict:
+    """``audit --results FOLDER``: the rate fit of a run's E (``empirical.audit.store.rates_from_results``); a
+    ``ValueError`` naming the folder when it holds no readable run."""
+    from .audit.store import rates_from_results
+
+    try:
+        return {**rates_from_results(folder), "group": None, "ffn": None}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"--results {folder}: not a folder written by `empirical run` ({type(error).__name__}: "
+                         f"{error})") from None
 
 
 def _device_options(parser: argparse.ArgumentParser, dtype: bool = True) -> None:
@@ -397,7 +409,7 @@ def _add_plot(commands) -> None:
 def _add_gpu_checks(commands) -> None:
     checks = commands.add_parser("gpu-checks", help="every GPU check in one call: build, loop and end-to-end times, "
                                                     "E floor per dtype (JSON)")
-    checks.add_argument("--out", type=Path, required=True, help="the measurements (JSON)")
+    checks.add_argument("--out", type=output_file, required=True, help="the measurements (JSON)")
     checks.add_argument("--tiny", action="store_true",
                         help="tiny GPT-2 / GPT-Neo configurations and prompts instead of the paper's "
                              "(a CPU smoke test)")
@@ -424,7 +436,8 @@ def _add_suite(commands) -> None:
     suite.add_argument("--out", type=Path, default=SUITE_OUT, help="one folder per variant under this")
     cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
     cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786); --out must be shared storage")
-    cluster.add_argument("--workers", type=int, help="a local Dask cluster of this many processes")
+    cluster.add_argument("--workers", type=positive_integer,
+                         help="a local Dask cluster of this many processes on 127.0.0.1")
     suite.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "
                                              "scheduler's certificate is checked against")
     suite.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
@@ -442,8 +455,8 @@ def _add_bench(commands) -> None:
                        ("passes", "passes through all blocks"), ("rounds", "timed rounds of the four variants")):
         bench.add_argument(f"--{name}", type=int, default=BENCH_DEFAULTS[name], help=text)
     _device_options(bench, dtype=False)
-    bench.add_argument("--out", type=Path, help="benchmark JSON")
-    bench.add_argument("--section", type=Path, help="report section JSON")
+    bench.add_argument("--out", type=output_file, help="benchmark JSON")
+    bench.add_argument("--section", type=output_file, help="report section JSON")
     bench.set_defaults(handler=_bench)
 
 

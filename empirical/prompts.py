@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 
+from foundation.helpformat import SEED_LIMIT  # seeds are integers in 0..SEED_LIMIT - 1
+
 #: The authors' seed.
 PAPER_SEED = 42
 #: GPT-2's (and GPT-Neo's) vocabulary size, the paper's V.
@@ -18,8 +20,6 @@ GPT2_VOCAB_SIZE = 50257
 #: Sane bounds (the paper draws 100 prompts of 200 tokens): more prompts or tokens than these is a typo, not a run.
 MAX_PROMPTS = 10_000
 MAX_LENGTH = 100_000
-#: Seeds are integers in 0..2^63 - 1 (Python's random would take -5 as 5, and torch wraps larger ones).
-SEED_LIMIT = 2**63
 
 
 def check_count(option: str, value, most: int) -> None:

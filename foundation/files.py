@@ -82,9 +82,10 @@ def atomic_write(path: Path, write: Callable[[Any], None], binary: bool = False,
     return digest
 
 
-def write_json(path: Path, data: Any, durable: bool = True) -> str:
-    """``data`` as indented JSON at ``path``, atomically (``durable``: see :func:`atomic_write`); its sha256."""
-    return atomic_write(path, lambda stream: json.dump(data, stream, indent=1), durable=durable)
+def write_json(path: Path, data: Any, durable: bool = True, default: Callable[[Any], Any] | None = None) -> str:
+    """``data`` as indented JSON at ``path``, atomically (``durable``: see :func:`atomic_write`); its sha256.
+    ``default``: ``json.dump``'s, for values JSON has no type for (``float`` for numpy's scalars)."""
+    return atomic_write(path, lambda stream: json.dump(data, stream, indent=1, default=default), durable=durable)
 
 
 def sha256(path: Path | str) -> str:

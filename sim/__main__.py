@@ -19,7 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from foundation.helpformat import Parser, command_parser, parse
+from foundation.helpformat import (Parser, at_most, command_parser, output_file, parse, positive_integer,
+                                   positive_number, seed)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -53,15 +54,16 @@ def _add_search(commands) -> None:
                         help="seek: deflated Newton for equilibria, scored by the tangent spectrum, optimised "
                              "and certified (sim.conjectures.seek), in this process; random: integrated random "
                              "instances and differential evolution in chunks on Dask (sim.conjectures.distributed)")
-    search.add_argument("--instances", type=_bounded(MAX_INSTANCES), default=None,
+    search.add_argument("--instances", type=at_most(MAX_INSTANCES), default=None,
                         help=f"random: instances to search (1..{MAX_INSTANCES:.0e}, required; 10^7 is about a month of "
                              "CPU time); seek: at most this many instances")
-    search.add_argument("--budget", type=_positive_seconds, default=60.0,
+    search.add_argument("--budget", type=positive_number("seconds"), default=60.0,
                         help="seek: CPU seconds (the instance under way is finished)")
-    search.add_argument("--seed", type=int, default=0, help="seek: the seed (instance k is drawn with [seed, k])")
+    search.add_argument("--seed", type=seed, default=0,
+                        help="seek: the seed, 0..2^63 - 1 (instance k is drawn with [seed, k])")
     search.add_argument("--out", type=Path, required=True, help="folder for summary.json, chunks/ and witnesses/")
     where = search.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_bounded(MAX_WORKERS),
+    where.add_argument("--workers", type=at_most(MAX_WORKERS),
                        help=f"random: a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
                             f"{MAX_WORKERS}: 4 per core of this machine)")
     where.add_argument("--scheduler", help="random: address of a running Dask scheduler, tcp://host:8786 or, with the "
@@ -71,7 +73,7 @@ def _add_search(commands) -> None:
                                               "scheduler's certificate is checked against")
     search.add_argument("--tls-cert", help="with --scheduler tls://...: this client's certificate (PEM)")
     search.add_argument("--tls-key", help="with --scheduler tls://...: this client's private key (PEM)")
-    search.add_argument("--chunk-size", type=_bounded(MAX_INSTANCES), default=None,
+    search.add_argument("--chunk-size", type=at_most(MAX_INSTANCES), default=None,
                         help="random: instances per chunk (default: 64, sim.conjectures.distributed.CHUNK_SIZE)")
     search.add_argument("--no-adversarial", action="store_true", help="random: the random stage only")
     search.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -104,20 +106,21 @@ def _parser() -> argparse.ArgumentParser:
     search_bench.add_argument("--claim", action="append", default=None,
                               help="whose family (chunk 0's shape; default conj.value-full); with --seek, a claim to "
                                    "measure (repeatable; default every claim with a structured family)")
-    search_bench.add_argument("--instances", type=_positive, default=200, help="instances integrated")
-    search_bench.add_argument("--t1", type=float, default=20.0, help="the integrations' horizon")
+    search_bench.add_argument("--instances", type=positive_integer, default=200, help="instances integrated")
+    search_bench.add_argument("--t1", type=positive_number("time units"), default=20.0,
+                              help="the integrations' horizon")
     search_bench.add_argument("--seek", action="store_true",
                               help="measure the seeking search against random sampling (sim.bench.seek)")
-    search_bench.add_argument("--budget", type=_positive_seconds, default=60.0,
+    search_bench.add_argument("--budget", type=positive_number("seconds"), default=60.0,
                               help="with --seek: CPU seconds per search and claim")
-    search_bench.add_argument("--seed", type=int, default=0, help="with --seek: the seed of both searches")
+    search_bench.add_argument("--seed", type=seed, default=0, help="with --seek: the seed of both searches")
     search_bench.add_argument("--sources", type=lambda text: tuple(text.split(",")), default=None,
                               help="with --seek: comma-separated sources of the seeking search, an ablation "
                                    "(default every one that fits the claim: random, pm-identity, commuting, skew, "
                                    "low-rank, planted)")
-    search_bench.add_argument("--out", type=Path, help="write the numbers as JSON to this file")
+    search_bench.add_argument("--out", type=output_file, help="write the numbers as JSON to this file")
     for sub in (figure, bench):
-        sub.add_argument("--blas-threads", type=int, default=None,
+        sub.add_argument("--blas-threads", type=positive_integer, default=None,
                          help="limit BLAS threads, numpy's and PyTorch's (default: the libraries' own settings)")
     return parser
 
@@ -125,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
 def _add_bench(commands) -> argparse.ArgumentParser:
     """``bench``: the solvers against SciPy, the backends, and the peers (on the CPU or a GPU)."""
     bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
-    bench.add_argument("--out", type=Path, help="write the results as JSON to this file")
-    bench.add_argument("--section", type=Path, help="write the report section (JSON) to this file")
+    bench.add_argument("--out", type=output_file, help="write the results as JSON to this file")
+    bench.add_argument("--section", type=output_file, help="write the report section (JSON) to this file")
     bench.add_argument("--quick", action="store_true",
                        help="small sizes, for trying the command (not the benchmark's figures)")
     bench.add_argument("--part", choices=("all", "scipy", "peers", "fields"), default="all",
@@ -134,14 +137,14 @@ def _add_bench(commands) -> argparse.ArgumentParser:
                             "diffrax, torchdiffeq and torchode (the extra .[peers]; a missing one is skipped with a "
                             "note); fields: one evaluation of eq. 6 by each backend (sim.field.backends); all: scipy "
                             "and peers")
-    bench.add_argument("--peers-out", type=Path, help="write the peers' comparison as JSON to this file")
+    bench.add_argument("--peers-out", type=output_file, help="write the peers' comparison as JSON to this file")
     bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                        help="peers: where the peers run (cuda: the PyTorch peers' tensors on the GPU, JAX on its GPU "
                             "backend); ours runs on the CPU either way")
     bench.add_argument("--libraries", type=_libraries, default=None, metavar="NAMES",
                        help="peers: the peers to run, comma-separated, among diffrax, torchdiffeq, torchode "
                             "(default: every one; ours always runs)")
-    bench.add_argument("--threads", type=_positive, default=1,
+    bench.add_argument("--threads", type=positive_integer, default=1,
                        help="peers: threads of every library (ours: workers of sim.solvers.compiled; diffrax: XLA's "
                             "intra-op threads; the PyTorch peers: torch.set_num_threads)")
     return bench
@@ -180,16 +183,14 @@ def _bench(args) -> int:
                                    **({"peers": args.libraries} if args.libraries else {}),
                                    progress=lambda text: print(text, flush=True))
         if args.peers_out:
-            args.peers_out.parent.mkdir(parents=True, exist_ok=True)
-            args.peers_out.write_text(json.dumps(peers, indent=1, default=float))
+            _write_json(args.peers_out, peers)
         print(table(peers))
     if args.part == "fields":
         from sim.bench.fields import run_field_benchmark, table as field_table
 
         fields = run_field_benchmark()
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(fields, indent=1))
+            _write_json(args.out, fields)
         print(field_table(fields))
     return 0
 
@@ -217,9 +218,18 @@ def _search_bench(args) -> int:
             return 2
         numbers = measure((args.claim or ["conj.value-full"])[0], args.instances, args.t1)
     if args.out:
-        args.out.write_text(json.dumps(numbers, indent=1))
+        _write_json(args.out, numbers)
     print(json.dumps(numbers, indent=1))
     return 0
+
+
+def _write_json(path: Path, data) -> None:
+    """``data`` as JSON at ``path`` (a file checked by ``output_file`` as the arguments were parsed; its folder
+    created if need be), atomically."""
+    from foundation.files import write_json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data, default=float)
 
 
 def _compile() -> int:
@@ -233,29 +243,6 @@ def _compile() -> int:
 #: The most instances a search takes (sim.conjectures.distributed.MAX_INSTANCES; a sane bound, not a budget).
 MAX_WORKERS = 4 * (os.cpu_count() or 1)
 MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not imported: `--help` stays fast)
-
-
-def _bounded(most: int):
-    """An argparse type: an integer in 1..``most``."""
-
-    def parse(text: str) -> int:
-        value = _positive(text)
-        if value > most:
-            raise argparse.ArgumentTypeError(f"{value} must be at most {most:.0e}" if most >= 10**6 else
-                                             f"{value} must be at most {most}")
-        return value
-
-    return parse
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; it must be a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (>= 1)")
-    return value
 
 
 def _replay(args) -> int:
@@ -292,16 +279,6 @@ def _libraries(text: str) -> tuple[str, ...]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"{text!r}: name peers among {', '.join(PREPARE)}, comma-separated")
     return names
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; it must be a positive number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
-    return value
 
 
 def _search(parser: argparse.ArgumentParser, args) -> int:

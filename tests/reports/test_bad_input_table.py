@@ -263,6 +263,86 @@ def test_bad_input_of_the_api_raises_a_value_error(call, message):
     assert "\n" not in str(error.value)
 
 
+#: The functions that start a command's work (a search, a simulation, a benchmark, an audit, a model run, the GPU
+#: script's steps): a row of ``EARLY_ROWS`` must be refused before it calls one.
+WORK = ("sim.conjectures.seeking:seek", "sim.figures.plots:make_figure", "sim.bench.solvers:run_benchmark",
+        "sim.bench.search:measure", "empirical.audit.measure:audit_model", "empirical.suite:run_variant",
+        "empirical.distributed:run_suite", "consensus.gpu_script:steps")
+#: How long a refusal may take (seconds): it parses the arguments and checks a folder, milliseconds; the bound fails a
+#: command that starts its work (minutes) or hangs, with room for a loaded machine.
+REFUSAL_SECONDS = 10
+
+#: (arguments of ``consensus`` given a folder holding the file notes.txt, the one error line's regular expression):
+#: bad input that used to end in a traceback, a hang or a silent fallback, and must be refused before any work.
+EARLY_ROWS = [
+    pytest.param(lambda p: ["search", "conj.value-full", "--seed", "-1", "--budget", "1", "--out", str(p / "s")],
+                 r"argument --seed: -1 must be an integer in 0\.\.2\^63 - 1", id="search-negative-seed"),
+    pytest.param(lambda p: ["search", "conj.value-full", "--budget", "inf", "--out", str(p / "s")],
+                 r"argument --budget: inf must be a finite positive number of seconds", id="search-endless-budget"),
+    pytest.param(lambda p: ["figure", "1", "--out", str(p / "f"), "--blas-threads", "-2"],
+                 r"argument --blas-threads: -2 must be a positive integer", id="figure-blas-threads"),
+    pytest.param(lambda p: ["bench", "sim", "--blas-threads", "-2"], r"argument --blas-threads: -2 must be a positive",
+                 id="bench-blas-threads"),
+    pytest.param(lambda p: ["bench", "search", "--t1", "-1"], r"argument --t1: -1.0 must be a finite positive number",
+                 id="search-bench-horizon"),
+    pytest.param(lambda p: ["bench", "search", "--out", str(p / "notes.txt" / "x.json")],
+                 r"argument --out: .*notes.txt/x.json: its folder .*notes.txt must be a folder; it is a file",
+                 id="search-bench-out-under-a-file"),
+    pytest.param(lambda p: ["bench", "search", "--out", str(p)], r"argument --out: .* must be a file to write; it is a "
+                 "folder", id="search-bench-out-a-folder"),
+    pytest.param(lambda p: ["audit", "--model", "tiny-llama", "--weights", "random", "--results",
+                            str(p / "missing-run"), "--out", str(p / "a")],
+                 r"--results .*missing-run: not a folder written by `empirical run`",
+                 id="audit-results-missing"),
+    pytest.param(lambda p: ["gpu-checks", "--tiny", "--out", str(p / "notes.txt")],
+                 r"--out .*notes.txt must be a folder; it is a file", id="gpu-checks-out-a-file"),
+    pytest.param(lambda p: ["suite", "--workers", "-1", "--out", str(p / "runs")],
+                 r"argument --workers: -1 must be a positive integer", id="suite-negative-workers"),
+    pytest.param(lambda p: ["suite", "--workers", "0", "--out", str(p / "runs")],
+                 r"argument --workers: 0 must be a positive integer", id="suite-no-workers"),
+]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Every function of :data:`WORK` replaced by one that fails the test."""
+    import importlib
+
+    def started(*args, **kwargs):
+        raise AssertionError("the command started its work before refusing its input")
+
+    for target in WORK:
+        module, name = target.split(":")
+        monkeypatch.setattr(importlib.import_module(module), name, started)
+
+
+@pytest.mark.parametrize("arguments, message", EARLY_ROWS)
+def test_bad_input_is_refused_before_any_work(tmp_path, capsys, no_work, arguments, message):
+    import re
+    import time
+
+    (tmp_path / "notes.txt").write_text("a file")
+    started = time.monotonic()
+    try:
+        status = cli.main(arguments(tmp_path))
+    except SystemExit as exit_:  # argparse
+        status = exit_.code
+    assert time.monotonic() - started < REFUSAL_SECONDS
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert status == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert re.search(message, errors[0]), errors[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]  # nothing written
+
+
+def test_search_bench_creates_the_folder_of_its_out_file(tmp_path):
+    """The control of the --out rows: a file in a folder that does not exist yet is written, the folder made (two
+    instances to t = 0.5: about a second)."""
+    assert cli.main(["bench", "search", "--instances", "2", "--t1", "0.5", "--out",
+                     str(tmp_path / "missing" / "x.json")]) == 0
+    assert json.loads((tmp_path / "missing" / "x.json").read_text())
+
+
 def test_the_table_is_large_enough():
     assert len(ROWS) + len(API_ROWS) >= 60
 
