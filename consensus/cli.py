@@ -20,7 +20,8 @@ COMMANDS = {
     "prompts": ("empirical", "prompts", "print the authors' random prompts as JSON"),
     "audit": ("empirical", "audit", "measure which of the theorems' hypotheses a real transformer satisfies"),
     "figure": ("sim", "figure", "simulate, check and plot one of the paper's figures 1-6"),
-    "search": ("sim", "search", "search a conjecture (conj.*) for certified counterexamples, on Dask"),
+    "search": ("sim", "search", "search a conjecture (conj.*) for certified counterexamples (seeking; "
+                                 "--method random: on Dask)"),
     "replay": ("sim", "replay", "re-check a stored witness and print its certificate"),
     "compile": ("sim", "compile", "compile the Numba code into its on-disk cache ahead of its first use (once)"),
     "report": ("reports", "build", "the full verification (about an hour): the HTML report and verdicts.json"),

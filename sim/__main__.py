@@ -1,6 +1,7 @@
 """Command line: ``python -m sim figure {1..6} --out DIR``, ``python -m sim bench [--out FILE]`` and
-``python -m sim search CLAIM --instances N --out DIR [--workers K | --scheduler ADDRESS]`` and
-``python -m sim replay WITNESS.json`` and ``python -m sim compile``.
+``python -m sim search CLAIM --out DIR [--budget SECONDS] [--seed S]`` (the seeking search, in this process) or
+``python -m sim search CLAIM --method random --instances N --out DIR [--workers K | --scheduler ADDRESS]`` (random
+sampling in chunks, on Dask) and ``python -m sim replay WITNESS.json`` and ``python -m sim compile``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
 observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
@@ -48,7 +49,8 @@ def _add_json(parser: argparse.ArgumentParser, shape: str) -> None:
 
 def _add_search(commands) -> None:
     """The ``search`` command's arguments."""
-    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*), on Dask")
+    search = commands.add_parser("search", help="the counterexample search of a conjecture (conj.*): seeking, in "
+                                                "this process, or --method random, on Dask")
     search.add_argument("claim", help="a conjecture id, e.g. conj.multihead-causal")
     search.add_argument("--method", choices=("seek", "random"), default="seek",
                         help="seek: deflated Newton for equilibria, scored by the tangent spectrum, optimised "
@@ -281,22 +283,35 @@ def _libraries(text: str) -> tuple[str, ...]:
     return names
 
 
-def _search(parser: argparse.ArgumentParser, args) -> int:
-    from foundation.outputs import OutputError
+#: The options of ``search --method random`` alone (their names in ``args``, and as typed).
+RANDOM_ONLY = {"workers": "--workers", "scheduler": "--scheduler", "chunk_size": "--chunk-size",
+               "no_adversarial": "--no-adversarial", "tls_ca_file": "--tls-ca-file", "tls_cert": "--tls-cert",
+               "tls_key": "--tls-key"}
 
+
+def check_search_arguments(parser: argparse.ArgumentParser, args) -> None:
+    """What ``search``'s arguments must meet together, checked before anything runs (``parser.error``, exit 2, one
+    line, otherwise): a conjecture with a search; the options of the random search only with ``--method random``;
+    ``--method random`` with ``--instances``."""
     from sim.conjectures.families import FAMILIES
-    from foundation.dask_tls import tls_config
-    from sim.conjectures.distributed import CHUNK_SIZE, run_search
 
     if args.claim not in FAMILIES:
         parser.error(f"argument claim: {args.claim!r} is not a conjecture with a search; known: {', '.join(FAMILIES)}")
-    if args.method == "seek":
-        if args.workers or args.scheduler or args.chunk_size or args.no_adversarial:
-            parser.error("--workers, --scheduler, --chunk-size and --no-adversarial belong to --method random; the "
-                         "seeking search runs in this process")
-        return _seek(args)
-    if args.instances is None:
+    given = [option for name, option in RANDOM_ONLY.items() if getattr(args, name) not in (None, False)]
+    if args.method == "seek" and given:
+        parser.error(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to the random search on Dask: add "
+                     "--method random (the default, --method seek, runs in this process)")
+    if args.method == "random" and args.instances is None:
         parser.error("--method random needs --instances N")
+
+
+def _search(parser: argparse.ArgumentParser, args) -> int:
+    from foundation.dask_tls import tls_config
+    from sim.conjectures.distributed import CHUNK_SIZE, run_search
+
+    check_search_arguments(parser, args)
+    if args.method == "seek":
+        return _seek(args)
     try:
         tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
         if any(tls) and not args.scheduler:
