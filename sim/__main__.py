@@ -355,9 +355,14 @@ def _print_search(args, printed: dict, rejected: dict[str, int]) -> None:
 
 
 def _seek(args) -> int:
+    from foundation.outputs import OutputError
     from sim.conjectures.seeking import run_seek
 
-    summary = run_seek(args.claim, args.out, args.budget, args.seed, args.instances)
+    try:
+        summary = run_seek(args.claim, args.out, args.budget, args.seed, args.instances)
+    except OutputError as error:  # the folder, refused before the search started
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     witnesses = args.out / "witnesses" / args.claim
     _print_search(args, {"claim": args.claim, "method": "seek", "result": summary["result"],
                          "instances": summary["instances"], "hits": summary["hits"], "seed": args.seed,

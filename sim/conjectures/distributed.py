@@ -40,6 +40,9 @@ from sim.conjectures.witness_index import witness_files, write_index
 from sim.conjectures.search import (CERTIFY_PER_CHUNK, DE_GENERATIONS, DE_POPULATION, HIT, SEARCH_CONTROLLER,
                                     search_chunk)
 
+#: The command a search folder's ``settings.json`` names (``foundation.outputs``), of both methods (their settings
+#: differ).
+SEARCH_COMMAND = "sim search"
 #: Instances of the random stage per chunk (one batched solve; a few seconds to a minute with certification).
 CHUNK_SIZE = 64
 #: Bump when a change of the search makes old checkpoints invalid. 4: a witness needs its start inside the certified
@@ -126,7 +129,7 @@ def run_search(claim: str | Family, instances: int, out: Path | str, *, workers:
     """Search ``instances`` random instances (plus the adversarial stage of every chunk) of ``claim``'s family;
     write ``out/summary.json`` and the witnesses; return the summary."""
     family = _check_search(claim, instances, chunk_size, workers, scheduler)
-    with output_lock(out, command="sim search"):
+    with output_lock(out, command=SEARCH_COMMAND):
         return _run_search(family, instances, out, workers=workers, scheduler=scheduler, chunk_size=chunk_size,
                            adversarial=adversarial, progress=progress)
 
@@ -135,7 +138,7 @@ def _run_search(family: Family, instances: int, out: Path | str, *, workers: int
                 chunk_size: int, adversarial: bool, progress: bool) -> dict:
     """:func:`run_search`, its folder locked."""
     started = time.perf_counter()
-    output = check_output_folder(out, command="sim search", settings=search_settings(family, chunk_size, adversarial))
+    output = check_output_folder(out, command=SEARCH_COMMAND, settings=search_settings(family, chunk_size, adversarial))
     stack, client = connect(workers=workers, scheduler=scheduler)  # before anything is written
     sizes = chunk_sizes(int(instances), int(chunk_size))
     with stack:

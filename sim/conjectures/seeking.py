@@ -4,21 +4,30 @@ one-line result a user reads.
 The result is never a verdict on the conjecture: "refuted by W witnesses" (each a certified hit, re-replayed and
 stored), or "no certified counterexample in N instances (...)" with the search stated. Candidates that failed
 certification are counted by reason.
+
+The output folder follows the rules of every command's (``foundation.outputs``), as the random search's
+(``sim.conjectures.distributed``): it is checked before the search starts (a file, a folder of other files, of
+another command or of other settings is refused with one line, nothing written), locked for the search's whole life,
+and claimed (``settings.json``) just before the first write; every file is written atomically. A rerun with the same
+settings searches again and replaces the earlier run's witnesses (those its index lists). The witness index lists
+the witnesses this search wrote and no other file: a file put beside them is not vouched for, and replay refuses it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from foundation.files import write_json
+from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
+from sim.conjectures.distributed import SEARCH_COMMAND
 from sim.conjectures.replay import make_witness
 from sim.conjectures.seek import seek
 from sim.conjectures.validated import Problem
-from sim.conjectures.witness_index import write_index
+from sim.conjectures.witness_index import indexed, write_index
 
 from sim.conjectures.families import get_family
 
@@ -53,27 +62,52 @@ def result_line(claim: str, summary: dict, stored: int) -> str:
             f"family: {get_family(claim).description})")
 
 
-def run_seek(claim: str, out: Path, budget: float, seed: int = 0, instances: int | None = None,
+def seek_settings(claim: str, budget: float, seed: int, instances: int | None, keep: int) -> dict:
+    """What a seeking search's folder is written with; a rerun must repeat them to write into it."""
+    return {"claim": claim, "method": "seek", "budget_seconds": budget, "seed": seed, "instances": instances,
+            "stored_witnesses": keep}
+
+
+def run_seek(claim: str, out: Path | str, budget: float, seed: int = 0, instances: int | None = None,
              keep: int = STORED_WITNESSES) -> dict:
     """Seek ``claim`` for ``budget`` CPU seconds (at most ``instances`` instances); write ``out/summary.json`` and up
-    to ``keep`` witnesses ``out/witnesses/<claim>/seek-<seed>-<k>-l<l>-d<d>.json``; return the summary."""
-    summary = seek(claim, budget, seed, max_instances=instances)
-    folder = Path(out) / "witnesses" / claim
-    names = []
-    for record in summary["hit_records"][:keep]:
-        family = get_family(claim)
-        problem = Problem(np.asarray(record["P"], float), np.asarray(record["U"], float), family.causal)
-        y = np.asarray(record["equilibrium"], float)
-        witness = make_witness(claim, problem, y, y, provenance=f"sim.conjectures.seek seed {record['seed']} "
-                               f"({record['structure']})", seeds={"seek": record["seed"]})
-        name = f"seek-{record['seed'][0]}-{record['seed'][1]}-l{y.shape[0]}-d{y.shape[1]}-h{len(problem.P)}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{name}.json").write_text(json.dumps(witness, indent=1))
-        names.append(name)
-    if names:
-        write_index(folder)
-    summary = dict(summary, witnesses=names, rejected=rejected_counts(summary),
-                   result=result_line(claim, summary, len(names)))
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    to ``keep`` witnesses ``out/witnesses/<claim>/seek-<seed>-<k>-l<l>-d<d>-h<h>.json``; return the summary. An
+    ``OutputError`` (one line) before the search when ``out`` cannot take its output (see the module's docstring)."""
+    with output_lock(out, command=SEARCH_COMMAND):
+        output = check_output_folder(out, command=SEARCH_COMMAND,
+                                     settings=seek_settings(claim, budget, seed, instances, keep))
+        summary = seek(claim, budget, seed, max_instances=instances)
+        witnesses = dict(_witness(claim, record) for record in summary["hit_records"][:keep])
+        out = claim_output_folder(output)
+        _store(out / "witnesses" / claim, witnesses)
+        summary = dict(summary, witnesses=list(witnesses), rejected=rejected_counts(summary),
+                       result=result_line(claim, summary, len(witnesses)))
+        write_json(out / "summary.json", summary, default=float)
     return summary
+
+
+def _witness(claim: str, record: dict) -> tuple[str, dict]:
+    """A certified hit's witness (replayed again by ``make_witness``) and its file name without ``.json``."""
+    family = get_family(claim)
+    problem = Problem(np.asarray(record["P"], float), np.asarray(record["U"], float), family.causal)
+    y = np.asarray(record["equilibrium"], float)
+    witness = make_witness(claim, problem, y, y, provenance=f"sim.conjectures.seek seed {record['seed']} "
+                           f"({record['structure']})", seeds={"seek": record["seed"]})
+    return f"seek-{record['seed'][0]}-{record['seed'][1]}-l{y.shape[0]}-d{y.shape[1]}-h{len(problem.P)}", witness
+
+
+def _store(folder: Path, witnesses: dict[str, dict]) -> None:
+    """Write ``witnesses`` (file name without ``.json`` -> witness) into ``folder``, each atomically, and an index
+    listing them and nothing else. The witnesses of an earlier run into this folder (those its index lists) that
+    this run does not write again are removed first, and said so; any other file is left as it is, unindexed."""
+    paths = [folder / f"{name}.json" for name in witnesses]
+    for earlier in indexed(folder) if folder.is_dir() else []:
+        if earlier not in paths:
+            earlier.unlink()
+            say_rebuilt(folder, f"removed {earlier.name}, a witness of the earlier search with these settings")
+    if witnesses:
+        folder.mkdir(parents=True, exist_ok=True)
+    for path, witness in zip(paths, witnesses.values()):
+        write_json(path, witness)
+    if folder.is_dir():
+        write_index(folder, paths)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterable
 
 from foundation.files import sha256, write_json
 
@@ -23,12 +24,24 @@ def witness_files(folder: Path | str) -> list[Path]:
     return sorted(path for path in Path(folder).glob("*.json") if path.name != INDEX)
 
 
-def write_index(folder: Path | str) -> Path:
-    """(Re)write ``folder/index.json`` with the sha256 of every witness file in it; return its path."""
+def write_index(folder: Path | str, witnesses: Iterable[Path] | None = None) -> Path:
+    """(Re)write ``folder/index.json`` with the sha256 of each of ``witnesses`` (files in ``folder``; default: every
+    witness file in it), so that it vouches for the files its writer wrote and no other; return its path."""
     folder = Path(folder)
     path = folder / INDEX
-    write_json(path, {"sha256": {witness.name: sha256(witness) for witness in witness_files(folder)}})
+    listed = witness_files(folder) if witnesses is None else sorted(Path(w) for w in witnesses)
+    write_json(path, {"sha256": {witness.name: sha256(witness) for witness in listed}})
     return path
+
+
+def indexed(folder: Path | str) -> list[Path]:
+    """The witness files of ``folder`` that its index lists (none without an index, or with one that cannot be
+    read)."""
+    try:
+        recorded = json.loads((Path(folder) / INDEX).read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [path for path in witness_files(folder) if isinstance(recorded, dict) and path.name in recorded]
 
 
 def check_indexed(path: Path | str) -> bool:

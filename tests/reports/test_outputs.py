@@ -24,6 +24,7 @@ COMMANDS = {
             "--device", "cpu", "--quiet", "--out"],
     "search": ["search", "conj.gradient-equilibria", "--method", "random", "--instances", "2", "--chunk-size", "2",
                "--no-adversarial", "--quiet", "--out"],
+    "seek": ["search", "conj.gradient-equilibria", "--instances", "1", "--quiet", "--out"],
     "figure": ["figure", "1", "--out"],
     "report": ["report", "--no-bench", "--out"],
     "audit": ["audit", "--model", "tiny-llama", "--weights", "random", "--prompts", "2", "--length", "8", "--passes",
