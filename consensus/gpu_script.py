@@ -21,7 +21,6 @@ every step and exits 1 if one failed. ``--tiny`` runs the same steps at their sm
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.files import write_json
 from foundation.helpformat import Parser
 from foundation.outputs import OutputError, check_writable_folder
 
@@ -97,7 +97,7 @@ def run(out: Path, *, tiny: bool = False, only: tuple[str, ...] = (), report=pri
         record["steps"].append({"name": step.name, "command": ["python", "-m", *step.argv],
                                 "exit_status": process.returncode, "seconds": time.perf_counter() - started,
                                 "output_tail": lines[-TAIL_LINES:]})
-        (out / "gpu-script.json").write_text(json.dumps(record, indent=1))
+        write_json(out / "gpu-script.json", record)
     failed = [entry["name"] for entry in record["steps"] if entry["exit_status"] != 0]
     report(f"wrote {out}: {len(record['steps'])} steps" + (f"; FAILED: {', '.join(failed)}" if failed else ", all ok"))
     return 1 if failed else 0

@@ -14,6 +14,7 @@ import sys
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
+from foundation.files import write_json
 from foundation.helpformat import Parser, output_file, parse, positive_integer
 from foundation.outputs import (OutputError, check_output_folder, check_writable_folder, claim_output_folder,
                              output_lock, say_rebuilt)
@@ -241,15 +242,14 @@ def _bench(args) -> int:
         result = bench(args.model, args.prompts, args.length, args.passes, args.rounds, args.device)
     except _model_errors()[:2] as error:
         return _error(error)
-    text = json.dumps(result, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write_json(args.out, result)
     else:
-        print(text)
+        print(json.dumps(result, indent=1))
     if args.section:
         args.section.parent.mkdir(parents=True, exist_ok=True)
-        args.section.write_text(json.dumps(section(result), indent=1))
+        write_json(args.section, section(result))
     r = result["ratios"]
     print(f"measured/bare {r['measured_over_bare_time']:.3f}, bare/plain {r['bare_over_plain_time']:.3f}, "
           f"measured/authors {r['measured_over_authors_time']:.3f}, peak tensor memory measured/plain "
@@ -261,6 +261,15 @@ def _bench(args) -> int:
 
 
 def _audit(args) -> int:
+    """``empirical audit``, its --out locked for its whole life (a second audit into it is refused at once)."""
+    try:
+        with output_lock(args.out, command="empirical audit"):
+            return _audit_locked(args)
+    except OutputError as error:
+        return _error(error)
+
+
+def _audit_locked(args) -> int:
     from .audit.measure import audit_model
     from .run import DTYPES
     from .audit.report import audit_section
@@ -299,7 +308,7 @@ def _audit(args) -> int:
         say_rebuilt(output.path / "audit.json", "audited again with the same settings")
     path = write_audit(result, claim_output_folder(output))
     section = audit_section([result], extra)
-    (args.out / "audit.section.json").write_text(json.dumps(section.to_json(), indent=1))
+    write_json(args.out / "audit.section.json", section.to_json())
     for table in section.tables[:1]:
         print(table.title)
         print(" | ".join(table.columns))

@@ -41,6 +41,8 @@ from typing import Any, Callable
 
 import torch
 
+from foundation.files import write_json
+
 from .draw_timing import draw_breakdown
 from .gemm_bound import gemm_bound
 from .run import RunSettings, environment, resolve_device, run_experiment
@@ -209,7 +211,7 @@ def resume_check(device: str, folder: Path) -> dict[str, Any]:
 
 def _write(out: Path, result: dict[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    write_json(out, result)
 
 
 def run_checks(out: Path, *, tiny: bool = False, device: str = "auto", passes: int | None = None,

@@ -12,7 +12,6 @@ Hypothesis profile. DIR may be any folder, inside the project or not, absolute o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 
 from .build import (EXTRA_SECTIONS_DIR_ENV, MEMORY_BOUND_ENV, SECTION_REVISION_KEY, ReportInputError,
                     check_reused_sections, read_section)
+from foundation.files import write_json
 from foundation.helpformat import Parser, parse
 from foundation.manifest import git_revision
 from foundation.memory import GIB, MEMORY_LEDGER_ENV, over_bound, read_ledger, run_measured
@@ -80,7 +80,7 @@ def run_benchmark(name: str, module: str, out: Path, sections: Path, revision: s
         section.unlink(missing_ok=True)
         print(f"{error}; the report will lack its section", file=sys.stderr)
         return
-    section.write_text(json.dumps({**raw, SECTION_REVISION_KEY: revision}, indent=1))
+    write_json(section, {**raw, SECTION_REVISION_KEY: revision})
 
 
 def default_memory_bound() -> int:

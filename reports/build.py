@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from foundation.registration import COVERED, GAP, coverage as registered_coverage
 from foundation.evidence import TestEvidence, records_of
+from foundation.files import atomic_write, write_json
 from foundation.manifest import run_manifest
 from foundation.memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
 from foundation.outputs import SCHEMA_VERSIONS
@@ -162,11 +163,11 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         ],
         "sections": [s.to_json() for s in sections],
     }
-    (out / "verdicts.json").write_text(json.dumps(verdicts, indent=2))
+    write_json(out / "verdicts.json", verdicts)
 
     html = render_html(entries=entries, sections=sections, manifest=manifest, counts=counts,
                        mathjax=mathjax_bundle())
     path = out / "index.html"
-    path.write_text(html)
+    atomic_write(path, lambda stream: stream.write(html))
     return path
 

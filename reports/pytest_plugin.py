@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from foundation.registration import REGISTERED as REGISTERED_CHECKS
 from .checkout import BUILD_FOLDER_ENV, FULL_ENV
 from foundation.evidence import TestEvidence
 from foundation.memory import TEST_PROCESS, own_peak_bytes, record_stage
-from foundation.outputs import OutputError, check_output_folder, claim_output_folder
+from foundation.outputs import OutputError, check_output_folder, claim_output_folder, output_lock
 from foundation.records import CheckResult, ReportSection
 from foundation.registry import EVIDENCE_KINDS, get_claim
 
@@ -248,6 +249,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"also run the expensive checks marked 'full' (what `make report` runs; or set {FULL_ENV}=1)")
 
 
+#: Where a session keeps the lock of its report folder (``foundation.outputs.output_lock``), held from its configuration
+#: to its end.
+REPORT_LOCK = pytest.StashKey[ExitStack]()
+
 #: The collectors of the running sessions, innermost last (``current_claim`` reads the last; a test that runs
 #: pytest in-process nests a session).
 _COLLECTORS: list[ReportCollector] = []
@@ -255,7 +260,8 @@ _COLLECTORS: list[ReportCollector] = []
 
 def pytest_configure(config: pytest.Config) -> None:
     _check_claim_option(config)  # before the report folder is claimed: a typo touches no report
-    collector = ReportCollector(config, _report_folder(config))
+    config.stash[REPORT_LOCK] = lock = ExitStack()
+    collector = ReportCollector(config, _report_folder(config, lock))
     config.pluginmanager.register(collector, "consensus-report-collector")
     _COLLECTORS.append(collector)
 
@@ -264,6 +270,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     collector = _collector(config)
     if collector in _COLLECTORS:
         _COLLECTORS.remove(collector)
+    lock = config.stash.get(REPORT_LOCK, None)
+    if lock is not None:
+        lock.close()  # the report is written: the folder is free again
 
 
 def _check_claim_option(config: pytest.Config) -> None:
@@ -278,18 +287,21 @@ def _check_claim_option(config: pytest.Config) -> None:
                                     f"area prefix ending in '.'; known ids: {', '.join(CLAIMS_BY_ID)}")
 
 
-def _report_folder(config: pytest.Config) -> Path | None:
-    """``--report-dir`` (relative to the root), checked by ``foundation.outputs`` and claimed before any test runs (a
-    folder of another command, such as the full report of ``make report``, is refused); None with ``--no-report``."""
+def _report_folder(config: pytest.Config, lock: ExitStack) -> Path | None:
+    """``--report-dir`` (relative to the root), locked into ``lock`` (a second test run writing the same folder is
+    refused at once), checked by ``foundation.outputs`` and claimed before any test runs (a folder of another command,
+    such as the full report of ``make report``, is refused); None with ``--no-report``."""
     if config.getoption("no_report") or hasattr(config, "workerinput"):
         return None  # a pytest-xdist worker: the controller writes the report
     out = Path(config.getoption("report_dir"))
     out = out if out.is_absolute() else Path(config.rootpath) / out
     if os.environ.get(BUILD_FOLDER_ENV) == str(out.absolute()):
-        return out  # the report build checked and claimed it
+        return out  # the report build checked, claimed and locked it
     try:
+        lock.enter_context(output_lock(out, command="pytest", option="--report-dir"))
         return claim_output_folder(check_output_folder(out, command="pytest", settings={}, option="--report-dir"))
     except OutputError as error:
+        lock.close()  # a folder refused: nothing of this run's stays held
         raise pytest.UsageError(str(error)) from error
 
 

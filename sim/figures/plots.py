@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from foundation.files import atomic_write
 from foundation.registration import claim_result, named_check
 from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
 from foundation.records import CheckResult, Figure
@@ -346,8 +347,7 @@ def _plot_paths(plt, data, title: str, path: Path) -> None:
     v = np.array(data["v"])
     axes.quiver(0, 0, 0, *v, color="tab:red", linewidth=1.5, label="v")
     axes.legend(loc="upper left", fontsize=8)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
+    _save(plt, figure, path)
 
 
 def plot_figure(number: int, data: dict[str, Any], path: Path) -> None:
@@ -380,7 +380,13 @@ def plot_figure(number: int, data: dict[str, Any], path: Path) -> None:
     axes.set_xlabel("t")
     if number != 4:
         axes.legend(fontsize=8)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
+    _save(plt, figure, path)
+
+
+def _save(plt, figure, path: Path) -> None:
+    """``figure`` as a PNG at ``path``, written atomically (``foundation.files.atomic_write``: a reader never sees
+    half of it), then closed."""
+    atomic_write(path, lambda stream: figure.savefig(stream, format="png", dpi=110, bbox_inches="tight"), binary=True)
     plt.close(figure)
 
 
@@ -432,5 +438,6 @@ def _make_figure(number: int, out: Path | str, size: str) -> FigureOutput:
     count = {4: data.get("trajectories"), 5: data.get("instances"), 6: data.get("instances")}.get(number)
     caption = _CAPTIONS[number].format(s=seed, n=count)
     result = _CHECK[number](data, (Figure(str(png), caption, paper_figure=f"Fig. {number}"),))
-    data_path.write_text(json.dumps({"figure": number, "size": size, "check": result.to_json(), "data": data}))
+    atomic_write(data_path, lambda stream: json.dump({"figure": number, "size": size, "check": result.to_json(),
+                                                     "data": data}, stream))
     return FigureOutput(png, data_path, data, result)

@@ -13,8 +13,8 @@ import empirical.cli  # noqa: F401  (imported before the commands run: no import
 import reports.__main__  # noqa: F401
 import sim.__main__  # noqa: F401
 from consensus import cli
-from foundation.outputs import (SETTINGS_FILE, OutputError, check_output_folder, claim_output_folder, read_json,
-                             unreadable)
+from foundation.outputs import (SETTINGS_FILE, OutputError, check_output_folder, claim_output_folder, output_lock,
+                             read_json, unreadable)
 
 pytest_plugins = ["pytester"]
 
@@ -88,6 +88,16 @@ def test_a_suite_refuses_a_file_as_its_folder_of_runs(tmp_path, capsys, make_out
     assert cli.main(["suite", "--only", "smollm2-trained-no-ffn", "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(message, err[0]) and _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_folder_another_writer_holds_is_refused_by_every_command(tmp_path, capsys, command):
+    with output_lock(tmp_path / "out", command="another writer"):
+        before = _snapshot(tmp_path)
+        assert cli.main([*COMMANDS[command], str(tmp_path / "out")]) == 2
+        assert _snapshot(tmp_path) == before
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is being written by pid" in err[0] and "`another writer`" in err[0]
 
 
 def test_the_bad_path_table_sees_a_command_that_writes_before_checking(tmp_path, capsys, monkeypatch):
@@ -227,3 +237,48 @@ def test_output_files_are_readable_as_the_umask_allows(tmp_path):
         os.umask(previous)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_test_run_is_refused_a_report_dir_another_writer_holds(pytester):
+    """Two test runs (``make test`` and ``pytest --claim ...``) must not write one report at once: the second is
+    refused before any test runs, naming the first; once that has ended, the folder is free (the control)."""
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    with output_lock(pytester.path / "build" / "test-report", command="pytest (another run)"):
+        result = pytester.runpytest("-p", "reports.pytest_plugin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--report-dir */build/test-report is being written by pid * (`pytest (another run)`*"])
+    pytester.runpytest("-p", "reports.pytest_plugin").assert_outcomes(passed=1)
+
+
+#: Writes a report, then writes it again under a file-size limit below verdicts.json's size: the second write
+#: fails part-way, as on a full disk. Prints whether verdicts.json kept its bytes, and the folder's files.
+CUT_SHORT = """
+import json, resource, signal, sys, time
+from pathlib import Path
+from reports.build import write_report
+
+out = Path(sys.argv[1])
+write_report(out, evidence=[], sections=[], started=time.time(), exitstatus=0, full=False)
+before = (out / "verdicts.json").read_bytes()
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of ending the process
+resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) // 2, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    write_report(out, evidence=[], sections=[], started=time.time(), exitstatus=1, full=False)
+except OSError as error:
+    print(json.dumps([error.strerror, (out / "verdicts.json").read_bytes() == before,
+                      sorted(p.name for p in out.iterdir())]))
+"""
+
+
+def test_a_report_write_cut_short_leaves_the_earlier_verdicts_whole(tmp_path):
+    """verdicts.json and index.html are written to a temporary file and renamed (foundation.files.atomic_write): a
+    write that fails part-way (a full disk, a killed run) leaves the earlier report whole and no temporary file. A
+    child process: the file-size limit would cut the test run's own writes too."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CUT_SHORT, str(tmp_path / "report")], cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["File too large", True, ["index.html", "verdicts.json"]]
