@@ -42,10 +42,11 @@ BROKEN_PIPE = 141
 BENCHMARKS = {"sim": ("sim", "bench"), "empirical": ("empirical", "bench"), "search": ("sim", "search-bench")}
 
 
-def parser() -> argparse.ArgumentParser:
-    """The top-level parser: it lists the commands; each command's own options are its package's."""
+def parser(prog: str = "consensus") -> argparse.ArgumentParser:
+    """The top-level parser, named ``prog`` (as the command was run): it lists the commands; each command's own
+    options are its package's."""
     top = argparse.ArgumentParser(
-        prog="consensus", description="The verification suite of 'Consensus is all you get' (ICML 2025).",
+        prog=prog, description="The verification suite of 'Consensus is all you get' (ICML 2025).",
         epilog="`consensus COMMAND --help` shows a command's options and their defaults. Exit status: 0 ok, 1 a "
                "check failed or a witness refuted nothing, 2 bad input (docs/cli.md).")
     top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -66,11 +67,13 @@ def version() -> str:
         return "(not installed: run from a checkout without `pip install -e .`)"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``consensus`` with ``argv`` (default: the process's); return the exit status. A reader that closes the
-    output early (``| head``) ends the command quietly with :data:`BROKEN_PIPE`, here, once for every command."""
+def main(argv: list[str] | None = None, prog: str = "consensus") -> int:
+    """Run ``consensus`` with ``argv`` (default: the process's); return the exit status. ``prog``: the command as it
+    was run (``python -m consensus`` from ``consensus/__main__.py``), which usage, help and errors name. A reader
+    that closes the output early (``| head``) ends the command quietly with :data:`BROKEN_PIPE`, here, once for every
+    command."""
     try:
-        status = _main(sys.argv[1:] if argv is None else list(argv))
+        status = _main(sys.argv[1:] if argv is None else list(argv), prog)
         sys.stdout.flush()
         return status
     except BrokenPipeError:
@@ -79,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         return BROKEN_PIPE
 
 
-def _main(argv: list[str]) -> int:
-    top = parser()
+def _main(argv: list[str], prog: str) -> int:
+    top = parser(prog)
     if not argv:
-        top.error("a COMMAND is required (`consensus --help` lists them)")
+        top.error(f"a COMMAND is required (`{prog} --help` lists them)")
     if argv[0] in ("-h", "--help"):
         top.print_help()
         return 0

@@ -131,3 +131,16 @@ def test_each_package_describes_itself_in_whole_sentences(capsys, package):
         __import__(f"{package}.__main__", fromlist=["main"]).main(["--help"])
     description = capsys.readouterr().out.split("\n\n")[1]
     assert description.rstrip().endswith(".") and "``" not in description and "SPEC" not in description
+
+
+def test_run_as_a_module_it_names_itself_as_it_was_run(capsys):
+    """`python -m consensus check --help` says `usage: python -m consensus check` (docs/cli.md: usage names the command
+    as it was run); the control: the entry point says `consensus check`."""
+    done = subprocess.run([sys.executable, "-m", "consensus", "check", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.startswith("usage: python -m consensus check ")
+    refused = subprocess.run([sys.executable, "-m", "consensus"], cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 2 and "python -m consensus: error: a COMMAND is required" in refused.stderr
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    assert capsys.readouterr().out.startswith("usage: consensus check ")
