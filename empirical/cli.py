@@ -444,7 +444,9 @@ def _add_suite(commands) -> None:
     suite.add_argument("--quiet", action="store_true", help="no progress bar")
     suite.add_argument("--out", type=Path, default=SUITE_OUT, help="one folder per variant under this")
     cluster = suite.add_mutually_exclusive_group()  # one variant per Dask task (empirical/distributed.py)
-    cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786); --out must be shared storage")
+    cluster.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:8786 or, with the TLS files, "
+                                             "tls://host:8786); --out must be shared storage. A scheduler without TLS "
+                                             "runs the code of anyone who reaches it (docs/searches.md)")
     cluster.add_argument("--workers", type=positive_integer,
                          help="a local Dask cluster of this many processes on 127.0.0.1")
     suite.add_argument("--tls-ca-file", help="with --scheduler tls://...: the certificate authority (PEM) the "

@@ -67,7 +67,7 @@ def _add_search(commands) -> None:
     where = search.add_mutually_exclusive_group()
     where.add_argument("--workers", type=at_most(MAX_WORKERS),
                        help=f"random: a local Dask cluster of K processes on 127.0.0.1, dashboard off (at most "
-                            f"{MAX_WORKERS}: 4 per core of this machine)")
+                            f"{MAX_WORKERS}: 4 per core of this machine); other users of this machine can reach it")
     where.add_argument("--scheduler", help="random: address of a running Dask scheduler, tcp://host:8786 or, with the "
                                            "TLS files, tls://host:8786. A scheduler without TLS runs the code of "
                                            "anyone who reaches it (docs/searches.md)")

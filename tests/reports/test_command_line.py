@@ -229,3 +229,8 @@ def test_the_exit_codes_are_documented():
     section = text.split("## Exit status")[1].split("\n## ")[0]
     for row in ("| 0 |", "| 1 |", "| 2 |", f"| {cli.BROKEN_PIPE} |"):
         assert row in section
+
+
+@pytest.mark.parametrize("command", [["search"], ["suite"]])
+def test_every_scheduler_option_warns_that_a_scheduler_without_tls_runs_anyones_code(capsys, command):
+    assert "A scheduler without TLS runs the code of anyone who reaches it" in " ".join(_help(capsys, command).split())
