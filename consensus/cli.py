@@ -24,7 +24,8 @@ COMMANDS = {
                                  "--method random: on Dask)"),
     "replay": ("sim", "replay", "re-check a stored witness and print its certificate"),
     "compile": ("sim", "compile", "compile the Numba code into its on-disk cache ahead of its first use (once)"),
-    "report": ("reports", "build", "the full verification (about an hour): the HTML report and verdicts.json"),
+    "report": ("reports", "build", "the full verification (about 80 minutes on 2 cores): the HTML report and "
+                                   "verdicts.json"),
     "compare": ("reports", "compare", "compare the verdicts.json of two reports"),
     "bench": (None, None, "a benchmark: sim (the solvers), empirical (the cost of E), search (a search's solver)"),
     "gpu-checks": (None, None, "every GPU check in one call: the paper's protocol on GPT-2 XL and GPT-Neo 2.7B, the "

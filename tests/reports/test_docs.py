@@ -107,3 +107,12 @@ def test_readme_links_point_to_files_of_the_repository():
 def test_no_page_cites_files_that_are_not_in_the_repository():
     texts = [README.read_text(), *(p.read_text() for p in DOCS.rglob("*.md"))]
     assert [t[:40] for t in texts if re.search(r"\b(SPEC|STYLE)(\.md| section)", t)] == []
+
+
+def test_the_time_of_make_report_is_the_same_wherever_it_is_given():
+    """The README's first screen states it; the docs' index and command table, and `consensus --help`, repeat it."""
+    from consensus.cli import COMMANDS
+
+    stated = re.search(r"make report +# [^:]*: (about \d+ minutes on \d+ cores)", README.read_text()).group(1)
+    for text in ((DOCS / "index.md").read_text(), (DOCS / "cli.md").read_text(), COMMANDS["report"][2]):
+        assert stated in " ".join(text.split()) and "an hour" not in text
