@@ -262,7 +262,8 @@ def _replay(args) -> int:
     if args.json:
         certificate = outcome.certificate
         print(json.dumps({"witness": str(args.witness), "claim": outcome.claim, "refuted": outcome.refuted,
-                          "reason": outcome.reason, "numbers": outcome.numbers, "hash_checked": checked,
+                          "float64_evidence_only": outcome.evidence, "reason": outcome.reason,
+                          "numbers": outcome.numbers, "hash_checked": checked,
                           "certificate": {"certified": certificate.certified, "reason": certificate.reason,
                                           "numbers": certificate.numbers}}, indent=1, default=str))
     else:

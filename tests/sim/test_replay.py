@@ -514,6 +514,17 @@ def test_a_start_carried_into_the_ball_only_by_float64_runs_is_evidence_not_a_re
     assert record_of(outcome, "copy").verdict == "failed"
 
 
+def test_replay_json_says_float64_evidence_only(tmp_path, capsys):
+    """``replay --json`` carries the evidence flag: a script reading it tells float64 evidence from a refutation."""
+    assert main(["replay", str(FLOAT64_ONLY_WITNESS), "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["refuted"], printed["float64_evidence_only"]) == (False, True)
+    stored = next(p for p in STORED if p.parent.name == "conj.multihead-causal")
+    assert main(["replay", str(stored), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["refuted"], printed["float64_evidence_only"]) == (True, False)
+
+
 def test_the_same_instance_started_inside_its_ball_refutes_and_a_forged_one_still_fails():
     """The controls of the test above: the attractor of the former witness as its own start lies inside its ball but
     outside D^l(v) (a token at -v), so it is no witness either; the stored hand-made witness, whose start is inside
