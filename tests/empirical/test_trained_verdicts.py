@@ -230,11 +230,14 @@ def test_audits_of_collapsing_models_verify_rate_and_ffn_effect(collapsing):
     assert "Trained weights of gpt2-xl and EleutherAI/gpt-neo-2.7B are on this machine" in section.text
 
 
-def test_control_a_trained_model_slower_than_random_refutes_the_rate_claim(hub, tmp_path):
+def test_control_a_trained_model_no_faster_than_random_does_not_verify_the_rate_claim(hub, tmp_path):
+    """Identity blocks against the tiny architecture's random weights, which barely move E either: their rates cannot
+    be told apart at this budget, which is no evidence either way (``not-run``, saying so); a significantly slower
+    trained model refutes the claim (tests/audit/test_report.py)."""
     _cache(hub, neo=tiny_model("gpt-neo", "still"))
     audits, missing = trained_paper_audits(AUDIT, tmp_path / "audits")
     result = rate_record(audits)
-    assert result.verdict == "refuted"
+    assert result.verdict == "not-run" and "trained indistinguishable" in result.detail, result.detail
     assert list(missing) == [GPT2_XL] and "hf download gpt2-xl" in result.detail
 
 

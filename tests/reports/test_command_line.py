@@ -142,7 +142,8 @@ def test_replay_json_has_one_shape(capsys):
     witness = sorted((ROOT / "sim" / "conjectures" / "witnesses").glob("*/*.json"))[0]
     status = cli.main(["replay", str(witness), "--json"])
     printed = json.loads(capsys.readouterr().out)
-    assert set(printed) == {"witness", "claim", "refuted", "reason", "numbers", "certificate", "hash_checked"}
+    assert set(printed) == {"witness", "claim", "refuted", "float64_evidence_only", "reason", "numbers", "certificate",
+                            "hash_checked"}
     assert status == (0 if printed["refuted"] else 1) and set(printed["certificate"]) == {"certified", "reason",
                                                                                           "numbers"}
 
