@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
+from typing import Any, Callable
 
 from foundation.files import write_json
 from foundation.helpformat import Parser, output_file, parse, positive_integer
@@ -193,13 +194,18 @@ def _suite_distributed(args, chosen, folders, status: int) -> int:
     return status
 
 
-def _suite(args) -> int:
-    """``empirical suite``, its --out locked for its whole life (a second suite into it is refused at once)."""
+def _locked(command: str, body: Callable[[Any], int], args) -> int:
+    """``body(args)`` with ``args.out`` locked for its whole life (a second ``command`` into it is refused at once)."""
     try:
-        with output_lock(args.out, command="empirical suite"):
-            return _suite_locked(args)
+        with output_lock(args.out, command=command):
+            return body(args)
     except OutputError as error:
         return _error(error)
+
+
+def _suite(args) -> int:
+    """``empirical suite``, its --out locked (:func:`_locked`)."""
+    return _locked("empirical suite", _suite_locked, args)
 
 
 def _suite_locked(args) -> int:
@@ -261,12 +267,8 @@ def _bench(args) -> int:
 
 
 def _audit(args) -> int:
-    """``empirical audit``, its --out locked for its whole life (a second audit into it is refused at once)."""
-    try:
-        with output_lock(args.out, command="empirical audit"):
-            return _audit_locked(args)
-    except OutputError as error:
-        return _error(error)
+    """``empirical audit``, its --out locked (:func:`_locked`)."""
+    return _locked("empirical audit", _audit_locked, args)
 
 
 def _audit_locked(args) -> int:
