@@ -168,6 +168,7 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
     manifest["timings"].update(saving_s=writer.seconds, figure_s=time.perf_counter() - plotting)
     manifest["status"] = "complete"
     manifest["passes_done"] = results["passes"]
+    manifest["results"] = {"file": "results.json", "sha256": writer.results_sha256}  # what load_results checks
     manifest["figure"] = figure.name
     manifest["timings"].update(floor_s=floor["seconds"] if previous is None or "floor" not in previous else 0.0,
                                loop_s=loop_seconds, end_to_end_s=time.perf_counter() - started)
@@ -487,6 +488,7 @@ class _Writer:
     twin: "_Twin | None" = None
     pending: Future | None = None
     results_written: float = field(default_factory=time.perf_counter)
+    results_sha256: str | None = None  # of the last results.json written (the complete manifest records it)
     seconds: float = 0.0  # spent saving, the checkpoint's wait included (the manifest's timings["saving_s"])
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
     staging: torch.Tensor | None = None  # CUDA runs: the pinned host buffer the checkpoint's hidden state goes to
@@ -552,7 +554,7 @@ class _Writer:
         """Write and return ``results.json`` after ``state.done`` passes (:func:`results_record`)."""
         results = results_record(state.E, layers, state.done, self.floor, self.rule, self.manifest["dtype"],
                                  self.twin)
-        write_json(self.out / "results.json", results)
+        self.results_sha256 = write_json(self.out / "results.json", results)
         self.results_written = time.perf_counter()
         return results
 
@@ -673,11 +675,18 @@ def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
 
 
 def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged."""
+    """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged, or if
+    results.json is not the file whose sha256 a complete run's manifest records (a run written before manifests
+    recorded it is read unchecked)."""
     out = Path(out)
     if not out.is_dir():
         raise ValueError(f"{out} is not a folder: a run folder is one written by `python -m empirical run --out DIR`.")
     manifest, results = read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+    recorded = (manifest.get("results") or {}).get("sha256")
+    if recorded is not None and sha256(out / "results.json") != recorded:
+        raise ValueError(f"{out / 'results.json'} is not the file its run wrote (its sha256 differs from the one "
+                         "manifest.json records): rerun into the folder to make it again from the checkpoint, or "
+                         "delete the folder to run afresh.")
     _check_shape(results, out / "results.json")
     return manifest, results
 

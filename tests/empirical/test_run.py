@@ -232,6 +232,8 @@ def test_damaged_run_folder_is_refused_with_a_clear_error(finished_run, tmp_path
     pytest.param(lambda f: (f / "results.json").write_text('{"passes": 2}'), "results.json must be a JSON object with "
                  "'E'", id="results-without-E"),
     pytest.param(lambda f: _truncate(f / "manifest.json"), "manifest.json cannot be read as JSON", id="manifest"),
+    pytest.param(lambda f: _edit_results(f, E_final=0.0), "results.json is not the file its run wrote",
+                 id="results-edited"),
 ])
 def test_damaged_results_are_refused_when_read(finished_run, tmp_path, damage, message):
     folder = tmp_path / "run"
@@ -239,6 +241,29 @@ def test_damaged_results_are_refused_when_read(finished_run, tmp_path, damage, m
     damage(folder)
     with pytest.raises(ValueError, match=message):
         load_results(folder)
+
+
+def _edit_results(folder, **changes):
+    """results.json rewritten, valid JSON of the right shape, with ``changes`` (another process's or a hand's edit)."""
+    results = json.loads((folder / "results.json").read_text())
+    (folder / "results.json").write_text(json.dumps({**results, **changes}))
+
+
+def test_an_edited_results_file_is_not_reused_and_a_rerun_makes_it_again(finished_run, tmp_path):
+    """A complete run's manifest records results.json's sha256: the suite does not take an edited copy as finished,
+    and a rerun into the folder writes it again from the checkpoint (the control: the untouched copy loads and is
+    finished)."""
+    from empirical.suite import finished
+
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
+    manifest, results = load_results(folder)
+    assert manifest["results"] == {"file": "results.json", "sha256": sha256(folder / "results.json")}
+    assert finished(folder, GOOD)
+    _edit_results(folder, E_mean=[0.0] * len(results["E_mean"]))
+    assert not finished(folder, GOOD)
+    again = run_experiment(GOOD, folder, progress=False)
+    assert again["E_mean"] == results["E_mean"] and load_results(folder)[1]["E_mean"] == results["E_mean"]
 
 
 def test_damaged_checkpoint_is_an_error_of_the_command(finished_run, tmp_path, capsys):
