@@ -682,12 +682,12 @@ def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if not out.is_dir():
         raise ValueError(f"{out} is not a folder: a run folder is one written by `python -m empirical run --out DIR`.")
     manifest, results = read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+    _check_shape(results, out / "results.json")  # what is wrong with a damaged file, before that it differs
     recorded = (manifest.get("results") or {}).get("sha256")
     if recorded is not None and sha256(out / "results.json") != recorded:
         raise ValueError(f"{out / 'results.json'} is not the file its run wrote (its sha256 differs from the one "
                          "manifest.json records): rerun into the folder to make it again from the checkpoint, or "
                          "delete the folder to run afresh.")
-    _check_shape(results, out / "results.json")
     return manifest, results
 
 
