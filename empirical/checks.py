@@ -218,7 +218,7 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                   paper_figure: str, statement: str, *, rule: CollapseRule = CollapseRule()) -> CheckResult:
     """emp.no-ffn / emp.full (convergence part) on trained GPT-2 XL / GPT-Neo 2.7B, from the runs whose weights
     are on this machine, by :func:`collapse_verdict`; ``not-run`` also when no paper model's weights are here, and
-    when the runs there are converge but a model is ``missing`` (the claim is about both: one model's convergence
+    when the runs there converge but a model is ``missing`` (the claim is about both: one model's convergence
     does not verify it; one model's settled run goes against it). ``missing`` maps the models that did not run to
     the command that runs them."""
     absent = "; ".join(f"{model}: {command}" for model, command in missing.items())
@@ -229,12 +229,11 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                    f"folder, not in the Hugging Face cache). To run it, {absent}. The same question on trained models "
                    f"of other families is the claim emp.in-kind-trained.")
     summaries = [summary(m, r, rule) for m, r in runs]
-    verdict = collapse_verdict(summaries)
-    if verdict == "verified" and missing:
-        verdict = "not-run"
+    shown = collapse_verdict(summaries)  # what the runs here show
+    verdict = "not-run" if shown == "verified" and missing else shown
     plot_families(runs, figure_path, f"{paper_figure}: {statement}")
     detail = ("Trained weights, as printed: " + "; ".join(f"{describe(m)}, weights from {_source(m)}" for m, _ in runs)
-              + f". Rule: {rule.describe()}. {_OUTCOME[collapse_verdict(summaries)]}: {_findings(summaries, rule)}."
+              + f". Rule: {rule.describe()}. {_OUTCOME[shown]}: {_findings(summaries, rule)}."
               + _how_to_decide(summaries, rule) + (f" Not run (weights absent), so the claim about both models has "
                                                     f"no verdict from these alone: {absent}." if missing else ""))
     return _record(verdict, detail, runs, summaries, rule, Figure(str(figure_path), statement, paper_figure),
