@@ -124,9 +124,16 @@ PROFILES: dict[str, tuple[Variant, ...]] = {
 #: in minutes. It shows that the report's path works within its memory, not what the claims come to.
 SMOKE_STAND_INS = {GPT2_XL: "tiny-gpt2", GPT_NEO: "tiny-gpt-neo"}
 SMOKE_SIZES = dict(prompts=2, length=16, passes=12)  # horizon 12 passes: the grid reads 6 to 24
-PROFILES["smoke"] = tuple(
-    replace(v, model=SMOKE_STAND_INS.get(v.model, v.model), twin=TWIN, **SMOKE_SIZES) for v in PROFILES["cpu"]
-    if not (v.weights == "trained" and v.model in PAPER_MODELS))  # twinned, as on a GPU: tiny models afford it
+
+
+def smoke_stand_in(variant: Variant) -> Variant:
+    """``variant`` of the cpu profile at the smoke scale: its model stood in for (:data:`SMOKE_STAND_INS`), on
+    :data:`SMOKE_SIZES`, twinned as on a GPU (tiny models afford it)."""
+    return replace(variant, model=SMOKE_STAND_INS.get(variant.model, variant.model), twin=TWIN, **SMOKE_SIZES)
+
+
+PROFILES["smoke"] = tuple(smoke_stand_in(v) for v in PROFILES["cpu"]
+                          if not (v.weights == "trained" and v.model in PAPER_MODELS))
 
 
 def left_at_this_scale(variant: Variant) -> bool:
@@ -145,8 +152,7 @@ def report_variants(*keys: str) -> tuple[Variant, ...]:
         raise ValueError(f"{unknown} are not variants of the cpu profile: {sorted(by_key)}.")
     if report_scale() != "smoke":
         return tuple(by_key[key] for key in keys if not left_at_this_scale(by_key[key]))
-    return tuple(replace(by_key[key], model=SMOKE_STAND_INS.get(by_key[key].model, by_key[key].model), twin=TWIN,
-                         **SMOKE_SIZES) for key in keys)
+    return tuple(smoke_stand_in(by_key[key]) for key in keys)
 
 
 def needs_weights(variant: Variant) -> bool:
