@@ -35,7 +35,7 @@ SETTINGS_FILE = "settings.json"
 LOCK_HOLDER = ".lock.json"
 #: The layout version of each machine-readable output, written into it as ``schema_version``; its JSON Schema is
 #: ``foundation/schemas/<name>.schema.json`` (bump both when a required key changes).
-SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "witness": 2, "verdicts": 1}
+SCHEMA_VERSIONS = {"settings": 1, "results": 1, "summary": 1, "seek-summary": 1, "witness": 2, "verdicts": 1}
 #: The folder of those JSON Schemas (installed with the package).
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from foundation.files import write_json
-from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
+from foundation.outputs import SCHEMA_VERSIONS, check_output_folder, claim_output_folder, output_lock, say_rebuilt
 from sim.conjectures.distributed import SEARCH_COMMAND
 from sim.conjectures.replay import make_witness
 from sim.conjectures.seek import seek
@@ -70,8 +70,9 @@ def seek_settings(claim: str, budget: float, seed: int, instances: int | None, k
 
 def run_seek(claim: str, out: Path | str, budget: float, seed: int = 0, instances: int | None = None,
              keep: int = STORED_WITNESSES) -> dict:
-    """Seek ``claim`` for ``budget`` CPU seconds (at most ``instances`` instances); write ``out/summary.json`` and up
-    to ``keep`` witnesses ``out/witnesses/<claim>/seek-<seed>-<k>-l<l>-d<d>-h<h>.json``; return the summary. An
+    """Seek ``claim`` for ``budget`` CPU seconds (at most ``instances`` instances); write ``out/summary.json`` (schema:
+    foundation/schemas/seek-summary.schema.json) and up to ``keep`` witnesses
+    ``out/witnesses/<claim>/seek-<seed>-<k>-l<l>-d<d>-h<h>.json``; return the summary. An
     ``OutputError`` (one line) before the search when ``out`` cannot take its output (see the module's docstring)."""
     with output_lock(out, command=SEARCH_COMMAND):
         output = check_output_folder(out, command=SEARCH_COMMAND,
@@ -80,8 +81,8 @@ def run_seek(claim: str, out: Path | str, budget: float, seed: int = 0, instance
         witnesses = dict(_witness(claim, record) for record in summary["hit_records"][:keep])
         out = claim_output_folder(output)
         _store(out / "witnesses" / claim, witnesses)
-        summary = dict(summary, witnesses=list(witnesses), rejected=rejected_counts(summary),
-                       result=result_line(claim, summary, len(witnesses)))
+        summary = dict(schema_version=SCHEMA_VERSIONS["seek-summary"], **summary, witnesses=list(witnesses),
+                       rejected=rejected_counts(summary), result=result_line(claim, summary, len(witnesses)))
         write_json(out / "summary.json", summary, default=float)
     return summary
 

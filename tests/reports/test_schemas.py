@@ -12,6 +12,7 @@ from foundation.outputs import SCHEMA_VERSIONS, SCHEMAS, SETTINGS_FILE, schema_p
 from sim.conjectures.families import FAMILIES
 from sim.conjectures.distributed import run_search
 from sim.conjectures.search import planted
+from sim.conjectures.seeking import run_seek
 from tests.sim.test_conjectures import _repulsive, _repulsive_hypotheses
 
 
@@ -63,6 +64,35 @@ def test_a_search_writes_a_summary_and_witnesses_that_validate(tmp_path):
     for name in summary["witnesses"]:
         assert assert_valid("witness", tmp_path / "witnesses" / "planted.repulsive" / f"{name}.json")["P"]
     assert_valid("settings", tmp_path / SETTINGS_FILE)
+
+
+def test_a_seeking_search_writes_a_summary_and_witnesses_that_validate(tmp_path):
+    """One instance of conj.nonsymmetric-full, seed 0: a certified hit (the instance is seeded; tests/sim/test_karagodin.py
+    finds the same hit by the CLI)."""
+    summary = run_seek("conj.nonsymmetric-full", tmp_path, budget=60.0, seed=0, instances=3)
+    written = assert_valid("seek-summary", tmp_path / "summary.json")
+    assert written["witnesses"] == summary["witnesses"] != [] and written["search"] == "seek"
+    for name in summary["witnesses"]:
+        assert assert_valid("witness", tmp_path / "witnesses" / "conj.nonsymmetric-full" / f"{name}.json")["P"]
+    assert_valid("settings", tmp_path / SETTINGS_FILE)
+
+
+def test_a_seek_summary_is_not_a_random_search_summary_nor_the_reverse(tmp_path):
+    """The two summary.json layouts are told apart by their schemas: neither validates against the other's."""
+    run_seek("conj.gradient-equilibria", tmp_path / "seek", budget=60.0, instances=1)
+    seek_summary = json.loads((tmp_path / "seek" / "summary.json").read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(seek_summary, schema("summary"), cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(seek_summary, schema("seek-summary"), cls=jsonschema.Draft202012Validator)
+    del seek_summary["result"]
+    with pytest.raises(jsonschema.ValidationError, match="result"):
+        jsonschema.validate(seek_summary, schema("seek-summary"), cls=jsonschema.Draft202012Validator)
+    family = planted(FAMILIES["conj.gradient-equilibria"], claim="planted.repulsive", tokens=(2,), dims=(2,),
+                     horizon=50.0, decode=_repulsive, hypotheses=_repulsive_hypotheses)
+    random_summary = run_search(family, 4, tmp_path / "random", chunk_size=4, adversarial=False, progress=False)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(json.dumps(random_summary, default=float)), schema("seek-summary"),
+                            cls=jsonschema.Draft202012Validator)
 
 
 def test_a_test_run_writes_verdicts_that_validate(pytester):
