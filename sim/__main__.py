@@ -328,8 +328,9 @@ def _search(parser: argparse.ArgumentParser, args) -> int:
     witnesses = args.out / "witnesses" / args.claim
     witnesses_found = len(summary["witnesses"])
     result = (f"refuted by {witnesses_found} witnesses" if witnesses_found else
-              f"no certified counterexample in {summary['instances']} instances (random sampling and differential "
-              f"evolution, {summary['instances_integrated']} integrated; family: {summary['family']})")
+              f"no certified counterexample in {summary['instances']} instances (random sampling"
+              f"{'' if args.no_adversarial else ' and differential evolution'}, {summary['instances_integrated']} "
+              f"integrated; family: {summary['family']})")
     reasons: dict[str, int] = {}
     for hit in summary["rejected_hits"]:
         from sim.conjectures.seeking import reason_class

@@ -14,8 +14,9 @@ counterexample is removed on a chunk's word (only one of a chunk beyond a smalle
 
 Security: a Dask scheduler without TLS runs the code of anyone who reaches it, in its workers and, through the
 pickled results, in this process. Within :func:`foundation.dask_tls.tls_config` (the command line's ``--tls-ca-file``, ``--tls-cert``,
-``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local cluster (``workers=``) listens
-on 127.0.0.1 only, with its dashboard off: other machines cannot reach it, the other users of this machine can.
+``--tls-key``; or any Dask configuration of ``distributed.comm.tls``) the search connects over mutual TLS. A local
+cluster (``workers=``) listens on 127.0.0.1 only, with its dashboard off, and speaks mutual TLS with a certificate
+made for it alone: other machines cannot reach it, and the other users of this machine cannot use it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONN
     if workers is None and scheduler is None:
         return stack, None
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     if scheduler is not None:
         _check_address(scheduler)
@@ -90,13 +92,14 @@ def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONN
                                   " give --tls-ca-file, --tls-cert and --tls-key") from None
         stack.callback(client.close)
         return stack, client
-    # Loopback only, no dashboard: other machines reach neither. Every user of this machine can reach a loopback port,
-    # and so run code in the workers (docs/searches.md: on a shared machine, a TLS cluster). LocalCluster(security=True)
-    # would close that with temporary certificates, but it needs the package `cryptography`, not a dependency here.
+    # Loopback only, no dashboard: other machines reach neither. Every user of this machine can reach a loopback port;
+    # mutual TLS with a certificate made for this cluster alone (Security.temporary: a fresh key, in memory only, that
+    # the package `cryptography` makes) keeps them from running code in the workers or, through pickled results, here.
+    security = Security.temporary()
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None)
+                           protocol="tls://", security=security, dashboard_address=None)
     stack.callback(cluster.close)
-    client = Client(cluster)
+    client = Client(cluster, security=security)
     stack.callback(client.close)
     return stack, client
 

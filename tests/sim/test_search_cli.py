@@ -36,7 +36,8 @@ def test_cli_writes_the_summary(tmp_path, capsys):
     assert main(["search", "--json", "--method", "random", "conj.gradient-equilibria", "--instances", "2", "--chunk-size", "2", "--out",
                  str(tmp_path), "--no-adversarial", "--quiet"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["result"].startswith("no certified counterexample in 2 instances") and printed["summary"] == str(tmp_path / "summary.json")
+    assert printed["result"].startswith("no certified counterexample in 2 instances (random sampling, 2 integrated")
+    assert printed["summary"] == str(tmp_path / "summary.json")
     assert printed["witnesses"] == []  # the paths of the witness files, none for a supported conjecture
     assert json.loads((tmp_path / "summary.json").read_text())["instances"] == 2
 

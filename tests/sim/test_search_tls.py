@@ -1,6 +1,6 @@
 """``consensus search --scheduler tls://...``: a search over mutual TLS on loopback runs; a client without the
-certificate is refused (issue 37, item 5). The certificates are made here with the ``openssl`` command line (the
-``cryptography`` package is not installed)."""
+certificate is refused (issue 37, item 5). The certificates are made here with the ``openssl`` command line, as a
+cluster's administrator would. A local cluster (``--workers``) makes its own, in memory."""
 
 import json
 import shutil
@@ -106,3 +106,4 @@ def test_a_client_without_tls_is_refused(tls_cluster, tmp_path):
         run_search("conj.gradient-equilibria", 2, tmp_path / "b", chunk_size=2, adversarial=False, progress=False,
                    scheduler=address.replace("tls://", "tcp://"))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
