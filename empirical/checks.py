@@ -25,9 +25,8 @@ from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 
 import numpy as np
-import torch
 
-from .decision import CollapseRule, decide_grid, float64_floor, pass_ends, precision_check, run_verdict
+from .decision import CollapseRule, decide_grid, pass_ends, precision_check, run_verdict
 from .figures import describe, floor_of, plot_families, plot_overlay
 from .prompts import GPT2_VOCAB_SIZE, PAPER_SEED, authors_prompts, decode_gpt2, gpt2_vocabulary_file
 
@@ -65,10 +64,13 @@ def _precision(manifest: dict[str, Any], results: dict[str, Any], floor: float, 
     twin = results.get("twin")
     if not twin:
         return None
+    twin_floor = manifest["floor"].get("float64_twin")
+    if not twin_floor:
+        raise ValueError(f"the run {describe(manifest)} has a float64 twin but no measured floor of it in its manifest "
+                         "(it predates twin floors): rerun it into a fresh folder.")
     E = np.asarray(results["E"], dtype=np.float64)[: twin["prompts"]].mean(0)
-    eps = float(torch.finfo(getattr(torch, manifest["dtype"])).eps)
     return precision_check(E.tolist(), twin["E_mean"], results["layers"], twin["prompts"], floor,
-                           float64_floor(manifest["floor"]["E_floor"], eps), rule)
+                           twin_floor["E_floor"], rule)
 
 
 def _twin_column(s: dict[str, Any]) -> str:

@@ -293,21 +293,11 @@ def grid_needs_more_passes(E: Sequence[float], layers: int, floor: float | Seque
     return any(needs_more_passes(E, layers, floor, cell) for cell in rule.grid().values())
 
 
-def float64_floor(E_floor: float, dtype_eps: float) -> float:
-    """The floor of E in float64 for a run whose dtype has unit roundoff ``dtype_eps`` and measured floor ``E_floor``:
-    ``E_floor * eps(float64) / dtype_eps``. Reason: the measured floor is rounding of one pass from a near-consensus
-    state, proportional to the unit roundoff (docs/empirical.md: about ``sqrt(width) * eps``), so float64's is the
-    same multiple of its own eps. Never above ``E_floor``."""
-    if not (math.isfinite(E_floor) and E_floor > 0 and 0 < dtype_eps < 1):
-        raise ValueError(f"E_floor={E_floor!r} must be positive and finite and dtype_eps={dtype_eps!r} in (0, 1).")
-    return E_floor * min(1.0, float(np.finfo(np.float64).eps) / dtype_eps)
-
-
 @dataclass(frozen=True)
 class PrecisionCheck:
     """A run and its float64 twin decided on the same (twinned) prompts: ``dtype`` is the grid decision of the run's
-    mean E over those prompts with the run's effective floor, ``float64`` the twin's with float64's floor
-    (:func:`float64_floor`); they ``agree`` when the two grid verdicts are the same."""
+    mean E over those prompts with the run's effective floor, ``float64`` the twin's with its own floor (measured on
+    the float64 copy as the run's is: :mod:`empirical.floor`); they ``agree`` when the two grid verdicts are the same."""
 
     prompts: int
     dtype: GridDecision

@@ -30,7 +30,7 @@ from foundation.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_fold
                              say_rebuilt, unreadable)
 
 from .adapters import BlockInputs, adapter_class, adapter_for
-from .decision import (CollapseRule, PrecisionCheck, decide_grid, float64_floor, needs_more_passes, pass_ends,
+from .decision import (CollapseRule, PrecisionCheck, decide_grid, needs_more_passes, pass_ends,
                        precision_check, run_verdict)
 from .figures import plot_run
 from .floor import measure_floor
@@ -137,10 +137,13 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
     checkpoint = Checkpoint(out, settings)
     state = _start(settings, model, adapter, device, checkpoint if previous is not None else None, previous)
     prepared = time.perf_counter()
-    twin = _Twin.start(settings, model, state, checkpoint if state.resumed_from else None, loaded.device_map)
+    recorded = (previous or {}).get("floor")
+    twin = _Twin.start(settings, model, state, checkpoint if state.resumed_from else None, loaded.device_map,
+                       (recorded or {}).get("float64_twin"))
     twinned = time.perf_counter()
-    floor = (previous or {}).get("floor") or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn,
-                                                             metric=settings.metric)
+    floor = recorded or measure_floor(adapter, state.embeddings, state.inputs, ffn=settings.ffn,
+                                      metric=settings.metric)
+    floor["float64_twin"] = twin.floor if twin is not None else None
     rule = rule or (until[0] if until else CollapseRule())
     manifest = _manifest(settings, loaded, state, floor, until, {
         "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built,
@@ -340,26 +343,29 @@ class _Twin:
     x: torch.Tensor
     columns: list[torch.Tensor]
     inputs: BlockInputs
-    run_eps: float
+    #: The twin's own floor of E, measured as the run's is (:func:`empirical.floor.measure_floor`) on the float64 copy:
+    #: the manifest's ``floor["float64_twin"]`` record.
+    floor: dict[str, Any]
     seconds: float = 0.0
 
     @classmethod
     def start(cls, settings: RunSettings, model, state: _Progress, checkpoint: "Checkpoint | None",
-              device_map: str | None) -> "_Twin | None":
-        """The twin of a run starting (or resuming from ``checkpoint``) at ``state``; ``None`` without ``--twin``."""
+              device_map: str | None, floor: dict[str, Any] | None = None) -> "_Twin | None":
+        """The twin of a run starting (or resuming from ``checkpoint``) at ``state``; ``None`` without ``--twin``.
+        ``floor``: the twin's floor record of the run resumed, else it is measured on the twin's embeddings."""
         if settings.twin is None:
             return None
         if device_map is not None:
             raise ValueError("--twin float64 is not supported for a model sharded over several GPUs; use one GPU "
                              "or leave --twin out.")
-        run_eps = float(torch.finfo(next(model.parameters()).dtype).eps)
         twin_model = float64_copy(model)
         adapter = adapter_for(twin_model)
         prompts = min(settings.twin_prompts, settings.prompts)
         ids = torch.tensor(state.ids[:prompts], device=_input_device(twin_model, state.x.device))
         x, e0 = embed(adapter, ids, metric=settings.metric)
         inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
-        twin = cls(settings, twin_model, adapter, prompts, x, [e0[:, None].double()], inputs, run_eps)
+        floor = floor or measure_floor(adapter, x, inputs, ffn=settings.ffn, metric=settings.metric)
+        twin = cls(settings, twin_model, adapter, prompts, x, [e0[:, None].double()], inputs, floor)
         if checkpoint is not None:
             twin._resume(checkpoint, state.done)
         return twin
@@ -418,14 +424,13 @@ class _Twin:
                 "divergence": divergence.tolist(), "divergence_max": float(divergence.max()),
                 "E": mine.tolist(), "E_mean": mine.mean(0).tolist()}
 
-    def precision(self, E: torch.Tensor, layers: int, columns: int, E_floor: float, effective_floor: float,
+    def precision(self, E: torch.Tensor, layers: int, columns: int, effective_floor: float,
                   rule: CollapseRule) -> PrecisionCheck:
         """The run's ``E`` ``(prompts, ...)`` and the twin decided on the twinned prompts, the first ``columns``
-        measurements (:func:`empirical.decision.precision_check`; float64's floor from the run's measured
-        ``E_floor``: :func:`empirical.decision.float64_floor`)."""
+        measurements (:func:`empirical.decision.precision_check`), the twin with its own measured floor."""
         return precision_check(E[: self.prompts, :columns].double().mean(0).tolist(),
                                self.E[:, :columns].mean(0).tolist(), layers, self.prompts, effective_floor,
-                               float64_floor(E_floor, self.run_eps), rule)
+                               self.floor["E_floor"], rule)
 
     def release(self) -> None:
         """Drop the float64 model and state (their memory goes back with the run)."""
@@ -622,7 +627,7 @@ def _undecided(E_mean: list[float], state: _Progress, twin: "_Twin | None", laye
     if twin is None:
         return False
     twin_mean = twin.E.mean(0).tolist()
-    return any(needs_more_passes(twin_mean, layers, float64_floor(E_floor, twin.run_eps), rule) for rule in until)
+    return any(needs_more_passes(twin_mean, layers, twin.floor["E_floor"], rule) for rule in until)
 
 
 def _means(state: _Progress, layers: int) -> list[float]:
@@ -648,7 +653,7 @@ def results_record(E: torch.Tensor, layers: int, passes: int, floor: float, rule
     columns = passes * layers + 1
     twin_record = twin.record(E, columns) if twin is not None else None
     effective = effective_floor_fields(floor, E[:, :columns], twin)["effective_floor"]
-    precision = twin.precision(E, layers, columns, floor, effective, rule) if twin is not None and passes else None
+    precision = twin.precision(E, layers, columns, effective, rule) if twin is not None and passes else None
     E = E[:, :columns].double()
     mean = E.mean(0).tolist()
     ends = pass_ends(mean, layers, passes)

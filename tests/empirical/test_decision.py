@@ -6,11 +6,10 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from empirical.checks import check_in_kind, check_random_weights, check_trained, collapse_verdict
 from empirical.decision import (CollapseRule, decide, decide_grid, grid_needs_more_passes, needs_more_passes,
-                                float64_floor, pass_ends, precision_check, run_verdict)
+                                pass_ends, precision_check, run_verdict)
 from empirical.run import RunSettings, load_results, run_experiment
 
 from .tiny_trained import BUDGET, RULE, tiny_model
@@ -291,7 +290,7 @@ def test_each_verdict_is_reached_on_a_tiny_model_over_the_whole_grid(decided, ki
     else:
         # (or its float64 twin's grid, which has to decide too: the run compares the two on as many passes)
         assert results["passes"] < 2 * RULE.horizon
-        twin_floor = float64_floor(floor, float(torch.finfo(torch.float32).eps))
+        twin_floor = manifest["floor"]["float64_twin"]["E_floor"]
         assert (grid_needs_more_passes(results["E_mean"][: -layers], layers, floor, RULE)
                 or grid_needs_more_passes(results["twin"]["E_mean"][: -layers], layers, twin_floor, RULE))
 
