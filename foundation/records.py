@@ -16,10 +16,14 @@ from .registry import CLAIMS_BY_ID
 
 #: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``supported``: a conjecture
 #: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``.
-#: ``unsupported``, its dual for an empirical claim about a limit (``emp.*``: "mean E -> 0"): a finite run went against
-#: it within its stated horizon (E settled at a level), which never refutes a statement about the limit.
+#: ``unsupported``, its dual for a statement about a limit checked by a finite computation (an ``emp.*`` claim's "mean
+#: E -> 0"; a theorem's convergence as t -> oo run to a horizon): the run went against it within its stated horizon,
+#: which never refutes a statement about the limit. Hence only from a finite method (:data:`FINITE_METHODS`).
 VERDICTS = ("failed", "refuted", "discrepancy", "unsupported", "verified", "supported", "not-run")
 NO_CHECK = "no check yet"
+#: The evidence kinds (``foundation.registry.EVIDENCE_KINDS``) that are finite computations: runs, simulations,
+#: samples. Only these give ``unsupported``.
+FINITE_METHODS = ("numeric", "figure", "empirical", "monte-carlo")
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,9 @@ class CheckResult:
                              f"only a proof (method 'proof') gives 'verified'; not {self.verdict!r} by {self.method!r}.")
         if self.verdict == "supported" and not conjecture:
             raise ValueError(f"verdict 'supported' is for conjectures (conj.*); {self.claim!r} is not one.")
-        if self.verdict == "unsupported" and not self.claim.startswith("emp."):
-            raise ValueError(f"verdict 'unsupported' is for the empirical claims about a limit (emp.*), where a finite "
-                             f"run goes against them; {self.claim!r} is not one.")
+        if self.verdict == "unsupported" and (conjecture or self.method not in FINITE_METHODS):
+            raise ValueError(f"verdict 'unsupported' is for a statement about a limit that a finite run ({FINITE_METHODS})"
+                             f" went against; not for a conjecture nor by {self.method!r} ({self.claim!r}).")
         if self.verdict == "discrepancy" and not (self.printed and self.corrected):
             raise ValueError("a 'discrepancy' verdict must carry the printed statement and the corrected one.")
         if self.tolerance is not None and not self.tolerance_reason:

@@ -28,15 +28,24 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
                      "only a proof .* not 'verified' by 'search'", id="conjecture-verified-by-a-search"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
                      id="theorem-supported"),
-        pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "empirical claims",
+        pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "not for a conjecture",
                      id="conjecture-unsupported"),
-        pytest.param(dict(claim="full.wendel", method="exact", verdict="unsupported"), "empirical claims",
-                     id="theorem-unsupported"),
+        pytest.param(dict(claim="conj.value-full", method="numeric", verdict="unsupported"), "not for a conjecture",
+                     id="conjecture-unsupported-by-a-run"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="unsupported"), "not for a conjecture nor by 'exact'",
+                     id="exact-check-unsupported"),
     ],
 )
 def test_invalid_record_is_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CheckResult(**kwargs)
+
+
+@pytest.mark.parametrize("claim, method", [("emp.full", "empirical"), ("full.convergence", "numeric"),
+                                           ("full.wendel", "monte-carlo"), ("sim.fig4", "figure")])
+def test_a_finite_run_of_a_claim_may_leave_it_unsupported(claim, method):
+    """The control of the rejections above: a run, a simulation, a sample (any claim but a conjecture)."""
+    assert CheckResult(claim, method, "unsupported").verdict == "unsupported"
 
 
 def test_record_json_handles_numpy_and_non_finite_numbers():
