@@ -58,6 +58,17 @@ def parser(prog: str = "consensus") -> argparse.ArgumentParser:
     return top
 
 
+def bench_parser(prog: str) -> argparse.ArgumentParser:
+    """``consensus bench``'s parser, named ``prog``: it lists the benchmarks; each one's options are its package's."""
+    bench = argparse.ArgumentParser(prog=prog, description="A benchmark of the suite (docs/simulation.md, "
+                                    "docs/empirical.md, docs/searches.md).",
+                                    epilog=f"`{prog} WHICH --help` shows a benchmark's options.")
+    which = bench.add_subparsers(dest="which", metavar="WHICH", title="benchmarks")
+    for name, (package, command) in BENCHMARKS.items():
+        which.add_parser(name, help=f"python -m {package} {command}", add_help=False)
+    return bench
+
+
 def version() -> str:
     """The installed distribution's version (``importlib.metadata``), or a note that it is not installed."""
     from importlib.metadata import PackageNotFoundError, version as installed
@@ -99,8 +110,12 @@ def _main(argv: list[str], prog: str) -> int:
     package, command, _ = COMMANDS[name]
     prog = f"{top.prog} {name}"
     if name == "bench":
+        bench = bench_parser(prog)
+        if rest[:1] in (["-h"], ["--help"]):
+            bench.print_help()
+            return 0
         if not rest or rest[0] not in BENCHMARKS:
-            top.error(f"argument WHICH of `consensus bench WHICH`: must be one of {', '.join(BENCHMARKS)}")
+            bench.error(f"argument WHICH: must be one of {', '.join(BENCHMARKS)}")
         prog = f"{prog} {rest[0]}"
         (package, command), rest = BENCHMARKS[rest[0]], rest[1:]
     if name == "gpu-checks":  # a script of several packages' commands (consensus/gpu_script.py)

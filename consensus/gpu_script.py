@@ -111,7 +111,7 @@ def _refuse(message: str) -> int:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """``consensus gpu-checks ARGV``; exit status 0 when every step succeeded, 1 when one failed, 2 bad input."""
-    parser = Parser(prog=prog or "python -m consensus gpu-checks", description=__doc__.splitlines()[0])
+    parser = Parser(prog=prog or "python -m consensus gpu-checks", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--out", type=Path, required=True, help="the folder of the call's JSON files")
     parser.add_argument("--tiny", action="store_true",
                         help="every step at its smallest sizes (on the CPU without a GPU): a smoke test")

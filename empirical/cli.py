@@ -25,7 +25,7 @@ from .settings import (ALPHA, ATTN_IMPLEMENTATIONS, DEVICES, DTYPE_NAMES, HORIZO
                        SMOLLM2, THRESHOLD, TINY_PASSES, TWINS, WEIGHTS, WINDOW, GPU_PASSES, AuditSettings,
                        RunSettings)
 
-#: The benchmark's defaults (SPEC section 7): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
+#: The benchmark's defaults (docs/empirical.md): SmolLM2, 16 prompts of 200 tokens, 2 passes, 5 rounds.
 BENCH_DEFAULTS = {"model": SMOLLM2, "prompts": 16, "length": 200, "passes": 2, "rounds": 5}
 #: The audit's dtypes (weights stored in float32; bfloat16 halves the memory of the largest models).
 AUDIT_DTYPES = ("float32", "bfloat16")
@@ -459,7 +459,7 @@ def _add_suite(commands) -> None:
 
 
 def _add_bench(commands) -> None:
-    bench = commands.add_parser("bench", help="the section-7 benchmark: the cost of measuring E after every block",
+    bench = commands.add_parser("bench", help="the benchmark of the cost of measuring E after every block (docs/empirical.md)",
                                 description="The cost of measuring E after every block (empirical/bench.py).")
     bench.add_argument("--model", default=BENCH_DEFAULTS["model"],
                        help="smollm2-135m or gemma3-270m (embedded), or any model with trained weights (see "

@@ -131,7 +131,7 @@ def _how_to_get(name: str) -> str:
     return (f"Get the weights on a machine with network access: `hf download {name}` (they land in the "
             f"Hugging Face cache, ~/.cache/huggingface, or HF_HOME), or save them with "
             f"`AutoModelForCausalLM.from_pretrained({name!r}).save_pretrained(DIR)` and pass --model DIR. "
-            f"Random-weight runs need no download: --weights random or redrawn.")
+            f"Random-weight runs need no download: --weights random (and, for `consensus run`, redrawn).")
 
 
 def _gguf_file(name: str) -> Path | None:

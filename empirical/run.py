@@ -686,6 +686,9 @@ def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     out = Path(out)
     if not out.is_dir():
         raise ValueError(f"{out} is not a folder: a run folder is one written by `python -m empirical run --out DIR`.")
+    if not (out / "manifest.json").exists():
+        raise ValueError(f"{out} has no manifest.json: it is not a run folder (one written by `python -m empirical run "
+                         "--out DIR`), or one whose manifest was deleted (run into it again to make it afresh).")
     manifest, results = read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
     _check_shape(results, out / "results.json")  # what is wrong with a damaged file, before that it differs
     recorded = (manifest.get("results") or {}).get("sha256")

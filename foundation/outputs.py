@@ -115,8 +115,8 @@ def check_writable_folder(path: Path | str, *, option: str = "--out") -> Path:
         with tempfile.TemporaryFile(dir=existing):  # created and removed: a probe, not an output
             pass
     except OSError as error:
-        raise OutputError(f"{option} {path} must be a folder this user can write to; {existing} is not writable "
-                          f"({error.strerror}).") from error
+        raise OutputError(f"{option} {path} must be a folder this user can write to; no file can be created in "
+                          f"{existing} ({error.strerror}).") from error
     return folder
 
 

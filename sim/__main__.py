@@ -4,7 +4,7 @@
 sampling in chunks, on Dask) and ``python -m sim replay WITNESS.json`` and ``python -m sim compile``.
 
 ``figure`` writes ``figN.png`` and ``figN.json`` (the plotted data and the check of the paper's
-observation); ``bench`` runs the solver benchmark of SPEC section 7 and writes its JSON (and, with
+observation); ``bench`` runs the solver benchmark (docs/simulation.md) and writes its JSON (and, with
 ``--section``, the report section), then compares the compiled integrations with diffrax, torchdiffeq and torchode
 (``sim.bench.peers``); ``compile`` compiles the Numba code into its on-disk cache ahead of its first use
 (``sim.solvers.ahead``; the install step runs it); ``search-bench`` measures a search's integrations against a
@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_bench(commands) -> argparse.ArgumentParser:
     """``bench``: the solvers against SciPy, the backends, and the peers (on the CPU or a GPU)."""
-    bench = commands.add_parser("bench", help="the solver benchmark (SPEC section 7)")
+    bench = commands.add_parser("bench", help="the solver benchmark (docs/simulation.md)")
     bench.add_argument("--out", type=output_file, help="write the results as JSON to this file")
     bench.add_argument("--section", type=output_file, help="write the report section (JSON) to this file")
     bench.add_argument("--quick", action="store_true",

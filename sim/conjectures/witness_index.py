@@ -50,6 +50,9 @@ def check_indexed(path: Path | str) -> bool:
     not list it, records other bytes, or cannot be read."""
     path = Path(path)
     index = path.parent / INDEX
+    if path.name == INDEX:
+        raise ValueError(f"{path}: this is the witness index of its folder, not a witness; replay one of the files it "
+                         "lists")
     if not index.is_file():
         return False
     try:

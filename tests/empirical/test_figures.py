@@ -69,7 +69,7 @@ def _short_rows(path):
 
 
 BAD = [pytest.param(lambda f: None, "missing", "is not a folder", id="no-folder"),
-       pytest.param(lambda f: (f / "manifest.json").unlink(), "manifest.json", "cannot be read as JSON",
+       pytest.param(lambda f: (f / "manifest.json").unlink(), "", "has no manifest.json: it is not a run folder",
                     id="no-manifest"),
        pytest.param(lambda f: _truncate(f / "results.json"), "results.json", "cannot be read as JSON",
                     id="truncated-results"),

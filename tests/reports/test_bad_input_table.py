@@ -115,7 +115,7 @@ ROWS = [
     (lambda p: ["plot", str(p / "run3"), "--out", str(p / "notes.txt" / "E.png")], r"--out .*notes.txt .*is a file"),
     (lambda p: ["plot", str(p / "missing-run"), "--out", str(p / "E.png")], r"missing-run is not a folder"),
     (lambda p: ["plot", str(p / "notes.txt"), "--out", str(p / "E.png")], r"notes.txt is not a folder"),
-    (lambda p: ["plot", str(p / "search"), "--out", str(p / "E.png")], r"manifest.json cannot be read"),
+    (lambda p: ["plot", str(p / "search"), "--out", str(p / "E.png")], r"search has no manifest.json: it is not a run folder"),
     # consensus search
     (lambda p: [*SEARCH, "--out", str(p / "s"), "--scheduler", "not an address"],
      r"--scheduler 'not an address' must be an address tcp://HOST:PORT"),

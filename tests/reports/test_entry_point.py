@@ -61,7 +61,7 @@ def test_each_subcommand_runs_its_package_command(monkeypatch, argv, module, for
 
 @pytest.mark.parametrize("argv, message", [
     pytest.param(["nope"], "argument COMMAND: 'nope' must be one of check, run", id="unknown-command"),
-    pytest.param(["bench"], "argument WHICH of `consensus bench WHICH`: must be one of sim, empirical, search",
+    pytest.param(["bench"], "consensus bench: error: argument WHICH: must be one of sim, empirical, search",
                  id="bench-without-which"),
     pytest.param(["bench", "gpu"], "must be one of sim, empirical, search", id="bench-unknown"),
 ])
@@ -69,6 +69,14 @@ def test_a_bad_subcommand_is_refused_naming_the_choices(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:
         cli.main(argv)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_bench_help_lists_the_benchmarks_and_names_the_program_as_run(capsys, flag):
+    assert cli.main(["bench", flag], prog="python -m consensus") == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: python -m consensus bench [-h] WHICH")
+    assert all(f"python -m {package} {command}" in shown for package, command in cli.BENCHMARKS.values())
 
 
 def test_a_command_gives_the_same_output_as_its_module(capsys):

@@ -60,6 +60,12 @@ def test_a_witness_the_index_does_not_list_is_refused(tmp_path):
         load(stranger)
 
 
+def test_replaying_the_index_itself_says_it_is_the_index(tmp_path, capsys):
+    path = _copy(tmp_path)
+    assert main(["replay", str(path.with_name("index.json"))]) == 2
+    assert "index.json: this is the witness index of its folder, not a witness" in capsys.readouterr().err
+
+
 def test_a_witness_without_an_index_replays_unchecked(tmp_path, capsys):
     """The control: the same file alone in a folder is replayed as before and says it was not hash-checked."""
     path = tmp_path / WITNESS.name
