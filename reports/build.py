@@ -15,7 +15,7 @@ from foundation.files import atomic_write, write_json
 from foundation.manifest import run_manifest
 from foundation.memory import MEMORY_LEDGER_ENV, read_ledger, summary as memory_summary
 from foundation.outputs import SCHEMA_VERSIONS
-from foundation.records import CheckResult, worst_verdict
+from foundation.records import NO_CHECK, CheckResult, worst_verdict
 from foundation.registry import CLAIMS
 from foundation.scale import report_scale
 from .render import mathjax_bundle, render_html
@@ -83,6 +83,8 @@ def claim_entries(evidence: list[TestEvidence], covered: dict[str, dict[str, str
     for claim in CLAIMS:
         kinds = {kind: COVERED if kind in recorded[claim.id] else state for kind, state in covered[claim.id].items()}
         verdict = worst_verdict([r.verdict for r in records[claim.id]])
+        if verdict == NO_CHECK and claim.checks:  # the registry names its checks: none of them ran in this run
+            verdict = "not-run"
         entries.append({
             "claim": claim,
             "verdict": verdict,
@@ -134,6 +136,9 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         pytest_exitstatus=exitstatus,
         duration_seconds=round(time.time() - started, 1),
         tests=len(evidence),
+        # failed tests that mark no claim (helper machinery): no claim shows them, so the manifest names them
+        failed_tests_without_claim=[{"nodeid": ev.nodeid, "message": ev.message.strip().splitlines()[-1:]}
+                                    for ev in evidence if ev.outcome == "failed" and not records_of(ev)],
         **({"memory": memory} if (memory := memory_record()) else {}),
     )
     counts = {}

@@ -89,6 +89,30 @@ def test_recorded_discrepancy_keeps_printed_and_corrected_statements(report):
     assert "radius sqrt(n+1) |gamma0|" in html
 
 
+def test_a_failed_test_that_marks_no_claim_is_named_on_the_first_screen(pytester, monkeypatch):
+    """A helper test's failure belongs to no claim: the manifest and the first screen name it, with its last line.
+    The control: in the suite above the only failure marks a claim, and no such list appears."""
+    monkeypatch.delenv(FULL_ENV, raising=False)
+    pytester.makepyfile(test_helper="def test_unrelated_failure():\n    assert 'spam' == 'eggs'\n")
+    pytester.runpytest("-p", "reports.pytest_plugin", "--report-dir", "out").assert_outcomes(failed=1)
+    manifest = json.loads((pytester.path / "out" / "verdicts.json").read_text())["manifest"]
+    failed = manifest["failed_tests_without_claim"]
+    assert [t["nodeid"] for t in failed] == ["test_helper.py::test_unrelated_failure"]
+    html = (pytester.path / "out" / "index.html").read_text()
+    assert "<code>test_helper.py::test_unrelated_failure</code>" in html and "pytest exited with status 1" in html
+
+
+def test_a_failure_of_a_claim_is_not_listed_again_as_unclaimed(report):
+    _, _, html = report
+    assert "pytest exited with status 1" in html and "Failed tests that check no claim" not in html
+
+
+def test_a_test_run_does_not_call_itself_full_scale(report):
+    """A run without the expensive checks states no report scale; the control, a --full run, does."""
+    _, _, html = report
+    assert "a test run: the checks that ran used their tests' sizes" in html and "scale <code" not in html
+
+
 def test_negative_control_is_listed_as_control(report):
     _, claims, _ = report
     assert claims["full.invariance"]["tests"][0]["control"] is True
@@ -100,10 +124,24 @@ def test_expensive_check_is_skipped_visibly_and_reported_not_run(report):
     assert "make report" in claims["sim.fig4"]["records"][0]["detail"]
 
 
-def test_unchecked_claim_is_a_visible_gap(report):
+def test_a_claim_whose_checks_did_not_run_is_not_run_naming_the_command(report):
+    """emp.rate has checks (the registry names them), none of which this run selected: not-run, not "no check yet"
+    (which says no check exists)."""
     _, claims, html = report
-    assert claims["emp.rate"]["verdict"] == "no check yet"
-    assert "No check covers this claim yet." in html
+    assert claims["emp.rate"]["verdict"] == "not-run" and claims["emp.rate"]["records"] == []
+    assert "<code>python -m pytest --claim emp.rate</code> runs its tests." in html
+
+
+def test_a_claim_without_any_check_is_a_visible_gap(monkeypatch):
+    """The control: a claim whose registry entry names no check and that no test recorded is "no check yet"."""
+    import dataclasses
+
+    from reports import build
+
+    unchecked = [dataclasses.replace(c, checks=()) if c.id == "emp.rate" else c for c in CLAIMS]
+    monkeypatch.setattr(build, "CLAIMS", unchecked)
+    verdicts = {e["claim"].id: e["verdict"] for e in build.claim_entries([], covered={c.id: {} for c in CLAIMS})}
+    assert verdicts["emp.rate"] == "no check yet" and verdicts["emp.full"] == "not-run"
 
 
 def test_figures_are_embedded_not_linked(report):
@@ -190,8 +228,8 @@ def test_own_limit_kept(request):
 def test_conjectures_have_their_own_table(report):
     _, claims, html = report
     assert claims["conj.gradient-equilibria"]["verdict"] == "supported"
-    # a passing test of a conjecture without a search record says nothing about it: still a gap
-    assert claims["conj.value-full"]["verdict"] == "no check yet"
+    # a passing test of a conjecture without a search record says nothing about it: its search did not run
+    assert claims["conj.value-full"]["verdict"] == "not-run" and claims["conj.value-full"]["records"] == []
     theorems, conjectures = html.split('<table id="conjectures">')
     assert 'data-claim="conj.gradient-equilibria"' in conjectures.split("</table>")[0]
     assert 'data-claim="conj.' not in theorems.split('<table id="claims">')[1]

@@ -92,7 +92,12 @@ def test_scale_auto_asks_for_a_cuda_device(monkeypatch, tmp_path, cuda, expected
 def test_the_reports_first_screen_names_its_scale_and_what_it_left_out(scale):
     from reports import render
 
-    page = render.render_html(entries=[], sections=[], manifest={"scale": scale}, counts={}, mathjax=None)
+    page = render.render_html(entries=[], sections=[], manifest={"scale": scale, "full_checks": True}, counts={},
+                              mathjax=None)
     header = page.split("</header>")[0]
     assert f'<code id="scale">{scale}</code>' in header
     assert ("recorded not-run" in header) == (scale == "short")
+    # the control: a test run (no expensive checks) names no report scale
+    test_run = render.render_html(entries=[], sections=[], manifest={"scale": scale, "full_checks": False}, counts={},
+                                  mathjax=None).split("</header>")[0]
+    assert f'<code id="scale">' not in test_run and "a test run" in test_run
