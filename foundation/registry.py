@@ -284,6 +284,7 @@ CLAIMS: tuple[Claim, ...] = (
         "equilibria are unstable.",
         ("symbolic", "numeric", "property"),
         checks=(("theory.causal:check_first_token_symmetric", "symbolic"),
+                ("theory.causal:check_eigenvector_domains", "symbolic"),
                 ("theory.causal:numeric_first_token_symmetric", "numeric"),
                 ("sim.properties.conclusions:check_token_lyapunov_monotone", "property")),
         formula=r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"
