@@ -272,13 +272,26 @@ def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
                "(lambda - lambda_2)): an ISS estimate whose ultimate ball shrinks to b = 1 as sup|dv/dt| -> 0.")
 
 
+#: Slack of the lag against the ISS bound in :func:`numeric_time_varying`. The bound is attained (the token settles in
+#: the rotation plane, where the estimate holds with equality), so the measured lag sits at the bound up to the
+#: integration error: on the attracting co-rotating equilibrium the global error of RK45 stays of the order of its
+#: local tolerance (rtol 1e-9; the lag is measured on the sphere, y / |y|, so the solver's drift off the sphere does
+#: not enter it): 10 rtol.
+LAG_SLACK = 1e-8
+
+
 @named_check
-def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1),
-                         bound_factor: float = 1.0) -> CheckResult:
-    """causal.time-varying, numeric (first token, d = 3): U(t) = R(t) diag(1, 0, -1) R(t)^T rotating about e_3
-    with angular speed omega = |dv/dt|; the final lag 1 - v(t)^T y stays within the ISS bound 1 - b_*, b_* the
-    largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with omega.
-    ``bound_factor`` scales the bound (a negative control uses 0.5: a bound too small is rejected)."""
+def numeric_time_varying(speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1), bound_factor: float = 1.0,
+                         rtol: float = 1e-9, horizon: float = 200.0) -> CheckResult:
+    """causal.time-varying, numeric (first token, d = 3, deterministic: no random draw): U(t) = R(t) diag(1, 0, -1)
+    R(t)^T rotating about e_3 with angular speed omega = |dv/dt|; the final lag 1 - v(t)^T y stays within the ISS
+    bound 1 - b_*, b_* the largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with
+    omega. ``bound_factor`` scales the bound (a negative control uses 0.5: a bound too small is rejected); ``rtol``
+    (atol = rtol / 100) and ``horizon`` are the integration's.
+
+    The lag is measured on the sphere (y / |y|): the solver drifts off it by ~rtol (|y| < 1), which inflated
+    1 - v^T y by exactly that drift and put the unnormalised lag 2.9e-10 above the (attained) bound. A miss is a run to
+    a horizon going against a limsup: ``unsupported``, never a refutation."""
     d, alpha, gap = 3, 1 / np.sqrt(3), 1.0
     rows, ok = [], True
     lags = []
@@ -290,31 +303,35 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
 
         rhs = lambda t, y: alpha * (U(t) @ y - (y @ U(t) @ y) * y)  # noqa: E731
         y0 = np.array([0.6, 0.3, 0.74])
-        T = 200.0
-        sol = solve_ivp(rhs, (0, T), y0 / np.linalg.norm(y0), rtol=1e-9, atol=1e-11)
-        vT = np.array([np.cos(omega * T), np.sin(omega * T), 0.0])
-        lag = float(1 - vT @ sol.y[:, -1])
+        sol = solve_ivp(rhs, (0, horizon), y0 / np.linalg.norm(y0), rtol=rtol, atol=rtol / 100)
+        vT = np.array([np.cos(omega * horizon), np.sin(omega * horizon), 0.0])
+        yT = sol.y[:, -1] / np.linalg.norm(sol.y[:, -1])
+        lag = float(1 - vT @ yT)
         ratio = omega / (alpha * gap)
         if ratio == 0:
             bound = 0.0
         else:
             # largest root of b^2 (1 - b^2) = ratio^2: b^2 = (1 + sqrt(1 - 4 ratio^2)) / 2
             bound = bound_factor * float(1 - np.sqrt((1 + np.sqrt(1 - 4 * ratio ** 2)) / 2))
-        ok &= lag <= bound + 1e-8
-        rows.append((omega, lag, bound))
+        ok &= lag <= bound + LAG_SLACK
+        rows.append((omega, lag, bound, lag - bound))
         lags.append(lag)
     monotone = bool(np.all(np.diff(lags) > 0))
-    verdict = "verified" if ok and monotone else "refuted"
+    verdict = "verified" if ok and monotone else "unsupported"
     return claim_result(verdict,
         detail="Final lag 1 - v(T)^T y(T) of the first token under a rotating U(t) (d = 3, alpha = 1/sqrt(3), "
-               "lambda - lambda_2 = 1): within the ISS bound for every speed, zero for omega = 0, increasing with omega. "
-               "Here the token settles in the rotation plane, where |e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 "
-               "|w|^2 hold with equality, so the lag attains the bound: the estimate is sharp"
-               + ("" if verdict == "verified" else " — FAILED") + ".",
-        numbers={"within bound": ok, "increasing with speed": monotone},
-        tolerance=1e-8, tolerance_reason="integration error at rtol 1e-9 on a lag that converges exponentially",
-        tables=(Table("lag vs speed", ("omega = |dv/dt|", "1 - v^T y at T = 200", "ISS bound 1 - b_*"), tuple(rows)),),
-        seeds={"numeric_time_varying": seed})
+               f"lambda - lambda_2 = 1, T = {horizon:g}, RK45 at rtol {rtol:g}): within the ISS bound for every speed, "
+               "zero for omega = 0, increasing with omega. Here the token settles in the rotation plane, where "
+               "|e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 |w|^2 hold with equality, so the lag attains the "
+               "bound: the estimate is sharp"
+               + ("" if verdict == "verified" else " — NOT within the bound or not increasing at this horizon") + ".",
+        numbers={"within bound": ok, "increasing with speed": monotone, "rtol": rtol, "horizon": horizon,
+                 "largest lag - bound": max(row[3] for row in rows)},
+        tolerance=LAG_SLACK,
+        tolerance_reason="the bound is attained, so the lag sits at it up to the integration error, of the order of "
+                         "rtol = 1e-9 on this attracting co-rotating equilibrium (measured on the sphere); 10 rtol",
+        tables=(Table("lag vs speed", ("omega = |dv/dt|", "1 - v^T y at T (y on the sphere)", "ISS bound 1 - b_*",
+                                       "lag - bound"), tuple(rows)),))
 
 
 @named_check
