@@ -151,8 +151,9 @@ CLAIMS: tuple[Claim, ...] = (
         "grad.stable-consensus", "sec. 3.3 text", "-",
         "If P is the identity, linearisation around each equilibrium shows that the only asymptotically stable "
         "equilibria are the consensus equilibria.",
-        ("numeric",),
-        checks=(("sim.conjectures.linearisation:check_stable_consensus", "numeric"),),
+        ("proof", "numeric"),
+        checks=(("theory.conjectures:check_stable_consensus_proof", "proof"),
+                ("sim.conjectures.linearisation:check_stable_consensus", "numeric")),
         formula=r"P = I:\ \text{asymptotically stable equilibria} = \text{consensus equilibria}",
     ),
     # --- Section 4 (long) / 3 (ICML): full attention -----------------------------------------
@@ -284,6 +285,7 @@ CLAIMS: tuple[Claim, ...] = (
         "equilibria are unstable.",
         ("symbolic", "numeric", "property"),
         checks=(("theory.causal:check_first_token_symmetric", "symbolic"),
+                ("theory.causal:check_eigenvector_domains", "symbolic"),
                 ("theory.causal:numeric_first_token_symmetric", "numeric"),
                 ("sim.properties.conclusions:check_token_lyapunov_monotone", "property")),
         formula=r"U = U^\top,\ U v = \lambda v:\ \ \pm v\ \text{asymptotically stable on}"

@@ -17,7 +17,7 @@ from foundation.records import CheckResult, Table
 from .attention import AttentionField, tokens
 from .ellipsoid import Ellipsoid
 from .gram import Form, Vector, sum_vectors, vector
-from .results import Identity, identities_result, numeric_result
+from .results import Identity, identities_result, numeric_result, render
 
 SPHERE = Ellipsoid(Form("I"))
 I = SPHERE.metric
@@ -160,46 +160,88 @@ CORRECTED_EMPTY_DOMAIN = ("The other unit eigenvectors are unstable, and the set
 
 
 @named_check
-def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: float = 0.0) -> CheckResult:
+def check_eigenvector_domains(symmetric: bool = True, eigenvector: bool = True) -> CheckResult:
+    """causal.first-token-symmetric, Lemma 5.2 (2) as printed ("empty domain of attraction"), decided exactly. (a) A unit
+    eigenvector u (U u = mu u) is an equilibrium: P_u(U u) = 0, so the constant solution starting at u converges to
+    u and u lies in its own domain of attraction, which is not empty. (b) On the hyperplane v^T y = 0 (invariant:
+    check_first_token_symmetric) U y = U' y with U' = (I - v v^T) U (I - v v^T): the flow there is the flow of (17)
+    for U' on the unit sphere of v-perp, whose largest eigenvalue is lambda_2 with eigenvector u_2; when lambda_2 is
+    simple, item (1) (check_first_token_symmetric) applied to U' makes u_2 attract every y with v^T y = 0,
+    u_2^T y > 0. ``symmetric=False`` drops U = U^T (v^T U y = lambda v^T y), ``eigenvector=False`` drops U u = mu u:
+    negative controls, the check then fails."""
+    y, v, u = vector("y"), vector("v"), vector("u")
+    Uy, Uu = vector("Uy"), vector("Uu")
+    mu, lam = sp.Symbol("mu", real=True), sp.Symbol("lambda", real=True)
+    eigen_u = u * mu if eigenvector else Uu
+    hyperplane = {I(y, y): 1, I(v, v): 1, I(v, y): 0}
+    if symmetric:
+        hyperplane[I(v, Uy)] = lam * I(v, y)  # <v, U y> = <U v, y> = lambda <v, y>
+    restricted = Uy - v * I(v, Uy)  # U' y = (I - v v^T) U (I - v v^T) y with (I - v v^T) y = y on the hyperplane
+    identities = [
+        Identity("U u = mu u, |u| = 1: P_u(U u) = 0 (u is an equilibrium, so it lies in its own domain of attraction)",
+                 SPHERE.tangent_projection(u, eigen_u), {I(u, u): 1}),
+        Identity("v^T y = 0: U y = (I - v v^T) U (I - v v^T) y (on the hyperplane (17) is the flow of U restricted "
+                 "to v-perp)", Uy - restricted, hyperplane),
+    ]
+    failing = [identity.name for identity in identities if not identity.holds()]
+    expression = "\n".join(f"[{'FAILS' if identity.name in failing else 'holds'}] {identity.name}: residual "
+                           f"{render(identity.reduced())}" for identity in identities)
+    if failing:
+        return claim_result("failed", expression=expression,
+                            detail=f"The suite's correction of Lemma 5.2 (2) does not go through: {'; '.join(failing)}.")
+    return claim_result(
+        "discrepancy", expression=expression, printed=PRINTED_EMPTY_DOMAIN, corrected=CORRECTED_EMPTY_DOMAIN,
+        detail="Dimension-free, exact. Every unit eigenvector is an equilibrium, so its domain of attraction contains "
+               "it: 'empty' is false as printed, whatever the horizon of any run. On the invariant hyperplane v^T y = 0 "
+               "the flow is (17) for U restricted to v-perp, so by item (1) of the same lemma u_2 (simple lambda_2) "
+               "attracts {v^T y = 0, u_2^T y > 0}. Instability holds (a perturbation with v^T y > 0 grows: "
+               "check_first_token_symmetric), and the set converging to u_2 has no interior.")
+
+
+@named_check
+def numeric_first_token_symmetric(seed: int = 20250110, d: int = 50, v_offset: float = 0.0,
+                                  horizon: float = 500.0) -> CheckResult:
     """causal.first-token-symmetric, numeric (d = 50, U = Q diag(2, 1.5, eigenvalues <= 0) Q^T): from v^T y > 0
-    the first token converges to v; from v^T y = 0, u_2^T y > 0 it converges to u_2 (so the printed 'empty
-    domain of attraction' of the other eigenvectors is not literally true). ``v_offset`` moves the second
-    start off the hyperplane v^T y = 0 (a negative control: it then converges to v, not u_2)."""
+    the first token converges to v; on the invariant hyperplane v^T y = 0 (the flow of U restricted to v-perp,
+    exactly the flow there: check_eigenvector_domains) it converges to u_2 from u_2^T y > 0. ``v_offset`` moves the
+    second start off the hyperplane by that much along v and integrates the full U (a negative control: it then
+    converges to v, not u_2). ``horizon`` is the integration time of both runs.
+
+    Integrating the full U from a start that is only numerically in the hyperplane would not do: rounding along v
+    grows like exp(0.07 t) and carries the token to v at a long enough horizon (|y - u_2| = 1.414 at t = 640)."""
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     eigenvalues = np.concatenate([[2.0, 1.5], rng.uniform(-1.0, 0.0, d - 2)])
     U = (Q * eigenvalues) @ Q.T
     v, u2 = Q[:, 0], Q[:, 1]
-    rhs = lambda t, y: (U @ y - (y @ U @ y) * y) / np.sqrt(d)  # noqa: E731  (alpha_11 = 1/sqrt(n+1))
+    off_v = np.eye(d) - np.outer(v, v)
+    U_perp = off_v @ U @ off_v  # U restricted to v-perp: v is its eigenvector with eigenvalue 0 < lambda_2
 
-    def run(y0, horizon):
+    def run(matrix, y0):
+        rhs = lambda t, y: (matrix @ y - (y @ matrix @ y) * y) / np.sqrt(d)  # noqa: E731  (alpha_11 = 1/sqrt(n+1))
         return solve_ivp(rhs, (0, horizon), y0 / np.linalg.norm(y0), rtol=1e-11, atol=1e-13).y[:, -1]
 
     y0 = rng.standard_normal(d)
     y0 *= np.sign(y0 @ v)
-    # rates: (lambda - lambda_2)/sqrt(n+1) ~ 0.07 towards v; (lambda_2 - lambda_3)/sqrt(n+1) >= 0.21 towards u_2,
-    # while rounding errors along v grow at most like exp(0.07 t) ~ 3e2 over t = 80
-    to_v = run(y0, 500.0)
+    # rates: (lambda - lambda_2)/sqrt(n+1) ~ 0.07 towards v; (lambda_2 - lambda_3)/sqrt(n+1) >= 0.21 towards u_2
+    to_v = run(U, y0)
     z0 = rng.standard_normal(d)
     z0 -= (z0 @ v) * v
     z0 *= np.sign(z0 @ u2)
-    to_u2 = run(z0 + v_offset * v, 80.0 if v_offset == 0 else 500.0)
+    to_u2 = run(U_perp, z0) if v_offset == 0 else run(U, z0 + v_offset * v)
     residuals = {"|y(T) - v| from v^T y(0) > 0": float(np.linalg.norm(to_v - v)),
                  "|y(T) - u_2| from v^T y(0) = 0, u_2^T y(0) > 0": float(np.linalg.norm(to_u2 - u2))}
-    result = numeric_result(
-        residuals, tolerance=1e-4,
-        tolerance_reason="convergence is exponential with rate ~ (lambda - lambda_2)/sqrt(n+1); the horizon leaves "
-                         "|y - limit| well below 1e-4 (integration error ~1e-9)",
-        detail=f"d = {d}, U = Q diag(2, 1.5, U(-1, 0)...) Q^T (simple lambda = 2, lambda_2 = 1.5).",
-        seeds={"numeric_first_token_symmetric": seed})
-    if result.verdict != "verified":
-        return result
-    return claim_result(
-        "discrepancy",
-        detail="Domains of attraction of +-v verified ({+-v^T y > 0}); the printed item (2) is not literally true: a "
-               "solution started in v^T y = 0 with u_2^T y > 0 converges to u_2. " + result.detail,
-        numbers=result.numbers, tolerance=result.tolerance, tolerance_reason=result.tolerance_reason,
-        seeds=result.seeds, printed=PRINTED_EMPTY_DOMAIN, corrected=CORRECTED_EMPTY_DOMAIN)
+    # a miss is a run to a horizon going against a limit: never a refutation
+    return numeric_result(
+        residuals, tolerance=1e-4, fail_verdict="unsupported",
+        tolerance_reason="convergence is exponential with rate >= (lambda - lambda_2)/sqrt(n+1) ~ 0.07: at T = 500 "
+                         "|y - limit| ~ exp(-35) is far below 1e-4, as is the integration error (~1e-9); a start "
+                         "converging elsewhere is O(1) away",
+        detail=f"d = {d}, U = Q diag(2, 1.5, U(-1, 0)...) Q^T (simple lambda = 2, lambda_2 = 1.5), horizon {horizon:g}; "
+               "the u_2 run integrates the flow on the hyperplane v^T y = 0 (U restricted to v-perp)"
+               + ("" if v_offset == 0 else f", here replaced by the full U from {v_offset:g} v off the hyperplane")
+               + ". The printed 'empty domain of attraction' is decided exactly by check_eigenvector_domains.",
+        seeds={"numeric_first_token_symmetric": seed}, numbers={"horizon": horizon})
 
 
 @named_check
@@ -230,13 +272,26 @@ def check_time_varying(perturbation_sign: int = 1) -> CheckResult:
                "(lambda - lambda_2)): an ISS estimate whose ultimate ball shrinks to b = 1 as sup|dv/dt| -> 0.")
 
 
+#: Slack of the lag against the ISS bound in :func:`numeric_time_varying`. The bound is attained (the token settles in
+#: the rotation plane, where the estimate holds with equality), so the measured lag sits at the bound up to the
+#: integration error: on the attracting co-rotating equilibrium the global error of RK45 stays of the order of its
+#: local tolerance (rtol 1e-9; the lag is measured on the sphere, y / |y|, so the solver's drift off the sphere does
+#: not enter it): 10 rtol.
+LAG_SLACK = 1e-8
+
+
 @named_check
-def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1),
-                         bound_factor: float = 1.0) -> CheckResult:
-    """causal.time-varying, numeric (first token, d = 3): U(t) = R(t) diag(1, 0, -1) R(t)^T rotating about e_3
-    with angular speed omega = |dv/dt|; the final lag 1 - v(t)^T y stays within the ISS bound 1 - b_*, b_* the
-    largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with omega.
-    ``bound_factor`` scales the bound (a negative control uses 0.5: a bound too small is rejected)."""
+def numeric_time_varying(speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1), bound_factor: float = 1.0,
+                         rtol: float = 1e-9, horizon: float = 200.0) -> CheckResult:
+    """causal.time-varying, numeric (first token, d = 3, deterministic: no random draw): U(t) = R(t) diag(1, 0, -1)
+    R(t)^T rotating about e_3 with angular speed omega = |dv/dt|; the final lag 1 - v(t)^T y stays within the ISS
+    bound 1 - b_*, b_* the largest root of b sqrt(1 - b^2) = omega / (alpha (lambda - lambda_2)), and grows with
+    omega. ``bound_factor`` scales the bound (a negative control uses 0.5: a bound too small is rejected); ``rtol``
+    (atol = rtol / 100) and ``horizon`` are the integration's.
+
+    The lag is measured on the sphere (y / |y|): the solver drifts off it by ~rtol (|y| < 1), which inflated
+    1 - v^T y by exactly that drift and put the unnormalised lag 2.9e-10 above the (attained) bound. A miss is a run to
+    a horizon going against a limsup: ``unsupported``, never a refutation."""
     d, alpha, gap = 3, 1 / np.sqrt(3), 1.0
     rows, ok = [], True
     lags = []
@@ -248,31 +303,35 @@ def numeric_time_varying(seed: int = 20250111, speeds: tuple[float, ...] = (0.0,
 
         rhs = lambda t, y: alpha * (U(t) @ y - (y @ U(t) @ y) * y)  # noqa: E731
         y0 = np.array([0.6, 0.3, 0.74])
-        T = 200.0
-        sol = solve_ivp(rhs, (0, T), y0 / np.linalg.norm(y0), rtol=1e-9, atol=1e-11)
-        vT = np.array([np.cos(omega * T), np.sin(omega * T), 0.0])
-        lag = float(1 - vT @ sol.y[:, -1])
+        sol = solve_ivp(rhs, (0, horizon), y0 / np.linalg.norm(y0), rtol=rtol, atol=rtol / 100)
+        vT = np.array([np.cos(omega * horizon), np.sin(omega * horizon), 0.0])
+        yT = sol.y[:, -1] / np.linalg.norm(sol.y[:, -1])
+        lag = float(1 - vT @ yT)
         ratio = omega / (alpha * gap)
         if ratio == 0:
             bound = 0.0
         else:
             # largest root of b^2 (1 - b^2) = ratio^2: b^2 = (1 + sqrt(1 - 4 ratio^2)) / 2
             bound = bound_factor * float(1 - np.sqrt((1 + np.sqrt(1 - 4 * ratio ** 2)) / 2))
-        ok &= lag <= bound + 1e-8
-        rows.append((omega, lag, bound))
+        ok &= lag <= bound + LAG_SLACK
+        rows.append((omega, lag, bound, lag - bound))
         lags.append(lag)
     monotone = bool(np.all(np.diff(lags) > 0))
-    verdict = "verified" if ok and monotone else "refuted"
+    verdict = "verified" if ok and monotone else "unsupported"
     return claim_result(verdict,
         detail="Final lag 1 - v(T)^T y(T) of the first token under a rotating U(t) (d = 3, alpha = 1/sqrt(3), "
-               "lambda - lambda_2 = 1): within the ISS bound for every speed, zero for omega = 0, increasing with omega. "
-               "Here the token settles in the rotation plane, where |e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 "
-               "|w|^2 hold with equality, so the lag attains the bound: the estimate is sharp"
-               + ("" if verdict == "verified" else " — FAILED") + ".",
-        numbers={"within bound": ok, "increasing with speed": monotone},
-        tolerance=1e-8, tolerance_reason="integration error at rtol 1e-9 on a lag that converges exponentially",
-        tables=(Table("lag vs speed", ("omega = |dv/dt|", "1 - v^T y at T = 200", "ISS bound 1 - b_*"), tuple(rows)),),
-        seeds={"numeric_time_varying": seed})
+               f"lambda - lambda_2 = 1, T = {horizon:g}, RK45 at rtol {rtol:g}): within the ISS bound for every speed, "
+               "zero for omega = 0, increasing with omega. Here the token settles in the rotation plane, where "
+               "|e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 |w|^2 hold with equality, so the lag attains the "
+               "bound: the estimate is sharp"
+               + ("" if verdict == "verified" else " — NOT within the bound or not increasing at this horizon") + ".",
+        numbers={"within bound": ok, "increasing with speed": monotone, "rtol": rtol, "horizon": horizon,
+                 "largest lag - bound": max(row[3] for row in rows)},
+        tolerance=LAG_SLACK,
+        tolerance_reason="the bound is attained, so the lag sits at it up to the integration error, of the order of "
+                         "rtol = 1e-9 on this attracting co-rotating equilibrium (measured on the sphere); 10 rtol",
+        tables=(Table("lag vs speed", ("omega = |dv/dt|", "1 - v^T y at T (y on the sphere)", "ISS bound 1 - b_*",
+                                       "lag - bound"), tuple(rows)),))
 
 
 @named_check

@@ -12,6 +12,10 @@
   synchronisation "for exponential phi with beta in (0, 1]" (here beta = 1). "Synchronises" is a landscape
   statement there (every second-order critical point is synchronised), and a local maximum is one. The metric (7)
   plays no part: local maxima do not depend on it.
+* grad.stable-consensus (sec. 3.3 text, P = I; the paper says "linearization ... shows" and gives no proof) is the
+  case S = I of the same argument: no change of coordinates, (i) and (ii) as above, with the one machine-checked
+  step that (i) needs, dPhi/dt = sum_i Z_i |F_i|^2 >= 0 for P = U = W = I. Scope: d >= 2 (on S^0 every configuration
+  is isolated, so trivially asymptotically stable).
 * conj.multihead-causal-common (reading B) has a module of its own: theory/multihead_cascade.py.
 """
 
@@ -22,6 +26,8 @@ import sympy as sp
 from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
+from .gram import Form
+from .gradient import check_potential_monotone
 from .results import is_zero, render
 
 CITATIONS = ("Markdahl, Thunberg, Goncalves, Almost global consensus on the n-sphere, IEEE TAC 63(6) 2018 (d >= 3); "
@@ -69,3 +75,25 @@ def check_gradient_equilibria_proof(root=None, dims: tuple[int, ...] = (2, 3)) -
         return claim_result("failed", detail=f"the conjugacy identities fail: {'; '.join(failing)}",
                             expression="\n".join(lines))
     return claim_result("verified", detail=detail, expression="\n".join(lines))
+
+
+@named_check
+def check_stable_consensus_proof(W: Form | None = None, P: Form | None = None) -> CheckResult:
+    """grad.stable-consensus, proof (module docstring): with P = U = W = I, Phi = 1/2 sum exp(y_i^T y_j) never decreases
+    along (6) (the machine-checked identity dPhi/dt = sum_i Z_i |F_i|^2), so an asymptotically stable equilibrium is a
+    local maximum of Phi, and the local maxima are consensus by the cited landscape theorems (exp(beta t), beta = 1).
+    ``W`` and ``P`` replace the sphere's I in the identity (a negative control takes W != P: the step fails)."""
+    identity = Form("I")
+    monotone = check_potential_monotone(W=W or identity, P=P or identity)
+    if monotone.verdict != "verified":
+        return claim_result("failed", expression=monotone.expression,
+                            detail="The step the proof needs, dPhi/dt = sum_i Z_i |F_i|^2 >= 0 along (6), does not hold "
+                                   "for the forms given: " + monotone.detail)
+    return claim_result(
+        "verified", expression=monotone.expression,
+        detail="P = U = W = I (h = 1), d >= 2, any l: dPhi/dt = sum_i Z_i |F_i|^2 >= 0 (machine-checked, l = 2 tokens "
+               "explicitly, any l through grad.field's pair identities), so (i) an asymptotically stable equilibrium y* "
+               "is a local maximum of Phi (a nearby y with Phi(y) > Phi(y*) would flow to y* with Phi non-decreasing); "
+               "(ii) every local maximum of sum_{i,j} exp(y_i^T y_j) on (S^{d-1})^l is consensus by "
+               f"{CITATIONS}. The paper's route (linearising at each equilibrium) is not the one taken; the conclusion "
+               "is the same. The reduction rests on the cited theorems, which are not machine-checked here.")

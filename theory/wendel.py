@@ -15,7 +15,7 @@ from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
-from .results import Identity, identities_result
+from .results import Identity, render
 
 PRINTED = ("P_{l,n} = 2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) is the probability that l uniform tokens on S^n lie on "
            "a common hemisphere; in particular P_{l,n} = 1 whenever n >= l.")
@@ -62,36 +62,63 @@ def wilson_interval(successes: int, trials: int, z: float = Z_SCORE) -> tuple[fl
     return low, high
 
 
-@named_check
-def check_closed_forms() -> CheckResult:
-    """full.wendel, exact: the corrected formula (d = n+1) against classical closed forms, symbolic in l:
-    circle (n = 1) l / 2^{l-1}; S^2: (l^2 - l + 2) / 2^l; and the printed formula's values there."""
-    l = sp.Symbol("l", integer=True, positive=True)
+def printed_sum(l: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """The formula as printed, symbolic: 2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu)."""
     mu = sp.Symbol("mu", integer=True, nonnegative=True)
-    corrected = lambda n: sum(sp.binomial(l - 1, mu) for mu in range(n + 1)) / 2 ** (l - 1)  # noqa: E731
-    printed = lambda n: sum(sp.binomial(l - 1, mu) for mu in range(n)) / 2 ** (l - 1)  # noqa: E731
-    identities = [
-        Identity("n = 1 (circle): corrected formula = l / 2^(l-1) (semicircle problem)",
-                 sp.expand_func(corrected(1) - l / 2 ** (l - 1))),
-        Identity("n = 2: corrected formula = (l^2 - l + 2) / 2^l", sp.expand_func(corrected(2) - (l ** 2 - l + 2) / 2 ** l)),
-        Identity("n = 1: the printed formula gives 2^-(l-1) instead (= 1/2 for two points on a circle)",
-                 sp.expand_func(printed(1) - 1 / 2 ** (l - 1))),
-        Identity("n = l - 1: corrected formula = 1 (l tokens in R^l always share a hemisphere)",
-                 sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 1)).doit() / 2 ** (l - 1) - 1),
-        Identity("n = l - 1: printed formula = 1 - 2^-(l-1) (< 1: the printed formula misses the case l = n + 1)",
-                 sp.Sum(sp.binomial(l - 1, mu), (mu, 0, l - 2)).doit() / 2 ** (l - 1) - (1 - 2 ** (1 - l))),
-    ]
-    return identities_result(
-        identities,
+    return sp.Sum(sp.binomial(l - 1, mu), (mu, 0, n - 1)).doit() / 2 ** (l - 1)
+
+
+def corrected_sum(l: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """Wendel with d = n+1, symbolic: 2^{-(l-1)} sum_{mu=0}^{n} C(l-1, mu)."""
+    return printed_sum(l, n + 1)
+
+
+@named_check
+def check_closed_forms(printed=printed_sum, corrected=corrected_sum) -> CheckResult:
+    """full.wendel, exact: the corrected formula (d = n+1) against classical closed forms, symbolic in l: circle (n = 1)
+    l / 2^{l-1}; S^2: (l^2 - l + 2) / 2^l; n = l - 1: 1. The printed formula against the same closed forms decides the
+    verdict: ``discrepancy`` when it misses them and the corrected one meets them, ``verified`` when the printed one
+    meets them, ``failed`` when the corrected one misses them (a regression of the suite's own formula).
+    ``printed`` and ``corrected`` replace the formulas (negative controls)."""
+    l = sp.Symbol("l", integer=True, positive=True)
+    closed_forms = (("n = 1 (circle): l / 2^(l-1) (semicircle problem)", lambda f: f(l, 1) - l / 2 ** (l - 1)),
+                    ("n = 2: (l^2 - l + 2) / 2^l", lambda f: f(l, 2) - (l ** 2 - l + 2) / 2 ** l),
+                    ("n = l - 1: 1 (l tokens in R^l always share a hemisphere)", lambda f: f(l, l - 1) - 1))
+    lines, results = [], {}
+    for label, formula in (("corrected", corrected), ("printed", printed)):
+        identities = [Identity(f"{label} formula, {name}", sp.expand_func(residual(formula)))
+                      for name, residual in closed_forms]
+        failing = [identity.name for identity in identities if not identity.holds()]
+        results[label] = failing
+        lines += [f"[{'FAILS' if identity.name in failing else 'holds'}] {identity.name}: residual "
+                  f"{render(identity.reduced())}" for identity in identities]
+    expression = "\n".join(lines)
+    numbers = {"printed, l = 2, n = 1": str(printed(sp.Integer(2), 1)),
+               "corrected, l = 2, n = 1": str(corrected(sp.Integer(2), 1)),
+               "printed closed forms missed": len(results["printed"]),
+               "corrected closed forms missed": len(results["corrected"])}
+    if results["corrected"]:
+        return claim_result("failed", expression=expression, numbers=numbers,
+                            detail="The suite's corrected formula misses the classical closed forms: "
+                                   f"{'; '.join(results['corrected'])}.")
+    if not results["printed"]:
+        return claim_result("verified", expression=expression, numbers=numbers,
+                            detail="The formula under test meets the classical closed forms.")
+    return claim_result(
+        "discrepancy", expression=expression, numbers=numbers, printed=PRINTED, corrected=CORRECTED,
         detail="The semicircle probability l/2^(l-1) (each token is the counter-clockwise end of a covering semicircle "
-               "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed one.")
+               "with probability 2^-(l-1), disjoint events) agrees with the formula for d = n+1, not with the printed "
+               "one, which gives 2^-(l-1) on the circle (two tokens: printed 1/2, true 1) and 1 - 2^-(l-1) < 1 at "
+               f"n = l - 1. Printed formula misses: {'; '.join(results['printed'])}. The corrected formula meets every "
+               "closed form.")
 
 
 @named_check
 def check_monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, large_samples: int = 100,
-                printed=printed_probability) -> CheckResult:
+                printed=printed_probability, in_hemisphere=in_open_hemisphere) -> CheckResult:
     """full.wendel: printed formula, Wendel with d = n+1, Cover's recursion, and a Monte Carlo estimate (LP
-    hemisphere test, Wilson 99.9% interval) for each (l, n). ``printed`` replaces the formula under test."""
+    hemisphere test, Wilson 99.9% interval) for each (l, n). ``printed`` replaces the formula under test,
+    ``in_hemisphere`` the hemisphere test (a negative control breaks it: the check then fails)."""
     rng = np.random.default_rng(seed)
     rows, printed_fails, corrected_ok = [], [], True
     for l, n in pairs:
@@ -99,7 +126,7 @@ def check_monte_carlo(seed: int = 20250112, samples: int = 400, pairs=PAIRS, lar
         hits = 0
         for _ in range(count):
             y = rng.standard_normal((l, n + 1))
-            hits += in_open_hemisphere(y / np.linalg.norm(y, axis=1, keepdims=True))
+            hits += in_hemisphere(y / np.linalg.norm(y, axis=1, keepdims=True))
         low, high = wilson_interval(hits, count)
         p_printed = printed(l, n)
         p_wendel = wendel_probability(l, n + 1)

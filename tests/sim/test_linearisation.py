@@ -1,10 +1,12 @@
-"""grad.stable-consensus: with P = I the only asymptotically stable equilibria are consensus points."""
+"""grad.stable-consensus: with P = I the only asymptotically stable equilibria are consensus points (the numeric search;
+its proof: tests/theory/test_conjectures.py)."""
 
 import numpy as np
 
 from foundation.registration import check
 from sim.field.dynamics import AttentionField
-from sim.conjectures.linearisation import check_stable_consensus, equilibria, tangent_basis, tangent_jacobian
+from sim.conjectures.linearisation import (CONSENSUS_E, check_stable_consensus, equilibria, tangent_basis,
+                                          tangent_jacobian)
 
 
 def test_tangent_basis_is_orthonormal_and_tangent():
@@ -36,13 +38,25 @@ def test_jacobian_of_a_linear_tangent_field_is_exact():
 
 
 @check(check_stable_consensus)
-def test_only_consensus_is_stable_with_p_identity(record):
+def test_search_at_p_identity_finds_no_stable_non_consensus_equilibrium_and_decides_nothing(record):
+    """A finite search of a universal statement: finding nothing is ``not-run`` (the claim's verdict is its proof's,
+    theory.conjectures:check_stable_consensus_proof), never ``verified``."""
     result = record(check_stable_consensus())
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == "not-run", result.detail
+    assert result.numbers["starts_reaching_consensus"] == result.numbers["starts"]
+    assert "consensus is stable" in result.detail and "with no unstable direction: none" in result.detail
+
+
+def test_search_verdict_is_the_same_at_a_doubled_horizon_and_consensus_threshold():
+    base = check_stable_consensus(starts=8)
+    doubled = check_stable_consensus(starts=8, horizon=400.0, consensus_e=2 * CONSENSUS_E)
+    halved = check_stable_consensus(starts=8, consensus_e=CONSENSUS_E / 2)
+    assert base.verdict == doubled.verdict == halved.verdict == "not-run"
 
 
 @check(check_stable_consensus, control=True)
-def test_check_rejects_a_repulsive_value_matrix():
+def test_check_finds_a_repulsive_value_matrix_unsupported_not_refuted():
+    """Negative control: U = -I makes consensus unstable; uncertified, so the search says unsupported."""
     result = check_stable_consensus(value_sign=-1.0)
-    assert result.verdict == "refuted"
+    assert result.verdict == "unsupported"
     assert "consensus is NOT stable" in result.detail

@@ -5,6 +5,7 @@ import pytest
 
 from foundation.registration import check
 from theory import gradient
+from theory.ellipsoid import random_spd
 from theory.gram import Form
 
 
@@ -48,11 +49,29 @@ def test_dropping_w_equals_p_or_symmetry_breaks_the_gradient_structure(record):
     assert rows["W != P (both SPD), U = I"][2] < -gradient.RATE_TOL  # Phi decreases somewhere: no Lyapunov function
 
 
-def test_without_a_decreasing_instance_the_necessity_of_w_equals_p_is_refuted():
-    """One trial (seed 0) draws an instance where Phi grows (rate 2.5 > 0): no evidence that W = P is needed."""
+@check("grad.convergence", method="numeric", control=True)
+def test_without_a_decreasing_instance_the_necessity_finding_fails_and_refutes_nothing():
+    """One trial (seed 0) draws an instance where Phi grows (rate 2.5 > 0): the suite's finding does not reproduce,
+    a regression of the suite (``failed``), never a refutation of grad.convergence, which assumes W = P."""
     _, convergence_record = gradient.counterexamples(seed=0, trials=1)
-    assert convergence_record.verdict == "refuted"
-    assert convergence_record.numbers["min normalised dPhi/dt, W != P"] > 0
+    assert convergence_record.verdict == "failed"
+    assert convergence_record.numbers["min normalised dPhi/dt, W != P (both SPD), U = I"] > 0
+
+
+def _hypothesis_kept(rng, d):
+    W = random_spd(rng, d, 2.0)
+    return W, W
+
+
+@check("grad.field", method="numeric", control=True)
+@check("grad.convergence", method="numeric", control=True)
+def test_a_model_keeping_w_equals_p_fails_both_necessity_findings():
+    """The negative control: 'dropping' no hypothesis, the identity holds and Phi never decreases, so neither of the
+    suite's findings reproduces: both records fail (a regression), neither refutes."""
+    field_record, convergence_record = gradient.counterexamples(trials=20, models={"W = P kept": _hypothesis_kept})
+    assert (field_record.verdict, convergence_record.verdict) == ("failed", "failed")
+    assert field_record.numbers["W = P kept: max relative gap"] < 1e-6  # central-difference noise: the identity holds
+    assert convergence_record.numbers["min normalised dPhi/dt, W = P kept"] > 0
 
 
 @check(gradient.check_gradient_field, control=True)

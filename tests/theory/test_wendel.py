@@ -11,8 +11,23 @@ from theory import wendel
 
 
 @check(wendel.check_closed_forms)
-def test_formula_with_d_equal_n_plus_1_matches_classical_closed_forms(record):
-    assert record(wendel.check_closed_forms()).verdict == "verified"
+def test_printed_formula_misses_the_closed_forms_that_d_equal_n_plus_1_meets(record):
+    result = record(wendel.check_closed_forms())
+    assert result.verdict == "discrepancy"
+    assert (result.printed, result.corrected) == (wendel.PRINTED, wendel.CORRECTED)
+    # exact evidence: two tokens on the circle always share an open half-circle; the printed formula says 1/2
+    assert (result.numbers["printed, l = 2, n = 1"], result.numbers["corrected, l = 2, n = 1"]) == ("1/2", "1")
+    assert result.numbers["corrected closed forms missed"] == 0
+
+
+@check(wendel.check_closed_forms, control=True)
+def test_closed_form_check_verifies_a_correct_printed_formula():
+    assert wendel.check_closed_forms(printed=wendel.corrected_sum).verdict == "verified"
+
+
+@check(wendel.check_closed_forms, control=True)
+def test_closed_form_check_fails_when_the_corrected_formula_is_wrong():
+    assert wendel.check_closed_forms(corrected=wendel.printed_sum).verdict == "failed"
 
 
 # A test of two helper formulas agreeing, not of the claim's statement: it marks no claim, so its pass adds no record
@@ -39,6 +54,14 @@ def test_monte_carlo_check_accepts_the_true_formula_and_flags_a_shifted_one():
     shifted = wendel.check_monte_carlo(samples=300, large_samples=30, printed=lambda l, n: wendel.wendel_probability(l, n + 2))
     assert true.verdict == "verified"
     assert shifted.verdict == "discrepancy"
+
+
+@check(wendel.check_monte_carlo, control=True)
+def test_monte_carlo_check_fails_when_its_hemisphere_test_is_broken():
+    """A hemisphere test that never says yes puts every Monte Carlo estimate at 0, outside the interval of the true
+    probability (1 for two tokens on the circle): the suite's own machinery is wrong, a regression."""
+    result = wendel.check_monte_carlo(samples=100, large_samples=10, in_hemisphere=lambda y: False)
+    assert result.verdict == "failed"
 
 
 @pytest.mark.full
