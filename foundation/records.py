@@ -15,7 +15,9 @@ from typing import Any, Mapping
 from .registry import CLAIMS_BY_ID
 
 #: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``supported``: a conjecture
-#: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``.
+#: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``. So also
+#: a numeric search (method ``numeric``) of a universal statement that found nothing against it: it proves nothing,
+#: and beside a proof's ``verified`` the claim reads ``verified``.
 #: ``unsupported``, its dual for a statement about a limit checked by a finite computation (an ``emp.*`` claim's "mean
 #: E -> 0"; a theorem's convergence as t -> oo run to a horizon): the run went against it within its stated horizon,
 #: which never refutes a statement about the limit. Hence only from a finite method (:data:`FINITE_METHODS`).
@@ -88,8 +90,9 @@ class CheckResult:
         if conjecture and (self.verdict == "discrepancy" or (self.verdict == "verified" and self.method != "proof")):
             raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', and "
                              f"only a proof (method 'proof') gives 'verified'; not {self.verdict!r} by {self.method!r}.")
-        if self.verdict == "supported" and not conjecture:
-            raise ValueError(f"verdict 'supported' is for conjectures (conj.*); {self.claim!r} is not one.")
+        if self.verdict == "supported" and not (conjecture or self.method == "numeric"):
+            raise ValueError(f"verdict 'supported' is for conjectures (conj.*) and numeric searches; {self.claim!r} by "
+                             f"{self.method!r} is neither.")
         if self.verdict == "unsupported" and (conjecture or self.method not in FINITE_METHODS):
             raise ValueError(f"verdict 'unsupported' is for a statement about a limit that a finite run ({FINITE_METHODS})"
                              f" went against; not for a conjecture nor by {self.method!r} ({self.claim!r}).")

@@ -107,13 +107,13 @@ def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float =
               f"neutral directions along the consensus manifold); non-consensus equilibria with no unstable "
               f"direction: {stable_non_consensus or 'none'}. From {starts} random starts the flow reached "
               f"consensus (E < {consensus_e:g} at t = {horizon:g}) {reached_consensus} times. A finite, uncertified "
-              "search: " + ("nothing went against the claim, which decides nothing about every equilibrium (the "
-                            "claim's verdict is its proof's)." if holds else "it went against the claim without a "
+              "search: " + ("nothing went against the claim: supported, which proves nothing about every equilibrium "
+                            "(the claim's verified is its proof's)." if holds else "it went against the claim without a "
                             "certificate (finite differences, a run to a horizon): unsupported, not refuted."))
     if value_sign != 1.0:
         detail = f"Broken model U = {value_sign:g} I (negative control). " + detail
     return claim_result(
-        "not-run" if holds else "unsupported", detail=detail,
+        "supported" if holds else "unsupported", detail=detail,
         numbers={"starts_reaching_consensus": reached_consensus, "starts": starts,
                  "largest_final_E": float(np.max(final_E)), "horizon": horizon, "consensus_E": consensus_e},
         tolerance=ZERO_EIGENVALUE,

@@ -28,6 +28,8 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
                      "only a proof .* not 'verified' by 'search'", id="conjecture-verified-by-a-search"),
         pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
                      id="theorem-supported"),
+        pytest.param(dict(claim="full.wendel", method="monte-carlo", verdict="supported"), "numeric searches",
+                     id="theorem-supported-by-a-sample"),
         pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "not for a conjecture",
                      id="conjecture-unsupported"),
         pytest.param(dict(claim="conj.value-full", method="numeric", verdict="unsupported"), "not for a conjecture",
@@ -39,6 +41,12 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
 def test_invalid_record_is_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CheckResult(**kwargs)
+
+
+def test_a_numeric_search_of_a_theorem_may_support_it_and_a_proof_decides():
+    """The control of theorem-supported: a numeric search gives supported; beside a proof's verified, verified."""
+    assert CheckResult("grad.stable-consensus", "numeric", "supported").verdict == "supported"
+    assert worst_verdict(["supported", "verified"]) == "verified"
 
 
 @pytest.mark.parametrize("claim, method", [("emp.full", "empirical"), ("full.convergence", "numeric"),

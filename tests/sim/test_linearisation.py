@@ -38,11 +38,11 @@ def test_jacobian_of_a_linear_tangent_field_is_exact():
 
 
 @check(check_stable_consensus)
-def test_search_at_p_identity_finds_no_stable_non_consensus_equilibrium_and_decides_nothing(record):
-    """A finite search of a universal statement: finding nothing is ``not-run`` (the claim's verdict is its proof's,
-    theory.conjectures:check_stable_consensus_proof), never ``verified``."""
+def test_search_at_p_identity_finds_no_stable_non_consensus_equilibrium_and_only_supports(record):
+    """A finite search of a universal statement: finding nothing is ``supported`` (the claim's verified is its
+    proof's, theory.conjectures:check_stable_consensus_proof), never ``verified``."""
     result = record(check_stable_consensus())
-    assert result.verdict == "not-run", result.detail
+    assert result.verdict == "supported", result.detail
     assert result.numbers["starts_reaching_consensus"] == result.numbers["starts"]
     assert "consensus is stable" in result.detail and "with no unstable direction: none" in result.detail
 
@@ -51,7 +51,7 @@ def test_search_verdict_is_the_same_at_a_doubled_horizon_and_consensus_threshold
     base = check_stable_consensus(starts=8)
     doubled = check_stable_consensus(starts=8, horizon=400.0, consensus_e=2 * CONSENSUS_E)
     halved = check_stable_consensus(starts=8, consensus_e=CONSENSUS_E / 2)
-    assert base.verdict == doubled.verdict == halved.verdict == "not-run"
+    assert base.verdict == doubled.verdict == halved.verdict == "supported"
 
 
 @check(check_stable_consensus, control=True)
