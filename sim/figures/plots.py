@@ -5,6 +5,13 @@ plot, and write ``figN.png`` with its data ``figN.json``.
 ``size="full"`` is the paper's size (Fig. 4: 100 trajectories of 50 tokens in R^500); ``size="fast"``
 keeps the paper's systems but fewer trajectories/instances (used by the default test run).
 The checks are pure functions of the data and return a ``CheckResult`` for ``sim.figN``.
+
+Verdicts of a finite run (written before the runs they decide): ``verified`` when the run shows the observation
+within its horizon; ``refuted`` only when the run contradicts a statement about finite times, beyond the
+integration error (a quantity the theory makes monotone rises by more than MONOTONE_TOL, tokens leave the hemisphere
+they must remain in by more than it); ``unsupported`` when a limit (E -> 0, convergence to v) was not reached within
+the horizon, with the horizon and the value reached in the detail: a finite run never refutes a statement about
+t -> oo.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ SIZES = ("fast", "full")
 SEEDS = {"fig2.initial": 2, "fig4.matrices": 4, "fig4.initial": 40, "fig5.initial": 5}
 #: Time horizons (not printed in the paper; chosen so that the convergence is visible).
 HORIZONS = {"fig1": 1.0, "fig2": 10.0, "fig4": 150.0, "fig5": 60.0}
+#: The integrators' tolerances (rtol, atol) of each run; tests/sim/test_figures.py shows every verdict unchanged
+#: at half of them and at twice the horizon.
+TOLERANCES = {"fig2": (1e-10, 1e-10), "fig4": (1e-6, 1e-9), "fig5": (1e-9, 1e-9)}
 #: Figs. 5-6: how many random initial states in D^l(v) are integrated to count how often V_2 increases.
 FIG6_INSTANCES = {"fast": 100, "full": 1000}
 FIG4_TRAJECTORIES = {"fast": 4, "full": 100}
@@ -54,6 +64,12 @@ FIG4_REASON = ("E -> 0 is asymptotic; on a finite horizon it is read as: E below
                "~ 0.09 is set by the sqrt(n+1) normaliser; the integration error (rtol 1e-6) is far below 1e-2.")
 #: "Still decaying": log E falls at least this fast at the end (an e-folding time of at most 1000).
 FIG4_MIN_RATE = 1e-3
+#: E at or below this is E = 0 in float64: a trajectory there has converged, and log E is taken only above it.
+E_FLOOR = 1e-12
+E_FLOOR_REASON = ("E (eq. 9) of unit tokens in R^d is 1 minus a mean of float64 dot products, each with a rounding "
+                  "error of at most d u = 5.6e-14 for d = 500 (u = 2^-53; Higham's gamma_d bound): a computed E at or "
+                  "below 1e-12 (18x that bound; 0.0 or -2.2e-16 once the tokens agree to rounding) cannot be told "
+                  "from 0, and its logarithm is noise.")
 EXACT_TOL = 1e-12
 EXACT_REASON = "A closed form evaluated in float64 (values of size <= 2): agreement to 1e-12 is rounding level."
 
@@ -77,36 +93,68 @@ def _max_increase(series: np.ndarray, axis: int = 0) -> float:
 
 
 # --- the figures' statements: one rule each, read by the figure check and the numeric check ----------------------
-def figure3_holds(V: np.ndarray) -> bool:
-    """Fig. 3's statement on ``V : shape=[time]``: V never rises by more than MONOTONE_TOL between samples and
-    V(T) < V(0)."""
-    return _max_increase(V) <= MONOTONE_TOL and V[-1] < V[0]
+def finite_run_verdict(*, contradicted: bool, shown: bool) -> str:
+    """The verdict of a finite run (module docstring): ``refuted`` when it ``contradicted`` a statement about finite
+    times beyond the integration error, else ``verified`` when it ``shown`` the observation within its horizon, else
+    ``unsupported`` (a limit not reached within the horizon: never a refutation)."""
+    return "refuted" if contradicted else "verified" if shown else "unsupported"
+
+
+def left_hemisphere(margin: float) -> bool:
+    """Whether tokens with smallest ``margin`` = min v^T y_i left H+(v) beyond the integration error: the
+    observation that they remain in it is contradicted within the run (Thm 4.1 / Lemma: H+(v)^l is invariant)."""
+    return margin < -MONOTONE_TOL
+
+
+def figure3_verdict(V: np.ndarray) -> str:
+    """Fig. 3's statement on ``V : shape=[time]`` (eq. 7 with v = (1, 0, 0)): ``refuted`` when V rises by more than
+    MONOTONE_TOL between samples (V is a Lyapunov function: a rise contradicts it at a finite time), ``verified``
+    when it does not and V(T) < V(0), ``unsupported`` when no decrease is seen within the horizon."""
+    return finite_run_verdict(contradicted=_max_increase(V) > MONOTONE_TOL, shown=V[-1] < V[0])
 
 
 def last_quarter_slopes(E: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-    """The least-squares slope of log E over the last quarter of the horizon, per trajectory of
-    ``E : shape=[trajectory, time]`` sampled at ``t : shape=[time]``, and the first time of that quarter."""
+    """The least-squares slope of log E over the samples of the last quarter of the horizon where E > E_FLOOR, per
+    trajectory of ``E : shape=[trajectory, time]`` sampled at ``t : shape=[time]``, and the first time of that
+    quarter. A trajectory whose E(T) is at or below E_FLOOR has converged (slope -inf); one above it with fewer than
+    two samples above it in the quarter rose from the floor at the end (slope +inf)."""
     last = t >= 0.75 * t[-1]
-    return np.array([np.polyfit(t[last], np.log(row[last]), 1)[0] for row in E]), float(t[last][0])
+    slopes = []
+    for row in E[:, last]:
+        above = row > E_FLOOR
+        if row[-1] <= E_FLOOR:
+            slopes.append(-np.inf)
+        elif above.sum() < 2:
+            slopes.append(np.inf)
+        else:
+            slopes.append(np.polyfit(t[last][above], np.log(row[above]), 1)[0])
+    return np.array(slopes), float(t[last][0])
 
 
-def figure4_holds(E: np.ndarray, slopes: np.ndarray) -> bool:
-    """Fig. 4's statement: E at the horizon is at most FIG4_TOL on every trajectory and log E still falls at rate
-    >= FIG4_MIN_RATE over the last quarter on every trajectory (``slopes`` from :func:`last_quarter_slopes`)."""
-    return E[:, -1].max() <= FIG4_TOL and slopes.max() <= -FIG4_MIN_RATE
+def figure4_verdict(E: np.ndarray, slopes: np.ndarray) -> str:
+    """Fig. 4's statement on ``E : shape=[trajectory, time]``: ``verified`` when E at the horizon is at most FIG4_TOL
+    on every trajectory and log E still falls at rate >= FIG4_MIN_RATE over the last quarter on every trajectory
+    (``slopes`` from :func:`last_quarter_slopes`; a trajectory at E_FLOOR has converged), else ``unsupported``: E -> 0
+    is a limit, and E (eq. 9) need not be monotone, so no finite run contradicts it."""
+    return finite_run_verdict(contradicted=False, shown=E[:, -1].max() <= FIG4_TOL and slopes.max() <= -FIG4_MIN_RATE)
 
 
-def figure5_holds(data: dict[str, Any]) -> bool:
-    """Fig. 5's statement on all instances: min over time, instances and tokens of v^T y_i is positive and every
-    1 - v^T y_i is at most CONSENSUS_TOL at the horizon."""
-    return data["min_alignment_all"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL
+def figure5_verdict(data: dict[str, Any]) -> str:
+    """Fig. 5's statement on all instances: ``refuted`` when a token leaves the hemisphere of v
+    (:func:`left_hemisphere`), ``verified`` when the margin min over time, instances and tokens of v^T y_i stays
+    positive and every 1 - v^T y_i is at most CONSENSUS_TOL at the horizon, else ``unsupported`` (not at v yet)."""
+    margin = data["min_alignment_all"]
+    return finite_run_verdict(contradicted=left_hemisphere(margin),
+                              shown=margin > 0 and data["final_max_V_all"] <= CONSENSUS_TOL)
 
 
-def figure6_holds(data: dict[str, Any]) -> bool:
-    """Fig. 6's statement on all instances: V_1 never rises by more than MONOTONE_TOL, V_2 rises on some instance,
-    and every 1 - v^T y_i is at most CONSENSUS_TOL at the horizon."""
-    return (data["max_increase_V1_all"] <= MONOTONE_TOL and data["instances_V2_increasing"] > 0
-            and data["final_max_V_all"] <= CONSENSUS_TOL)
+def figure6_verdict(data: dict[str, Any]) -> str:
+    """Fig. 6's statement on all instances: ``refuted`` when V_1 rises by more than MONOTONE_TOL (V_1 is a Lyapunov
+    function: a rise contradicts it at a finite time), ``verified`` when it does not, V_2 rises on some instance and
+    every 1 - v^T y_i is at most CONSENSUS_TOL at the horizon, else ``unsupported``: "V_2 may increase" is an
+    existence statement that a finite sample can fail to witness but never refute, and V_2 -> 0 is a limit."""
+    return finite_run_verdict(contradicted=data["max_increase_V1_all"] > MONOTONE_TOL,
+                              shown=data["instances_V2_increasing"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL)
 
 
 # --- simulations -------------------------------------------------------------------------------
@@ -125,25 +173,31 @@ def simulate_figure1(samples: int = 1001) -> dict[str, Any]:
             "bound": [2 * float(np.linalg.norm(FIG1_P1)), 2 * float(np.linalg.norm(FIG1_P2))]}
 
 
-def simulate_figure2(samples: int = 1001, *, field=None) -> dict[str, Any]:
-    """The Fig. 2-3 run: 10 tokens drawn uniformly in H+(v), v = (1, 0, 0), integrated to t = 10.
+def simulate_figure2(samples: int = 1001, *, field=None, horizon: float = HORIZONS["fig2"],
+                     tolerances: tuple[float, float] = TOLERANCES["fig2"]) -> dict[str, Any]:
+    """The Fig. 2-3 run: 10 tokens drawn uniformly in H+(v), v = (1, 0, 0), integrated to t = ``horizon`` (10) with
+    Dopri5 at (rtol, atol) = ``tolerances``; ``y : shape=[samples, 10, 3]``, ``V``, ``E : shape=[samples]``.
 
     ``field`` replaces the paper's system (negative controls pass a broken one).
     """
     field = full_attention_example() if field is None else field
     rng = np.random.default_rng(SEEDS["fig2.initial"])
     y0 = Ellipsoid().random_point_in_hemisphere(FIG3_V, rng, (10, 3))
-    ts = np.linspace(0.0, HORIZONS["fig2"], samples)
+    ts = np.linspace(0.0, horizon, samples)
+    rtol, atol = tolerances
     sol = solve(field, Dopri5(), 0.0, ts[-1], y0, saveat=SaveAt(ts=ts),
-                controller=AdaptiveStepSize(rtol=1e-10, atol=1e-10))
+                controller=AdaptiveStepSize(rtol=rtol, atol=atol))
     return {"t": _listed(sol.ts), "y": _listed(sol.ys), "v": _listed(FIG3_V),
             "V": _listed(hemisphere_lyapunov(sol.ys, FIG3_V)), "E": _listed(misalignment(sol.ys)),
-            "evaluations": sol.evaluations, "max_drift": sol.max_drift, "solver": "Dopri5, rtol = atol = 1e-10"}
+            "evaluations": sol.evaluations, "max_drift": sol.max_drift,
+            "solver": f"Dopri5, rtol {rtol:g}, atol {atol:g}"}
 
 
 @lru_cache(maxsize=None)
-def simulate_figure4(size: str) -> dict[str, Any]:
-    """E (eq. 9) along Fig. 4's trajectories: causal, U = I, 50 tokens in R^500, h = 2."""
+def simulate_figure4(size: str, *, horizon: float = HORIZONS["fig4"],
+                     tolerances: tuple[float, float] = TOLERANCES["fig4"]) -> dict[str, Any]:
+    """E (eq. 9) along Fig. 4's trajectories (causal, U = I, 50 tokens in R^500, h = 2) to t = ``horizon`` (150),
+    Dopri5 at (rtol, atol) = ``tolerances``: ``E : shape=[trajectory, step]`` at ``t : shape=[step]``."""
     example = causal_random_example(SEEDS["fig4.matrices"])
     rng = np.random.default_rng(SEEDS["fig4.initial"])
     y0 = uniform_box_tokens(rng, (FIG4_TRAJECTORIES[size], 50, 500))
@@ -154,18 +208,21 @@ def simulate_figure4(size: str) -> dict[str, Any]:
 
     # the paper's 100 trajectories are stepped in one thread per core (the reduced run stays on one)
     workers = (os.cpu_count() or 1) if size == "full" else 1
-    sol = solve(example.field, Dopri5(), 0.0, HORIZONS["fig4"], y0, saveat=SaveAt(steps=True, fn=kept),
-                controller=AdaptiveStepSize(rtol=1e-6, atol=1e-9), options=SolveOptions(workers=workers))
+    rtol, atol = tolerances
+    sol = solve(example.field, Dopri5(), 0.0, horizon, y0, saveat=SaveAt(steps=True, fn=kept),
+                controller=AdaptiveStepSize(rtol=rtol, atol=atol), options=SolveOptions(workers=workers))
     first_token_motion = float(np.max(sol.ys[..., 1]))
     return {"t": _listed(sol.ts), "E": _listed(sol.ys[..., 0].T), "trajectories": int(y0.shape[0]),
             "first_token_motion": first_token_motion, "evaluations": sol.evaluations, "steps": sol.steps,
-            "max_drift": sol.max_drift, "solver": "Dopri5, rtol 1e-6, atol 1e-9"}
+            "max_drift": sol.max_drift, "solver": f"Dopri5, rtol {rtol:g}, atol {atol:g}"}
 
 
 @lru_cache(maxsize=None)
-def simulate_figure5(size: str, samples: int = 601, *, field=None) -> dict[str, Any]:
-    """Figs. 5-6: many random initial states in D^l(v) (v the top eigenvector of U) integrated at once;
-    the figure shows the one whose V_2 increases most (V_2 is not a Lyapunov function).
+def simulate_figure5(size: str, samples: int = 601, *, field=None, horizon: float = HORIZONS["fig5"],
+                     tolerances: tuple[float, float] = TOLERANCES["fig5"]) -> dict[str, Any]:
+    """Figs. 5-6: many random initial states in D^l(v) (v the top eigenvector of U) integrated at once to t =
+    ``horizon`` (60), Dopri5 at (rtol, atol) = ``tolerances``; the figure shows the one whose V_2 increases most
+    (V_2 is not a Lyapunov function): ``y : shape=[samples, 10, 3]``, ``V1``, ``V2 : shape=[samples]``.
 
     ``field`` replaces the paper's system (negative controls pass a broken one).
     """
@@ -174,9 +231,10 @@ def simulate_figure5(size: str, samples: int = 601, *, field=None) -> dict[str, 
     rng = np.random.default_rng(SEEDS["fig5.initial"])
     instances = FIG6_INSTANCES[size]
     y0 = Ellipsoid().random_point_in_hemisphere(v, rng, (instances, 10, 3))
-    ts = np.linspace(0.0, HORIZONS["fig5"], samples)
+    ts = np.linspace(0.0, horizon, samples)
+    rtol, atol = tolerances
     sol = solve(field, Dopri5(), 0.0, ts[-1], y0, saveat=SaveAt(ts=ts),
-                controller=AdaptiveStepSize(rtol=1e-9, atol=1e-9))
+                controller=AdaptiveStepSize(rtol=rtol, atol=atol))
     V = token_lyapunov(sol.ys, v)  # [time, instance, token]
     increase_1 = np.max(np.diff(V[:, :, 0], axis=0), axis=0)
     increase_2 = np.max(np.diff(V[:, :, 1], axis=0), axis=0)
@@ -189,10 +247,20 @@ def simulate_figure5(size: str, samples: int = 601, *, field=None) -> dict[str, 
             "max_increase_V2": float(increase_2[shown]),
             "min_alignment_all": float(np.min(sol.ys @ v)),
             "final_max_V_all": float(np.max(V[-1])),
-            "evaluations": sol.evaluations, "max_drift": sol.max_drift, "solver": "Dopri5, rtol = atol = 1e-9"}
+            "evaluations": sol.evaluations, "max_drift": sol.max_drift,
+            "solver": f"Dopri5, rtol {rtol:g}, atol {atol:g}"}
 
 
 # --- checks (pure) -----------------------------------------------------------------------------
+def verdict_sentence(verdict: str, *, horizon: float, missed: str, contradiction: str = "") -> str:
+    """The sentence a finite run's ``verdict`` ends its detail with: for ``unsupported`` the horizon and what was
+    ``missed`` there (a value and its threshold), for ``refuted`` the ``contradiction`` seen."""
+    if verdict == "unsupported":
+        return (f" Not shown within the horizon t = {horizon:g}: {missed}. A finite run never refutes a statement "
+                "about t -> oo: unsupported, not refuted.")
+    return f" Contradicted within the run: {contradiction}." if verdict == "refuted" else ""
+
+
 def _hypothesis_not_met(what: str, numbers: dict[str, Any]) -> CheckResult:
     """The theorem's hypothesis fails on the given data: no verdict on the claim (reported, not raised)."""
     return claim_result("not-run", detail=f"hypothesis not met: {what}; the observation was not "
@@ -207,6 +275,7 @@ def check_figure1(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "max_norm_P1": float(norms[0].max()), "min_norm_P1": float(norms[0].min()),
                "max_norm_P2": float(norms[1].max()), "min_norm_P2": float(norms[1].min()),
                "bound_2|P'_1|_F": data["bound"][0], "bound_2|P'_2|_F": data["bound"][1]}
+    # A statement about one period of a closed form, no limit: a residual above rounding contradicts it.
     ok = (data["closed_form_residual"] <= EXACT_TOL and data["period_residual"] <= EXACT_TOL
           and np.all(norms.max(axis=1) <= np.array(data["bound"]) + EXACT_TOL)
           and np.all(norms.max(axis=1) - norms.min(axis=1) > 0.1))
@@ -230,12 +299,17 @@ def check_figure2(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "evaluations": data["evaluations"]}
     if alignment[0].min() <= 0:
         return _hypothesis_not_met(f"min_i v^T y_i(0) = {alignment[0].min():.3g} <= 0", numbers)
-    ok = alignment.min() > 0 and E[-1] <= CONSENSUS_TOL
+    T = data["t"][-1]
+    verdict = finite_run_verdict(contradicted=left_hemisphere(alignment.min()),
+                                 shown=alignment.min() > 0 and E[-1] <= CONSENSUS_TOL)
     return claim_result(
-        "verified" if ok else "refuted",
-        detail="10 tokens drawn uniformly in H+(v), v = (1, 0, 0), on S^2 with the printed P_eta(t): every token "
-               "stays in the open hemisphere (min over time and tokens of v^T y_i > 0) and the tokens meet "
-               f"(E = {E[-1]:.2e} at t = {data['t'][-1]:g}).",
+        verdict,
+        detail="10 tokens drawn uniformly in H+(v), v = (1, 0, 0), on S^2 with the printed P_eta(t): min over time "
+               f"and tokens of v^T y_i = {alignment.min():.3g} (> 0: every token stays in the open hemisphere) and "
+               f"E = {E[-1]:.2e} at t = {T:g} (the tokens meet when E -> 0)."
+               + verdict_sentence(verdict, horizon=T, missed=f"E = {E[-1]:.2e} > {CONSENSUS_TOL:g} or a margin "
+                                  f"{alignment.min():.1e} within {MONOTONE_TOL:g} of the boundary",
+                                  contradiction=f"a token left H+(v) (v^T y_i = {alignment.min():.3g})"),
         numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON, figures=figures,
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
@@ -248,12 +322,15 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "samples": int(V.size), "T": data["t"][-1]}
     if V[0] >= 1.0:
         return _hypothesis_not_met(f"V(y(0)) = {V[0]:.3g} >= 1: a token starts outside H+(v)", numbers)
+    verdict = figure3_verdict(V)
     return claim_result(
-        "verified" if figure3_holds(V) else "refuted",
-        detail="V of eq. 7 with v = (1, 0, 0) along the Fig. 2 solution is non-increasing at every one of the "
-               f"{V.size} samples (largest step-to-step change {_max_increase(V):.2e}) and decreases from "
-               f"{V[0]:.3f} to {V[-1]:.3f}. V tends to 1 - v^T y* for the consensus point y*, not to 0: the "
-               "tokens meet, but not at v.",
+        verdict,
+        detail=f"V of eq. 7 with v = (1, 0, 0) along the Fig. 2 solution, at {V.size} samples: largest step-to-step "
+               f"change {_max_increase(V):.2e} (non-increasing up to {MONOTONE_TOL:g}), from {V[0]:.3f} to "
+               f"{V[-1]:.3f}. V tends to 1 - v^T y* for the consensus point y*, not to 0: the tokens meet, but not "
+               "at v."
+               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V(T) = {V[-1]:.6g} >= V(0) = {V[0]:.6g}",
+                                  contradiction=f"V rose by {_max_increase(V):.2e} between samples"),
         numbers=numbers, tolerance=MONOTONE_TOL, tolerance_reason=MONOTONE_REASON, figures=figures,
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
@@ -269,15 +346,19 @@ def check_figure4(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "slowest_log_E_slope_last_quarter": float(rates.max()),
                "first_token_motion": data["first_token_motion"], "T": float(t[-1]),
                "evaluations": data["evaluations"], "max_drift": data["max_drift"]}
+    verdict = figure4_verdict(E, rates)
     return claim_result(
-        "verified" if figure4_holds(E, rates) else "refuted",
+        verdict,
         detail=f"E (eq. 9) along {data['trajectories']} trajectories (causal, U = I, 50 tokens on S^499, h = 2): "
                f"from >= {E[:, 0].min():.3f} at t = 0 to <= {E[:, -1].max():.2e} at t = {t[-1]:g} on every "
                f"trajectory, decaying like exp(-r t) with r >= {-rates.max():.3f} over t in [{quarter:.0f}, "
-               f"{t[-1]:g}] on every trajectory. P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ "
+               f"{t[-1]:g}] on every trajectory (r = inf: E at the float64 floor {E_FLOOR:g}, converged)."
+               + verdict_sentence(verdict, horizon=t[-1], missed=f"largest E(T) {E[:, -1].max():.2e} (bound "
+                                  f"{FIG4_TOL:g}), slowest slope of log E {rates.max():.3g} (bound {-FIG4_MIN_RATE:g})")
+               + " P'_eta ~ U(-0.5, 0.5) entrywise, omega ~ U(0, 1) and phi ~ "
                "U(0, 2 pi) per diagonal entry and head, initial entries ~ U(-0.5, 0.5) projected to the sphere: "
                "our seeded draws (not printed). The first token does not move (U = I, causal).",
-        numbers=numbers, tolerance=FIG4_TOL, tolerance_reason=FIG4_REASON, figures=figures,
+        numbers=numbers, tolerance=FIG4_TOL, tolerance_reason=f"{FIG4_REASON} {E_FLOOR_REASON}", figures=figures,
         seeds={"fig4.matrices": SEEDS["fig4.matrices"], "fig4.initial": SEEDS["fig4.initial"]})
 
 
@@ -289,12 +370,19 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "T": data["t"][-1], "max_drift": data["max_drift"]}
     if data["lambda"] <= 0:
         return _hypothesis_not_met(f"the top eigenvalue of U is {data['lambda']:.4g} <= 0", numbers)
+    verdict = figure5_verdict(data)
     return claim_result(
-        "verified" if figure5_holds(data) else "refuted",
+        verdict,
         detail=f"Causal, h = 1, printed P' and symmetric U (top eigenvalue {data['lambda']:.4f} > 0, v its unit "
-               f"eigenvector): on all {data['instances']} random initial states in D^l(v) every token stays in "
-               "the hemisphere of v and all tokens converge to v (max_i 1 - v^T y_i = "
-               f"{data['final_max_V_all']:.1e} at t = {data['t'][-1]:g}).",
+               f"eigenvector), {data['instances']} random initial states in D^l(v): smallest v^T y_i over time, "
+               f"instances and tokens {data['min_alignment_all']:.3g} (> 0: every token stays in the hemisphere of "
+               f"v), max_i 1 - v^T y_i = {data['final_max_V_all']:.1e} at t = {data['t'][-1]:g} (-> 0: the tokens "
+               "converge to v)."
+               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"max_i 1 - v^T y_i = "
+                                  f"{data['final_max_V_all']:.2e} > {CONSENSUS_TOL:g} or a margin "
+                                  f"{data['min_alignment_all']:.1e} within {MONOTONE_TOL:g} of the boundary",
+                                  contradiction=f"a token left the hemisphere of v (v^T y_i = "
+                                                f"{data['min_alignment_all']:.3g})"),
         numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON, figures=figures,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
@@ -307,12 +395,18 @@ def check_figure6(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                "instances_V2_increasing": data["instances_V2_increasing"],
                "max_increase_V2_shown": data["max_increase_V2"], "final_V2_shown": float(V2[-1]),
                "final_max_V_all": data["final_max_V_all"], "shown_instance": data["shown_instance"]}
+    verdict = figure6_verdict(data)
     return claim_result(
-        "verified" if figure6_holds(data) else "refuted",
-        detail=f"On all {data['instances']} random initial states V_1 never increases (largest change "
-               f"{data['max_increase_V1_all']:.1e}); V_2 increases somewhere on {data['instances_V2_increasing']} "
-               "of them (so it is not a Lyapunov function) and still tends to 0 on all. The figure shows the "
-               f"instance with the largest increase of V_2 ({data['max_increase_V2']:.3g}).",
+        verdict,
+        detail=f"On {data['instances']} random initial states: largest change of V_1 {data['max_increase_V1_all']:.1e} "
+               f"(never increases up to {MONOTONE_TOL:g}); V_2 increases somewhere on "
+               f"{data['instances_V2_increasing']} of them (so it is not a Lyapunov function); largest V_i at t = "
+               f"{data['t'][-1]:g} {data['final_max_V_all']:.1e} (-> 0). The figure shows the instance with the "
+               f"largest increase of V_2 ({data['max_increase_V2']:.3g})."
+               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V_2 increasing on "
+                                  f"{data['instances_V2_increasing']} instances, largest V_i "
+                                  f"{data['final_max_V_all']:.2e} (bound {CONSENSUS_TOL:g})",
+                                  contradiction=f"V_1 rose by {data['max_increase_V1_all']:.2e}"),
         numbers=numbers, tolerance=MONOTONE_TOL, tolerance_reason=MONOTONE_REASON, figures=figures,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 

@@ -17,3 +17,16 @@ def manifold(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20250701)
+
+
+@pytest.fixture
+def verdict_at(monkeypatch):
+    """``verdict_at(check, data, module, name, factor)``: the verdict of ``check(data)`` with the threshold ``name``
+    of ``module`` (where the check reads it) multiplied by ``factor``, put back afterwards."""
+
+    def verdict(check, data, module, name, factor):
+        with monkeypatch.context() as patch:
+            patch.setattr(module, name, getattr(module, name) * factor)
+            return check(data).verdict
+
+    return verdict
