@@ -80,3 +80,17 @@ def test_hemisphere_properties_need_only_positive_weights(instance):
     assert holds, numbers
     holds, numbers = check_full_lyapunov(instance, UnnormalisedAttention)
     assert holds, numbers
+
+
+def test_the_same_checks_reject_the_unnormalised_model_with_its_projection_reversed():
+    """The control of the test above: its two checks can fail on an unnormalised model, once its projection is
+    reversed (the flow then leaves the hemisphere and V grows), on a fixed instance."""
+    from tests.properties.models import ReversedProjection
+
+    class ReversedUnnormalised(ReversedProjection, UnnormalisedAttention):
+        """Both breaks at once: (y y^T W - I) applied to the field without Z_i."""
+
+    instance = S.FullAttentionInstance(dim=3, tokens=4, heads=1, seed=0, p_bound=0.5, harmonics=0,
+                                       max_frequency=1.0, margin=0.05)
+    assert not check_full_invariance(instance, ReversedUnnormalised)[0]
+    assert not check_full_lyapunov(instance, ReversedUnnormalised)[0]
