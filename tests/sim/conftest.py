@@ -30,3 +30,4 @@ def verdict_at(monkeypatch):
             return check(data).verdict
 
     return verdict
+

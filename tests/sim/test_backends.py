@@ -8,6 +8,7 @@ import pytest
 
 from sim.field.backends import BACKENDS, available, make_field
 from sim.field.eq6 import eq6
+from tests.sim.installed import skip_unless_installed
 
 #: The backends and the oracle evaluate the same float64 formula in other orders of summation; on the sphere with
 #: |P|, |U| <= ~3 every term is O(1) and at most ~l h d ~ 100 of them are summed: round-off ~1e-14, so 1e-11 leaves
@@ -36,9 +37,7 @@ def _deviation(field, P, U, y, causal) -> float:
 
 
 def _runnable(backend):
-    reason = available()[backend]
-    if reason is not None:
-        pytest.skip(f"backend {backend}: {reason}")
+    skip_unless_installed(f"backend {backend}", available()[backend])
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
@@ -104,3 +103,15 @@ def test_the_field_benchmark_times_agreeing_backends_and_reports_a_disagreeing_o
         assert reason is not None or rows[backend]["seconds"] > 0 and rows[backend]["deviation"] <= bench.TOLERANCE
     assert "seconds" not in rows["unmasked"] and rows["unmasked"]["deviation"] > 1e-3
     assert "DISAGREES" in bench.table(results)
+
+
+def test_a_missing_backend_skips_visibly_and_fails_where_ci_requires_the_peers(monkeypatch):
+    from tests.sim.installed import REQUIRE_PEERS
+
+    monkeypatch.delenv(REQUIRE_PEERS, raising=False)
+    skip_unless_installed("backend jax", None)  # installed: nothing happens
+    with pytest.raises(pytest.skip.Exception, match="backend jax: needs jax"):
+        skip_unless_installed("backend jax", "needs jax")
+    monkeypatch.setenv(REQUIRE_PEERS, "1")
+    with pytest.raises(pytest.fail.Exception, match="CONSENSUS_REQUIRE_PEERS is set but backend jax cannot run"):
+        skip_unless_installed("backend jax", "needs jax")

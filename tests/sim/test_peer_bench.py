@@ -8,6 +8,7 @@ import sim.bench.peer_fields as peer_fields
 import sim.bench.peers as peer_bench
 from sim.bench.peers import TARGETS, compare, problems, table
 from sim.bench.peer_fields import PREPARE, Systems, available
+from tests.sim.installed import skip_unless_installed
 
 PEERS = tuple(PREPARE)
 
@@ -39,8 +40,7 @@ def test_a_missing_peer_is_skipped_with_a_visible_note(monkeypatch):
 
 def _installed(name: str):
     """Skips visibly, naming the peer, when it is not installed; a peer that is installed must run."""
-    if available()[name] is not None:
-        pytest.skip(f"{name} {available()[name]}")
+    skip_unless_installed(name, available()[name])
 
 
 def _tiny_of_every_kind() -> list[Systems]:
@@ -79,9 +79,9 @@ def test_a_peer_failure_is_recorded_in_the_peers_own_words(name, monkeypatch):
     assert len(failed) == 1 and _BUDGET_MESSAGES[name] in failed[0], failed
 
 
-@pytest.mark.skipif(any(available().values()), reason="the extra .[peers] (diffrax, jax, torchdiffeq, torchode) is "
-                                                      "not installed")
 def test_peers_run_at_equal_accuracy_and_report_compile_time_apart():
+    for name, reason in available().items():
+        skip_unless_installed(f"{name} (the extra .[peers])", reason)
     problem = compare(_tiny(), repeats=1)
     assert problem["libraries"]["diffrax"]["compile_seconds"] > 0
     for level in problem["levels"]:
