@@ -200,3 +200,19 @@ def test_verdict_groups_put_failures_first_and_keep_the_registry_order_inside_a_
     assert groups == [("failed", ["sim.fig2"]), ("verified", ["full.wendel", "sim.fig3"])]
     page = render.render_html(entries=entries, sections=[], manifest={}, counts={}, mathjax=None)
     assert page.count('<div class="verdict-group"') == 2 and 'href="#claim-sim.fig3"' in page
+
+
+def test_the_first_screen_says_what_each_problem_verdict_means():
+    """failed: the suite's check; refuted: a contradiction; unsupported: a finite run against a limit, never a
+    refutation (not 'the measurement contradicts the claim')."""
+    first = _first_look([_entry("causal.scalar", "failed", [CheckResult("causal.scalar", "symbolic", "failed")]),
+                         _entry("full.wendel", "refuted", [CheckResult("full.wendel", "exact", "refuted")]),
+                         _entry("full.convergence", "unsupported",
+                                [CheckResult("full.convergence", "numeric", "unsupported")])])
+    problems = first[first.index('id="first-problems"'):first.index('id="first-conjectures"')]
+    lines = {claim: line for line in problems.split("<li>")[1:] for claim in ("causal.scalar", "full.wendel",
+                                                                               "full.convergence") if claim in line}
+    assert "a check of the suite failed" in lines["causal.scalar"]
+    assert "the measurement contradicts the claim" in lines["full.wendel"]
+    assert "a finite run went against it within its horizon (never a refutation)" in lines["full.convergence"]
+    assert "contradicts" not in lines["full.convergence"]
