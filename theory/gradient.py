@@ -312,7 +312,7 @@ def numeric_convergence(seed: int = 20250106, d: int = 3, l: int = 6, horizon: f
     speeds = np.array([np.linalg.norm(rhs(0, sol.y[:, k])) for k in range(len(times))])
     drops = float(max(0.0, -np.diff(phis).min()))
     return numeric_result(
-        {"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])},
+        {"largest decrease of Phi between samples": drops, "|F| at the end": float(speeds[-1])}, limits=("|F| at the end",),
         tolerance=1e-6, tolerance_reason="integration error of DOP853 at rtol 1e-10 over the horizon is far below "
                                          "1e-6; |F| decays exponentially near a hyperbolic equilibrium",
         detail=f"l = {l} tokens on E_W in d = {d}, W = P random SPD, horizon {horizon}: Phi grows from {phis[0]:.6f} to "

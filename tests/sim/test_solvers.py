@@ -172,7 +172,7 @@ def test_continuum_check_rejects_a_discrete_model_with_the_wrong_value_scale():
     wrong = AttentionField(P=field.P, U=(2 * np.eye(3), 2 * np.eye(3)))
     y0 = field.manifold.random_point(np.random.default_rng(11), (10, 3))
     result = check_continuum(field, 0.0, y0, TAUS, discrete_field=wrong)
-    assert result.verdict == "refuted"
+    assert result.verdict == "unsupported"  # a fitted slope goes against O(tau^2) (about tau -> 0), never refutes it
     assert abs(result.numbers["slope"] - 1.0) <= ORDER_SLACK
 
 

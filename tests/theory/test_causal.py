@@ -150,7 +150,18 @@ def test_symmetric_iss_check_rejects_a_non_symmetric_value_matrix():
 
 @check(causal.numeric_scalar, control=True)
 def test_numeric_scalar_check_rejects_a_wrong_solution_formula():
-    assert causal.numeric_scalar(rate_factor=2.0, horizon=10.0).verdict == "refuted"
+    """At the shipped horizon, where the right formula is verified: the wrong one fails the closed form, a finite-time
+    statement, and so is refuted."""
+    result = causal.numeric_scalar(rate_factor=2.0)
+    assert result.verdict == "refuted" and "max |b(t) - tanh(A(t) + atanh b0)|" in result.detail.split("above")[-1]
+
+
+def test_numeric_scalar_verdict_keeps_at_a_doubled_horizon_and_a_short_run_is_only_unsupported():
+    """b -> 1 is a limit: at 10 (1 - b(T) = 1.2) the run has not got there, unsupported, never refuted; at the
+    shipped 60 and at 120 verified."""
+    short = causal.numeric_scalar(horizon=10.0)
+    assert short.verdict == "unsupported" and short.numbers["max |b(t) - tanh(A(t) + atanh b0)|"] < 1e-6
+    assert causal.numeric_scalar().verdict == causal.numeric_scalar(horizon=120.0).verdict == "verified"
 
 
 @check(causal.numeric_time_varying, control=True)

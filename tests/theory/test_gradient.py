@@ -108,3 +108,11 @@ def test_numeric_gradient_check_rejects_w_different_from_p():
     rng = np.random.default_rng(7)
     W, P = random_spd(rng, 50, 0.4), random_spd(rng, 50, 0.4)
     assert gradient.numeric_gradient(d=50, W=W, P=P, U=np.eye(50)).verdict == "refuted"
+
+
+def test_numeric_convergence_verdict_keeps_at_a_doubled_horizon_and_a_short_run_is_only_unsupported():
+    """|F| -> 0 is a limit: at t = 2 the flow is still moving (|F| = 0.38) while Phi never decreased: unsupported,
+    never refuted; at the shipped 60 and at 120 verified."""
+    short = gradient.numeric_convergence(horizon=2.0)
+    assert short.verdict == "unsupported" and short.numbers["largest decrease of Phi between samples"] == 0.0
+    assert gradient.numeric_convergence().verdict == gradient.numeric_convergence(horizon=120.0).verdict == "verified"

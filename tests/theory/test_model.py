@@ -59,7 +59,7 @@ def test_continuum_check_rejects_a_flipped_projection():
 @check(model.numeric_continuum_order, control=True)
 def test_order_check_rejects_the_unprojected_flow():
     result = model.numeric_continuum_order(project_flow=False)
-    assert result.verdict == "refuted"
+    assert result.verdict == "unsupported"  # a fitted slope goes against O(tau^2), a statement about tau -> 0
     assert result.numbers["slope"] == pytest.approx(1.0, abs=0.2)
 
 
