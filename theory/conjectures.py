@@ -95,5 +95,10 @@ def check_stable_consensus_proof(W: Form | None = None, P: Form | None = None) -
                "explicitly, any l through grad.field's pair identities), so (i) an asymptotically stable equilibrium y* "
                "is a local maximum of Phi (a nearby y with Phi(y) > Phi(y*) would flow to y* with Phi non-decreasing); "
                "(ii) every local maximum of sum_{i,j} exp(y_i^T y_j) on (S^{d-1})^l is consensus by "
-               f"{CITATIONS}. The paper's route (linearising at each equilibrium) is not the one taken; the conclusion "
-               "is the same. The reduction rests on the cited theorems, which are not machine-checked here.")
+               f"{CITATIONS}. Conversely, (iii) the consensus set is Phi's set of global maxima (Phi <= l^2 e / 2, equal "
+               "exactly when all tokens agree) and a Morse-Bott one (across the set Phi's Hessian is negative definite), "
+               "so Phi is a Lyapunov function for it and, by LaSalle, the set is asymptotically stable; a point of it is "
+               "not on its own, since rotations move it along the set: 'asymptotically stable' is read for the set, as "
+               "the linearisation check reads it (d - 1 neutral directions). The paper's route (linearising at each "
+               "equilibrium) is not the one taken; the conclusion is the same. The reduction rests on the cited "
+               "theorems and (iii)'s textbook steps, which are not machine-checked here.")
