@@ -17,7 +17,8 @@ from foundation.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, E_FLOOR_REASON, FIG4_REASON, FIG4_TOL, MONOTONE_REASON,
                                MONOTONE_TOL, SEEDS, figure3_verdict, figure4_verdict, figure5_verdict, figure6_verdict,
-                               finite_run_verdict, last_quarter_slopes, left_hemisphere, verdict_sentence)
+                               figure6_sentence, finite_run_verdict, last_quarter_slopes, left_hemisphere,
+                               verdict_sentence)
 
 #: Consensus read off the tokens' diameter max_ij |y_i - y_j| at the horizon.
 DIAMETER_TOL = 1e-3
@@ -130,10 +131,7 @@ def measure_figure6(data: dict[str, Any]) -> CheckResult:
         detail=f"On {data['instances']} initial states: largest increase of V_1 {data['max_increase_V1_all']:.1e}; "
                f"V_2 increases by more than {MONOTONE_TOL:g} on {data['instances_V2_increasing']} of them (largest "
                f"{data['max_increase_V2']:.3g}); largest V_i at the horizon {data['final_max_V_all']:.1e}."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V_2 increasing on "
-                                  f"{data['instances_V2_increasing']} instances, largest V_i "
-                                  f"{data['final_max_V_all']:.2e} (bound {CONSENSUS_TOL:g})",
-                                  contradiction=f"V_1 rose by {data['max_increase_V1_all']:.2e}"),
+               + figure6_sentence(data, verdict),
         numbers=numbers, tolerance=MONOTONE_TOL,
         tolerance_reason=f"{MONOTONE_REASON} V -> 0 is read at the horizon to {CONSENSUS_TOL:g}: {CONSENSUS_REASON}",
         seeds={"fig5.initial": SEEDS["fig5.initial"]})

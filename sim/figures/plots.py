@@ -158,6 +158,14 @@ def figure6_verdict(data: dict[str, Any]) -> str:
                               shown=data["instances_V2_increasing"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL)
 
 
+def figure6_sentence(data: dict[str, Any], verdict: str) -> str:
+    """What :func:`figure6_verdict`'s ``verdict`` rests on, in words (the figure's check and the numeric one)."""
+    return verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V_2 increasing on "
+                            f"{data['instances_V2_increasing']} instances, largest V_i "
+                            f"{data['final_max_V_all']:.2e} (bound {CONSENSUS_TOL:g})",
+                            contradiction=f"V_1 rose by {data['max_increase_V1_all']:.2e}")
+
+
 # --- simulations -------------------------------------------------------------------------------
 def simulate_figure1(samples: int = 1001) -> dict[str, Any]:
     """||P_1(t)||_F, ||P_2(t)||_F over one period t in [0, 1] and the closed form they must equal."""
@@ -404,10 +412,7 @@ def check_figure6(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                f"{data['instances_V2_increasing']} of them (so it is not a Lyapunov function); largest V_i at t = "
                f"{data['t'][-1]:g} {data['final_max_V_all']:.1e} (-> 0). The figure shows the instance with the "
                f"largest increase of V_2 ({data['max_increase_V2']:.3g})."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V_2 increasing on "
-                                  f"{data['instances_V2_increasing']} instances, largest V_i "
-                                  f"{data['final_max_V_all']:.2e} (bound {CONSENSUS_TOL:g})",
-                                  contradiction=f"V_1 rose by {data['max_increase_V1_all']:.2e}"),
+               + figure6_sentence(data, verdict),
         numbers=numbers, tolerance=MONOTONE_TOL, tolerance_reason=MONOTONE_REASON, figures=figures,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
