@@ -116,6 +116,27 @@ def test_a_resumed_twinned_run_is_bit_identical_to_an_uninterrupted_one(tmp_path
     assert resumed["effective_floor"] == whole["effective_floor"]
     manifests = [load_results(tmp_path / name)[0]["floor"] for name in ("whole", "cut")]
     assert manifests[0]["twin_divergence_per_block"] == manifests[1]["twin_divergence_per_block"]
+    assert manifests[0]["float64_twin"]["E_floor"] == manifests[1]["float64_twin"]["E_floor"]
+
+
+def test_a_resumed_twinned_run_reads_both_floors_back_and_measures_none(tmp_path, monkeypatch):
+    """The run's floor and its twin's are measured once, before the cut; the resume reads them from the manifest.
+    The control: the first, uncut start measures both (two calls)."""
+    settings = RunSettings(**TINY, weights="random", passes=3, twin="float64")
+    calls = []
+    measure = run_module.measure_floor
+    monkeypatch.setattr(run_module, "measure_floor", lambda *a, **k: calls.append(a[1].dtype) or measure(*a, **k))
+
+    def cut(done):
+        if done == 2:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_experiment(settings, tmp_path / "cut", progress=False, after_pass=cut)
+    assert sorted(map(str, calls)) == ["torch.float32", "torch.float64"]
+    calls.clear()
+    run_experiment(settings, tmp_path / "cut", progress=False)
+    assert calls == []
 
 
 def test_control_a_resume_from_another_twin_state_differs(tmp_path, monkeypatch):
