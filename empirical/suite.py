@@ -257,13 +257,15 @@ def variants(profile: str, only: list[str] | None = None) -> tuple[Variant, ...]
 
 def finished(folder: Path, settings: RunSettings, until: tuple[CollapseRule, ...] = ()) -> bool:
     """Whether ``folder`` already holds this run, complete (so it need not even load the model): all its passes,
-    or, with ``until`` rules, as many as they need to decide."""
+    or, with ``until`` rules, as many as they need to decide; with a twin, its measured floor."""
     try:
         manifest, results = load_results(folder)
     except (OSError, ValueError):
         return False
     if manifest.get("status") != "complete" or manifest["settings_identity"] != settings.identity():
         return False
+    if settings.twin is not None and not (manifest.get("floor") or {}).get("float64_twin"):
+        return False  # a run made before twins' floors were measured: resumed, it measures its twin's
     if results["passes"] >= settings.passes:
         return True
     floor = floor_of(manifest)

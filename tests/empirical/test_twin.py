@@ -228,3 +228,21 @@ def test_the_reports_trained_runs_carry_a_float64_twin(tmp_path):
     assert results["twin"]["prompts"] == 2 and manifest["floor"]["effective_floor"] == results["effective_floor"]
     again, _ = run_variant(variant, tmp_path / "runs", device="cpu", progress=False)  # reused, not rerun
     assert again["started"] == manifest["started"] and again["timings"] == manifest["timings"]
+
+
+def test_a_twinned_run_from_before_twin_floors_is_not_reused_until_resumed_and_measured(tmp_path):
+    """A complete twinned run whose manifest has no twin's floor (made before it was measured) is not finished; run
+    again it does no pass, measures the twin's floor and is finished. The control: the run as made is finished."""
+    from empirical.suite import finished
+
+    settings = RunSettings(**TINY, weights="random", passes=2, twin="float64")
+    folder = tmp_path / "old"
+    first = run_experiment(settings, folder, progress=False)
+    assert finished(folder, settings)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["floor"]["float64_twin"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert not finished(folder, settings)
+    again = run_experiment(settings, folder, progress=False)
+    assert again["E"] == first["E"] and finished(folder, settings)
+    assert load_results(folder)[0]["floor"]["float64_twin"]["dtype"] == "float64"
