@@ -17,7 +17,7 @@ from foundation.records import CheckResult, Table
 from .attention import AttentionField, tokens
 from .ellipsoid import Ellipsoid
 from .gram import Form, Vector, sum_vectors, vector
-from .results import Identity, identities_result, numeric_result, render
+from .results import Identity, evaluate_identities, identities_result, numeric_result
 
 SPHERE = Ellipsoid(Form("I"))
 I = SPHERE.metric
@@ -183,9 +183,7 @@ def check_eigenvector_domains(symmetric: bool = True, eigenvector: bool = True) 
         Identity("v^T y = 0: U y = (I - v v^T) U (I - v v^T) y (on the hyperplane (17) is the flow of U restricted "
                  "to v-perp)", Uy - restricted, hyperplane),
     ]
-    failing = [identity.name for identity in identities if not identity.holds()]
-    expression = "\n".join(f"[{'FAILS' if identity.name in failing else 'holds'}] {identity.name}: residual "
-                           f"{render(identity.reduced())}" for identity in identities)
+    expression, failing = evaluate_identities(identities)
     if failing:
         return claim_result("failed", expression=expression,
                             detail=f"The suite's correction of Lemma 5.2 (2) does not go through: {'; '.join(failing)}.")

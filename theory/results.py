@@ -58,11 +58,9 @@ def render_relations(relations: Mapping) -> str:
     return ", ".join(f"{sp.sstr(k)} = {sp.sstr(v)}" for k, v in relations.items()) or "none"
 
 
-def identities_result(identities: list[Identity], *, detail: str, numbers: Mapping | None = None,
-                      fail_verdict: str = "refuted", **extra) -> CheckResult:
-    """One record of the running check (``@named_check``: its claim and method) for a list of identities: ``verified``
-    when every reduced residual is 0, else ``fail_verdict``; the expression lists each identity, its residual and
-    the substituted relations."""
+def evaluate_identities(identities: list[Identity]) -> tuple[str, list[str]]:
+    """Each identity reduced once: ``(expression, failing)``, the expression listing each identity, its residual, the
+    substituted relations and what it simplifies to, and the names of those that do not hold."""
     lines, failing = [], []
     for identity in identities:
         reduced = identity.reduced()
@@ -73,9 +71,17 @@ def identities_result(identities: list[Identity], *, detail: str, numbers: Mappi
                      f"    residual lhs - rhs = {render(identity.residual)}\n"
                      f"    with {render_relations(identity.relations)}\n"
                      f"    simplifies to {render(reduced)}")
+    return "\n".join(lines), failing
+
+
+def identities_result(identities: list[Identity], *, detail: str, numbers: Mapping | None = None,
+                      fail_verdict: str = "refuted", **extra) -> CheckResult:
+    """One record of the running check (``@named_check``: its claim and method) for a list of identities: ``verified``
+    when every reduced residual is 0, else ``fail_verdict``; the expression is :func:`evaluate_identities`'."""
+    expression, failing = evaluate_identities(identities)
     verdict = "verified" if not failing else fail_verdict
     text = detail if not failing else f"{detail} Identities that do NOT hold: {'; '.join(failing)}."
-    return claim_result(verdict, detail=text, expression="\n".join(lines),
+    return claim_result(verdict, detail=text, expression=expression,
                        numbers={"identities": len(identities), "failing": len(failing), **(numbers or {})},
                        **extra)
 

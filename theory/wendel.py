@@ -15,7 +15,7 @@ from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult, Figure, Table
 from sim.field.hemisphere import in_open_hemisphere
 
-from .results import Identity, render
+from .results import Identity, evaluate_identities
 
 PRINTED = ("P_{l,n} = 2^{-(l-1)} sum_{mu=0}^{n-1} C(l-1, mu) is the probability that l uniform tokens on S^n lie on "
            "a common hemisphere; in particular P_{l,n} = 1 whenever n >= l.")
@@ -84,15 +84,11 @@ def check_closed_forms(printed=printed_sum, corrected=corrected_sum) -> CheckRes
     closed_forms = (("n = 1 (circle): l / 2^(l-1) (semicircle problem)", lambda f: f(l, 1) - l / 2 ** (l - 1)),
                     ("n = 2: (l^2 - l + 2) / 2^l", lambda f: f(l, 2) - (l ** 2 - l + 2) / 2 ** l),
                     ("n = l - 1: 1 (l tokens in R^l always share a hemisphere)", lambda f: f(l, l - 1) - 1))
-    lines, results = [], {}
-    for label, formula in (("corrected", corrected), ("printed", printed)):
-        identities = [Identity(f"{label} formula, {name}", sp.expand_func(residual(formula)))
-                      for name, residual in closed_forms]
-        failing = [identity.name for identity in identities if not identity.holds()]
-        results[label] = failing
-        lines += [f"[{'FAILS' if identity.name in failing else 'holds'}] {identity.name}: residual "
-                  f"{render(identity.reduced())}" for identity in identities]
-    expression = "\n".join(lines)
+    evaluated = {label: evaluate_identities([Identity(f"{label} formula, {name}", sp.expand_func(residual(formula)))
+                                             for name, residual in closed_forms])
+                 for label, formula in (("corrected", corrected), ("printed", printed))}
+    expression = "\n".join(text for text, _ in evaluated.values())
+    results = {label: failing for label, (_, failing) in evaluated.items()}
     numbers = {"printed, l = 2, n = 1": str(printed(sp.Integer(2), 1)),
                "corrected, l = 2, n = 1": str(corrected(sp.Integer(2), 1)),
                "printed closed forms missed": len(results["printed"]),
