@@ -136,9 +136,9 @@ def write_report(out: Path, *, evidence: list[TestEvidence], sections: list["Rep
         pytest_exitstatus=exitstatus,
         duration_seconds=round(time.time() - started, 1),
         tests=len(evidence),
-        # failed tests that mark no claim (helper machinery): no claim shows them, so the manifest names them
+        # failed tests that mark no claim and hand over no record (helper machinery): no claim shows them
         failed_tests_without_claim=[{"nodeid": ev.nodeid, "message": ev.message.strip().splitlines()[-1:]}
-                                    for ev in evidence if ev.outcome == "failed" and not records_of(ev)],
+                                    for ev in evidence if ev.outcome == "failed" and not ev.claims and not ev.records],
         **({"memory": memory} if (memory := memory_record()) else {}),
     )
     counts = {}
