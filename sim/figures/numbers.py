@@ -16,9 +16,9 @@ from foundation.registration import claim_result, named_check
 from foundation.records import CheckResult
 
 from sim.figures.plots import (CONSENSUS_REASON, CONSENSUS_TOL, E_FLOOR_REASON, FIG4_REASON, FIG4_TOL, MONOTONE_REASON,
-                               MONOTONE_TOL, SEEDS, figure3_verdict, figure4_verdict, figure5_verdict, figure6_verdict,
-                               figure6_sentence, finite_run_verdict, last_quarter_slopes, left_hemisphere,
-                               verdict_sentence)
+                               MONOTONE_TOL, SEEDS, figure3_sentence, figure3_verdict, figure4_verdict, figure5_sentence,
+                               figure5_verdict, figure6_sentence, figure6_verdict, finite_run_verdict,
+                               last_quarter_slopes, left_hemisphere, verdict_sentence)
 
 #: Consensus read off the tokens' diameter max_ij |y_i - y_j| at the horizon.
 DIAMETER_TOL = 1e-3
@@ -68,8 +68,7 @@ def measure_figure3(data: dict[str, Any]) -> CheckResult:
         verdict,
         detail=f"Along the Fig. 2 solution the largest increase of V between consecutive samples is {largest:.2e} "
                f"(of {V.size} samples) and V goes from {V[0]:.3f} to {V[-1]:.3f}."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V(T) = {V[-1]:.6g} >= V(0) = {V[0]:.6g}",
-                                  contradiction=f"V rose by {largest:.2e} between samples"),
+               + figure3_sentence(V, data["t"][-1], verdict),
         numbers=numbers, tolerance=MONOTONE_TOL, tolerance_reason=MONOTONE_REASON,
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
@@ -110,10 +109,7 @@ def measure_figure5(data: dict[str, Any]) -> CheckResult:
         detail=f"On {data['instances']} initial states in D^l(v) the smallest v^T y_i over time and tokens is "
                f"{data['min_alignment_all']:.3g} and every token ends within {numbers['final_max_i_|y_i-v|_all']:.1e}"
                f" of v at t = {data['t'][-1]:g}."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"max_i 1 - v^T y_i = "
-                                  f"{data['final_max_V_all']:.2e} > {CONSENSUS_TOL:g} or a margin within "
-                                  f"{MONOTONE_TOL:g} of the boundary", contradiction="a token left the hemisphere "
-                                  f"of v (v^T y_i = {data['min_alignment_all']:.3g})"),
+               + figure5_sentence(data, verdict),
         numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 

@@ -158,6 +158,20 @@ def figure6_verdict(data: dict[str, Any]) -> str:
                               shown=data["instances_V2_increasing"] > 0 and data["final_max_V_all"] <= CONSENSUS_TOL)
 
 
+def figure3_sentence(V: np.ndarray, horizon: float, verdict: str) -> str:
+    """What :func:`figure3_verdict`'s ``verdict`` on ``V`` rests on, in words (the figure's check and the numeric one)."""
+    return verdict_sentence(verdict, horizon=horizon, missed=f"V(T) = {V[-1]:.6g} >= V(0) = {V[0]:.6g}",
+                            contradiction=f"V rose by {_max_increase(V):.2e} between samples")
+
+
+def figure5_sentence(data: dict[str, Any], verdict: str) -> str:
+    """What :func:`figure5_verdict`'s ``verdict`` rests on, in words (the figure's check and the numeric one)."""
+    return verdict_sentence(verdict, horizon=data["t"][-1], missed=f"max_i 1 - v^T y_i = "
+                            f"{data['final_max_V_all']:.2e} > {CONSENSUS_TOL:g} or a margin "
+                            f"{data['min_alignment_all']:.1e} within {MONOTONE_TOL:g} of the boundary",
+                            contradiction=f"a token left the hemisphere of v (v^T y_i = {data['min_alignment_all']:.3g})")
+
+
 def figure6_sentence(data: dict[str, Any], verdict: str) -> str:
     """What :func:`figure6_verdict`'s ``verdict`` rests on, in words (the figure's check and the numeric one)."""
     return verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V_2 increasing on "
@@ -338,8 +352,7 @@ def check_figure3(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                f"change {_max_increase(V):.2e} (non-increasing up to {MONOTONE_TOL:g}), from {V[0]:.3f} to "
                f"{V[-1]:.3f}. V tends to 1 - v^T y* for the consensus point y*, not to 0: the tokens meet, but not "
                "at v."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"V(T) = {V[-1]:.6g} >= V(0) = {V[0]:.6g}",
-                                  contradiction=f"V rose by {_max_increase(V):.2e} between samples"),
+               + figure3_sentence(V, data["t"][-1], verdict),
         numbers=numbers, tolerance=MONOTONE_TOL, tolerance_reason=MONOTONE_REASON, figures=figures,
         seeds={"fig2.initial": SEEDS["fig2.initial"]})
 
@@ -387,11 +400,7 @@ def check_figure5(data: dict[str, Any], figures: tuple[Figure, ...] = ()) -> Che
                f"instances and tokens {data['min_alignment_all']:.3g} (> 0: every token stays in the hemisphere of "
                f"v), max_i 1 - v^T y_i = {data['final_max_V_all']:.1e} at t = {data['t'][-1]:g} (-> 0: the tokens "
                "converge to v)."
-               + verdict_sentence(verdict, horizon=data["t"][-1], missed=f"max_i 1 - v^T y_i = "
-                                  f"{data['final_max_V_all']:.2e} > {CONSENSUS_TOL:g} or a margin "
-                                  f"{data['min_alignment_all']:.1e} within {MONOTONE_TOL:g} of the boundary",
-                                  contradiction=f"a token left the hemisphere of v (v^T y_i = "
-                                                f"{data['min_alignment_all']:.3g})"),
+               + figure5_sentence(data, verdict),
         numbers=numbers, tolerance=CONSENSUS_TOL, tolerance_reason=CONSENSUS_REASON, figures=figures,
         seeds={"fig5.initial": SEEDS["fig5.initial"]})
 
