@@ -6,8 +6,9 @@ Equilibria cannot all be enumerated, so the check (i) linearises at consensus an
 non-consensus equilibria (antipodal splits, regular polygons on a great circle) and (ii) integrates the
 flow from random starts and reports where it ends.
 
-It is a finite, uncertified search for a counterexample to a universal statement: finding none decides nothing
-(``not-run``: the claim's verdict comes from its proof, ``theory.conjectures:check_stable_consensus_proof``); finding
+It is a finite, uncertified search for a counterexample to a universal statement: finding none supports it
+(``supported``, never ``verified``: the claim's verified comes from its proof,
+``theory.conjectures:check_stable_consensus_proof``); finding
 one is ``unsupported``, never ``refuted``, since neither a finite-difference spectrum nor a run to a horizon is a
 certificate.
 """
@@ -73,8 +74,8 @@ def equilibria(tokens: int, dim: int) -> dict[str, np.ndarray]:
 def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float = 1.0, starts: int = 20,
                            seed: int = 0, horizon: float = 200.0, consensus_e: float = CONSENSUS_E) -> CheckResult:
     """Linearise the P = I flow at its symmetric equilibria and integrate it from random starts to ``horizon``; a start
-    reached consensus when E < ``consensus_e`` there. ``not-run`` when nothing goes against the claim (a finite search
-    decides nothing about a universal statement), ``unsupported`` when something does (uncertified).
+    reached consensus when E < ``consensus_e`` there. ``supported`` when nothing goes against the claim (a finite search
+    proves nothing about a universal statement), ``unsupported`` when something does (uncertified).
 
     ``value_sign = -1`` gives the deliberately broken model U = -I (repulsive), the negative control.
     """
@@ -118,9 +119,9 @@ def check_stable_consensus(*, tokens: int = 4, dim: int = 3, value_sign: float =
                  "largest_final_E": float(np.max(final_E)), "horizon": horizon, "consensus_E": consensus_e},
         tolerance=ZERO_EIGENVALUE,
         tolerance_reason="|eigenvalue| below it counts as zero: 100x the ~1e-10 central-difference error, "
-                         "far below the smallest non-zero rate (~1e-2). A start counts as consensus when E < 1e-6 at "
-                         "the horizon: E reaches the rounding floor (~1e-16) by t = 200 near consensus (rate "
-                         "1/sqrt(d)) and is of order 1 near any other equilibrium",
+                         f"far below the smallest non-zero rate (~1e-2). A start counts as consensus when E < "
+                         f"{consensus_e:g} at the horizon: E reaches the rounding floor (~1e-16) by t = 200 near "
+                         "consensus (rate 1/sqrt(d)) and is of order 1 near any other equilibrium",
         tables=(Table("Equilibria and their linearisation", ("equilibrium", "max |F(y)|", "largest eigenvalue",
                                                              "zero eigenvalues", "verdict"), tuple(rows)),),
         seeds={"random_starts": seed},
