@@ -6,8 +6,8 @@ octave of the horizon, every block read, nothing read within 10 x the effective 
 halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``; a run with a float64
 twin is ``precision-limited`` where its dtype and the twin decide differently on the twinned prompts, and so is a
 run without a twin (not in float64) whose convergence rests on its floor. A claim is
-``verified`` when every run is ``converging``, ``unsupported`` when one is ``settled`` (never ``refuted``: a finite
-run does not refute a statement about the limit), and ``not-run`` when a run is
+``supported`` when every run is ``converging`` (never ``verified``: a finite run does not prove a statement about the
+limit, ``Claim.limit``), ``unsupported`` when one is ``settled`` (never ``refuted``: nor does it refute one), and ``not-run`` when a run is
 ``undecided``, ``sensitive`` or ``precision-limited`` (the detail shows the cells and what to run). Whether E fell at every pass end
 (monotone) and the final E are reported beside the verdict, not as it.
 
@@ -117,14 +117,14 @@ def _table(runs: Sequence[tuple[dict, dict]], summaries: Sequence[dict], rule: C
 
 
 def collapse_verdict(summaries: Sequence[dict[str, Any]]) -> str:
-    """``verified`` when every run converges, ``unsupported`` when one settled (a finite run never refutes "E -> 0":
-    it goes against it within its horizon), else ``not-run`` (undecided, sensitive,
+    """``supported`` when every run converges (a finite run never proves "E -> 0": it agrees with it within its
+    horizon), ``unsupported`` when one settled (nor does it refute it: it goes against it within its horizon), else ``not-run`` (undecided, sensitive,
     or precision-limited: its dtype and its float64 twin decide differently, or it converges only down to its floor
     without a twin)."""
     verdicts = {s["verdict"] for s in summaries}
     if "settled" in verdicts:
         return "unsupported"
-    return "verified" if verdicts == {"converging"} else "not-run"
+    return "supported" if verdicts == {"converging"} else "not-run"
 
 
 def _findings(summaries: Sequence[dict[str, Any]], rule: CollapseRule) -> str:
@@ -190,7 +190,7 @@ def _source(manifest: dict) -> str:
     return source.get("named_by", "not recorded")
 
 
-_OUTCOME = {"verified": "Every run converges, in every cell of the grid",
+_OUTCOME = {"supported": "Every run converges, in every cell of the grid",
             "unsupported": "A run settled (E stays at a level well above the floor, in every cell of the grid): within "
                            "its horizon it goes against the claim, which a finite run cannot refute",
             "not-run": "No verdict yet: a run is undecided, sensitive or precision-limited"}
@@ -232,7 +232,7 @@ def check_trained(claim: str, runs: Sequence[tuple[dict, dict]], missing: dict[s
                    f"of other families is the claim emp.in-kind-trained.")
     summaries = [summary(m, r, rule) for m, r in runs]
     shown = collapse_verdict(summaries)  # what the runs here show
-    verdict = "not-run" if shown == "verified" and missing else shown
+    verdict = "not-run" if shown == "supported" and missing else shown
     plot_families(runs, figure_path, f"{paper_figure}: {statement}")
     detail = ("Trained weights, as printed: " + "; ".join(f"{describe(m)}, weights from {_source(m)}" for m, _ in runs)
               + f". Rule: {rule.describe()}. {_OUTCOME[shown]}: {_findings(summaries, rule)}."

@@ -8,8 +8,9 @@ The rule (documented in the README, section "The report"):
   claim comes from its data: a stored witness names its conjecture); a marked test may hand over records of the
   claims it marks only;
 * a passing test contributes the records it handed to ``record``; a passing claim-marked test that handed none
-  contributes, for each claim it marks, a ``verified`` record with the marker's method whose detail names the
-  test (its pass is the evidence: the test's assertions are the check);
+  contributes, for each claim it marks, a record with the marker's method whose detail names the test (its pass is
+  the evidence: the test's assertions are the check): ``verified`` where that method can prove the claim,
+  ``supported`` where it cannot (property tests of a theorem: generated instances; ``records.holding_verdict``);
 * a failing test contributes a ``failed`` record for each claim it marks (a regression);
 * a skipped test contributes ``not-run`` with the skip reason;
 * a conjecture (``conj.*``) takes its verdict only from a search's record, never from a bare pass.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .records import CheckResult
+from .records import CheckResult, holding_verdict
 from .registry import CLAIMS_BY_ID
 
 
@@ -56,5 +57,5 @@ def records_of(ev: TestEvidence) -> list[CheckResult]:
     examples = f" ({ev.examples} Hypothesis examples)" if ev.examples is not None else ""
     what = "rejected the deliberately broken model" if ev.control else "passed"
     numbers = {"examples": ev.examples} if ev.examples is not None else {}
-    return [CheckResult(c, ev.method, "verified", detail=f"{kind} {ev.nodeid} {what}{examples}", numbers=numbers)
+    return [CheckResult(c, ev.method, holding_verdict(c, ev.method), detail=f"{kind} {ev.nodeid} {what}{examples}", numbers=numbers)
             for c in ev.claims]

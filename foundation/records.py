@@ -14,18 +14,27 @@ from typing import Any, Mapping
 
 from .registry import CLAIMS_BY_ID
 
-#: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``supported``: a conjecture
-#: (``conj.*``) with no counterexample in a stated search (family, size, horizon, method); never ``verified``. So also
-#: a numeric search (method ``numeric``) of a universal statement that found nothing against it: it proves nothing,
-#: and beside a proof's ``verified`` the claim reads ``verified``.
-#: ``unsupported``, its dual for a statement about a limit checked by a finite computation (an ``emp.*`` claim's "mean
-#: E -> 0"; a theorem's convergence as t -> oo run to a horizon): the run went against it within its stated horizon,
-#: which never refutes a statement about the limit. Hence only from a finite method (:data:`FINITE_METHODS`).
+#: The verdicts of SPEC section 5, most severe first (the order aggregation uses). ``verified`` and ``supported`` are
+#: the two verdicts of a check that found nothing against its claim, told apart by what the check can prove
+#: (``Claim.can_verify``): ``verified`` by a proof, a symbolic identity or an exact computation, or, for an observation
+#: (a figure, an experiment), by the run that shows it; ``supported`` by a finite method (a search, a simulation, a
+#: numeric spot check, property tests on generated instances) of a conjecture or a mathematical statement: it proves
+#: nothing, and beside a proof's ``verified`` the claim reads ``verified``.
+#: ``unsupported``, the dual of ``supported`` for a statement about a limit checked by a finite computation (an
+#: ``emp.*`` claim's "mean E -> 0"; a theorem's convergence as t -> oo run to a horizon): the run went against it
+#: within its stated horizon, which never refutes a statement about the limit. Hence only from a finite method
+#: (:data:`FINITE_METHODS`).
 VERDICTS = ("failed", "refuted", "discrepancy", "unsupported", "verified", "supported", "not-run")
 NO_CHECK = "no check yet"
 #: The evidence kinds (``foundation.registry.EVIDENCE_KINDS``) that are finite computations: runs, simulations,
 #: samples. Only these give ``unsupported``.
 FINITE_METHODS = ("numeric", "figure", "empirical", "monte-carlo")
+
+
+def holding_verdict(claim: str, method: str) -> str:
+    """The verdict of a check of ``claim`` by ``method`` that found nothing against it: ``verified`` where the method
+    can prove the claim (``Claim.can_verify``), else ``supported``."""
+    return "verified" if CLAIMS_BY_ID[claim].can_verify(method) else "supported"
 
 
 @dataclass(frozen=True)
@@ -86,14 +95,17 @@ class CheckResult:
             raise ValueError(f"claim={self.claim!r} must be an id of the claim registry (foundation/registry.py).")
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict={self.verdict!r} must be one of {VERDICTS}.")
-        conjecture = CLAIMS_BY_ID[self.claim].conjecture
-        if conjecture and (self.verdict == "discrepancy" or (self.verdict == "verified" and self.method != "proof")):
-            raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', and "
-                             f"only a proof (method 'proof') gives 'verified'; not {self.verdict!r} by {self.method!r}.")
-        if self.verdict == "supported" and not (conjecture or self.method == "numeric"):
-            raise ValueError(f"verdict 'supported' is for conjectures (conj.*) and numeric searches; {self.claim!r} by "
-                             f"{self.method!r} is neither.")
-        if self.verdict == "unsupported" and (conjecture or self.method not in FINITE_METHODS):
+        claim = CLAIMS_BY_ID[self.claim]
+        if claim.conjecture and self.verdict == "discrepancy":
+            raise ValueError(f"claim {self.claim!r} is a conjecture: a search gives 'supported' or 'refuted', never "
+                             "'discrepancy'.")
+        if self.verdict in ("verified", "supported") and self.verdict != holding_verdict(self.claim, self.method):
+            raise ValueError(f"a check of {self.claim!r} by {self.method!r} that finds nothing against it gives "
+                             f"{holding_verdict(self.claim, self.method)!r}, not {self.verdict!r}: only a proof, a "
+                             "symbolic identity or an exact computation verifies a mathematical claim (a conjecture: "
+                             "only a proof), a statement about a limit too; a figure or an experiment that states no "
+                             "limit is verified by the run that shows it.")
+        if self.verdict == "unsupported" and (claim.conjecture or self.method not in FINITE_METHODS):
             raise ValueError(f"verdict 'unsupported' is for a statement about a limit that a finite run ({FINITE_METHODS})"
                              f" went against; not for a conjecture nor by {self.method!r} ({self.claim!r}).")
         if self.verdict == "discrepancy" and not (self.printed and self.corrected):

@@ -24,7 +24,7 @@ import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
-from .records import CheckResult
+from .records import CheckResult, holding_verdict
 from .registry import CLAIMS, CLAIMS_BY_ID, EVIDENCE_KINDS, get_claim
 
 #: The attribute a decorated function carries: a tuple of its :class:`Check` registrations.
@@ -113,15 +113,28 @@ _RUNNING: contextvars.ContextVar[tuple[Check, ...]] = contextvars.ContextVar("ru
 def claim_result(verdict: str, *, claim: str | None = None, **fields: Any) -> CheckResult:
     """A record of the running registered check: its claim and method, ``verdict`` and the other fields of
     :class:`~foundation.records.CheckResult`. ``claim`` picks one when the check is registered for several."""
+    chosen = _running_check(claim)
+    return CheckResult(chosen.claim, chosen.method, verdict, **fields)
+
+
+def holding(*, claim: str | None = None) -> str:
+    """The verdict of the running registered check when it found nothing against its claim
+    (:func:`~foundation.records.holding_verdict`): ``verified`` where its method can prove the claim, else
+    ``supported``. ``claim`` as for :func:`claim_result`."""
+    chosen = _running_check(claim)
+    return holding_verdict(chosen.claim, chosen.method)
+
+
+def _running_check(claim: str | None) -> Check:
     running = _RUNNING.get()
     if not running:
-        raise RuntimeError("claim_result() builds a record inside a registered check (@named_check or @check); "
+        raise RuntimeError("claim_result() and holding() belong inside a registered check (@named_check or @check); "
                            "none is running.")
     chosen = [c for c in running if claim is None or c.claim == claim]
     if len({c.claim for c in chosen}) != 1:
-        raise ValueError(f"claim_result(): the running check {running[0].name} is registered for "
+        raise ValueError(f"the running check {running[0].name} is registered for "
                          f"{sorted({c.claim for c in running})}; pass claim= one of them.")
-    return CheckResult(chosen[0].claim, chosen[0].method, verdict, **fields)
+    return chosen[0]
 
 
 def _of_registrations(outcome: Any, mine: tuple[Check, ...]) -> Any:

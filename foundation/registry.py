@@ -14,6 +14,12 @@ from dataclasses import dataclass
 #: "search": a counterexample search (claims ``conj.*``: verdict ``supported`` or ``refuted``); "proof": a symbolic
 #: reduction to a cited theorem (the only way a conjecture is ``verified``).
 EVIDENCE_KINDS = ("symbolic", "numeric", "property", "exact", "monte-carlo", "figure", "empirical", "search", "proof")
+#: The evidence kinds that prove: a symbolic identity, an exact computation, a reduction to cited theorems. Only
+#: these verify a mathematical claim; the others (runs, samples, generated instances) can only support it.
+RIGOROUS_KINDS = ("symbolic", "exact", "proof")
+#: The areas whose claims state what a finite run shows (the paper's simulated figures, its experiments with looped
+#: models): a run that shows it verifies it. Every other claim is a mathematical statement (or a conjecture).
+OBSERVATION_AREAS = ("sim", "emp")
 #: Where a claim comes from: printed in the paper, a conjecture of another paper that the paper cites, or a question
 #: this suite asks on its own (labelled apart in the report).
 ORIGINS = ("paper", "cited", "suite")
@@ -40,6 +46,9 @@ class Claim:
     #: The LaTeX of the formula the statement states ("as printed" where it says so), typeset in the HTML report
     #: (display only: ``verdicts.json`` and the statement keep the ASCII form); empty when it states none.
     formula: str = ""
+    #: A statement about a limit (t -> oo, depth -> oo) that the suite can only run to a horizon: a run that agrees
+    #: supports it, never verifies it, even where the claim is an observation (an experiment's "mean E -> 0").
+    limit: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.evidence) - set(EVIDENCE_KINDS)
@@ -66,6 +75,19 @@ class Claim:
     def conjecture(self) -> bool:
         """An open conjecture (``conj.*``): settled by a search, ``supported`` or ``refuted``."""
         return self.area == "conj"
+
+    @property
+    def observation(self) -> bool:
+        """A statement of what a finite run shows (:data:`OBSERVATION_AREAS`): a figure, an experiment."""
+        return self.area in OBSERVATION_AREAS
+
+    def can_verify(self, method: str) -> bool:
+        """Whether a check by ``method`` that finds nothing against this claim verifies it: only a proof for a
+        conjecture; a rigorous method (:data:`RIGOROUS_KINDS`) for any other claim; the run itself for an
+        observation that is no statement about a limit. Otherwise its agreement is ``supported``."""
+        if self.conjecture:
+            return method == "proof"
+        return method in RIGOROUS_KINDS or (self.observation and not self.limit)
 
 
 #: The two checks of every searched conjecture: a stored witness's replay and a search's summary.
@@ -364,20 +386,20 @@ CLAIMS: tuple[Claim, ...] = (
           "Looped GPT-2 XL and GPT-Neo 2.7B with the feed-forward layers removed: the mean of E over the prompts "
           "converges asymptotically to 0.", ("empirical",),
           checks=(("empirical.checks:check_trained", "empirical"),),
-          formula=r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0"),
+          formula=r"\overline{E}(k) = \operatorname{mean}_{\text{prompts}} E\bigl(y(k)\bigr) \to 0", limit=True),
     Claim("emp.full", "sec. 6.2, Fig. 8", "sec. 5.2, Fig. 8",
           "With the full models the mean E still converges to 0; the feed-forward layers increase the convergence "
           "rate in GPT-2 and decrease it in GPT-Neo.", ("empirical",),
           checks=(("empirical.audit.report:ffn_record", "empirical"),
-                  ("empirical.checks:check_trained", "empirical"))),
+                  ("empirical.checks:check_trained", "empirical")), limit=True),
     Claim("emp.random-fixed", "sec. 6.2, Fig. 9", "sec. 5.2, Fig. 9",
           "With random weight matrices drawn once, with and without feed-forward layers, convergence towards "
           "consensus still occurs; the feed-forward layer may decrease the convergence rate.", ("empirical",),
-          checks=(("empirical.checks:check_random_weights", "empirical"),)),
+          checks=(("empirical.checks:check_random_weights", "empirical"),), limit=True),
     Claim("emp.random-redrawn", "sec. 6.2, Fig. 10", "sec. 5.2, Fig. 10",
           "With random weight matrices re-drawn before each model pass, convergence towards consensus still occurs.",
           ("empirical",),
-          checks=(("empirical.checks:check_random_weights", "empirical"),)),
+          checks=(("empirical.checks:check_random_weights", "empirical"),), limit=True),
     Claim("emp.rate", "sec. 6.2 (end)", "sec. 5.2 (end)",
           "The choice of weight matrices affects the rate of convergence, faster convergence being observed with "
           "pretrained matrices.", ("empirical",),
@@ -391,7 +413,7 @@ CLAIMS: tuple[Claim, ...] = (
           "constants. Not necessarily at every pass: Gemma 3 with FFN collapses slowly and not monotonically (in float64 at "
           "8 x 200 its E stays near 2e-2 from pass 20 to 40, then falls to 6e-13 by pass 100; docs/empirical.md; "
           "whether E falls at every pass is reported beside the verdict, as a separate finding).", ("empirical",),
-          checks=(("empirical.checks:check_in_kind", "empirical"),)),
+          checks=(("empirical.checks:check_in_kind", "empirical"),), limit=True),
     # --- Theory meets practice: the theorems' premises in real transformers (the audit) ------------
     Claim("emp.audit-hemisphere", "Remark 4.3, Theorem 4.1", "Remark 3.4, Theorem 3.2",
           "Theorem 4.1's premise, all tokens in one open hemisphere, 'deals with the most general situation for "

@@ -11,7 +11,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, holding, named_check
 from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -315,14 +315,14 @@ def numeric_time_varying(speeds: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1), bou
         rows.append((omega, lag, bound, lag - bound))
         lags.append(lag)
     monotone = bool(np.all(np.diff(lags) > 0))
-    verdict = "verified" if ok and monotone else "unsupported"
+    verdict = holding() if ok and monotone else "unsupported"
     return claim_result(verdict,
         detail="Final lag 1 - v(T)^T y(T) of the first token under a rotating U(t) (d = 3, alpha = 1/sqrt(3), "
                f"lambda - lambda_2 = 1, T = {horizon:g}, RK45 at rtol {rtol:g}): within the ISS bound for every speed, "
                "zero for omega = 0, increasing with omega. Here the token settles in the rotation plane, where "
                "|e| = |dv/dt| sqrt(1 - b^2) and w^T U w = lambda_2 |w|^2 hold with equality, so the lag attains the "
                "bound: the estimate is sharp"
-               + ("" if verdict == "verified" else " — NOT within the bound or not increasing at this horizon") + ".",
+               + ("" if verdict != "unsupported" else " — NOT within the bound or not increasing at this horizon") + ".",
         numbers={"within bound": ok, "increasing with speed": monotone, "rtol": rtol, "horizon": horizon,
                  "largest lag - bound": max(row[3] for row in rows)},
         tolerance=LAG_SLACK,

@@ -12,7 +12,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 
 import sim
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, holding, named_check
 from foundation.records import CheckResult, Table
 
 from .attention import AttentionField, tokens
@@ -228,8 +228,8 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
     dPhi/dt < 0 occurs (Phi is not monotone). Random instances, seeded; ``models`` replaces the dropped-hypothesis
     draws (a negative control keeps W = P).
 
-    Each finding is the suite's own, and only its own: when it reproduces, the record is ``verified`` (an existential
-    statement, witnessed by the instances found); when it does not, the suite's finding regressed (``failed``). It
+    Each finding is the suite's own, and only its own: when it reproduces, the record is ``supported`` (an existential
+    statement, witnessed by float64 instances, not certified); when it does not, the suite's finding regressed (``failed``). It
     never refutes the paper's claim, which assumes the hypothesis dropped here."""
     rng = np.random.default_rng(seed)
     rows, worst = [], {}
@@ -246,7 +246,7 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
         rows.append((name, identity_gap, min_rate))
         worst[name] = identity_gap
     # the suite's finding: the identity fails in every dropped-hypothesis model (relative gap of order 1)
-    holding = [n for n, gap in worst.items() if not gap > GAP_TOL]
+    identity_holds = [n for n, gap in worst.items() if not gap > GAP_TOL]
     table = Table("dropping a hypothesis", ("model", "max |g(F,X) - dPhi(X)|/|dPhi(X)|",
                                              "min dPhi/dt / |F|_1^2 (negative: Phi decreases)"), tuple(rows))
     common = dict(tables=(table,), seeds={"counterexamples": seed})
@@ -256,17 +256,17 @@ def counterexamples(seed: int = 20250105, d: int = 3, l: int = 4, trials: int = 
                     "(P = P^T, W U = P) is verified symbolically; that W U = P is also necessary for this metric and "
                     "potential is argued, not machine-checked: at consensus the identity forces U - W^-1 P = c I, and "
                     "the remaining term c sum_{j != i} alpha_ij P_{y_i} y_j vanishes for all y only if c = 0.")
-    if holding:
-        field_detail += (f" FAILED: the identity holds (gap <= {GAP_TOL:g}) in {holding}: the suite's necessity "
+    if identity_holds:
+        field_detail += (f" FAILED: the identity holds (gap <= {GAP_TOL:g}) in {identity_holds}: the suite's necessity "
                          "finding does not reproduce (a regression of this suite, not a refutation of the paper).")
     field_record = claim_result(
-        "failed" if holding else "verified", claim="grad.field", detail=field_detail,
+        "failed" if identity_holds else holding(claim="grad.field"), claim="grad.field", detail=field_detail,
         numbers={"trials": trials, **{f"{n}: max relative gap": g for n, g in worst.items()}},
         tolerance=GAP_TOL, tolerance_reason="a gradient identity that holds leaves a relative gap ~1e-9 (central "
                                             "differences); a gap above 1e-3 is a genuine failure", **common)
     decreasing = rows[0][2] < -RATE_TOL
     convergence_record = claim_result(
-        "verified" if decreasing else "failed", claim="grad.convergence",
+        holding(claim="grad.convergence") if decreasing else "failed", claim="grad.convergence",
         detail=scope + f"the hypothesis W = P is needed for the monotonicity of Phi: in the model {rows[0][0]!r} random "
                f"instances {'have' if decreasing else 'do NOT have'} dPhi/dt < 0 along (6) (min normalised rate "
                f"{rows[0][2]:.3e}), so Phi is then no Lyapunov function."

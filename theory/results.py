@@ -11,7 +11,7 @@ from typing import Mapping
 
 import sympy as sp
 
-from foundation.registration import claim_result
+from foundation.registration import claim_result, holding
 from foundation.records import CheckResult
 
 from .gram import Vector, reduce
@@ -89,12 +89,13 @@ def identities_result(identities: list[Identity], *, detail: str, numbers: Mappi
 def numeric_result(residuals: Mapping[str, float], *, tolerance: float, tolerance_reason: str, detail: str,
                    seeds: Mapping[str, int], numbers: Mapping | None = None, limits: tuple[str, ...] = (),
                    **extra) -> CheckResult:
-    """A spot check, one record of the running check (``@named_check``: its claim and method): ``verified`` when every
-    residual is at most ``tolerance``; else ``refuted`` when a finite-time residual misses it, and ``unsupported``
+    """A spot check, one record of the running check (``@named_check``: its claim and method): when every residual is
+    at most ``tolerance``, ``supported`` (a finite computation proves no mathematical claim; ``verified`` only for an
+    observation, ``foundation.registration.holding``); else ``refuted`` when a finite-time residual misses it, and ``unsupported``
     when only residuals named in ``limits`` do (a quantity that tends to 0 as t -> oo, read at a horizon: a run that has
     not got there yet goes against the claim without refuting it)."""
     failing = [name for name, value in residuals.items() if not value <= tolerance]
-    verdict = ("verified" if not failing else "unsupported" if all(name in limits for name in failing)
+    verdict = (holding() if not failing else "unsupported" if all(name in limits for name in failing)
                else "refuted")
     text = detail if not failing else f"{detail} Residuals above tolerance: {', '.join(failing)}."
     return claim_result(verdict, detail=text, numbers={**residuals, **(numbers or {})},

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, holding, named_check
 from foundation.records import CheckResult, ReportSection, Table
 
 from ..decision import FLOOR_MARGIN
@@ -310,11 +310,12 @@ def _missing(ran: list[str]) -> dict[str, str]:
 
 def _paired_verdict(held: bool, against: bool, missing: dict[str, str]) -> str:
     """A rate claim's verdict from its paired comparisons (95% CIs): ``refuted`` when one goes ``against`` it (its CI
-    excludes 0 on the wrong side), ``verified`` when every one ``held`` and no paper model is ``missing`` (the claims
-    are about both), else ``not-run``: a CI containing 0 is no evidence either way."""
+    excludes 0 on the wrong side), the running check's ``holding()`` when every one ``held`` and no paper model is
+    ``missing`` (the claims are about both; ``verified`` for emp.rate, ``supported`` for emp.full, whose convergence
+    part is a limit), else ``not-run``: a CI containing 0 is no evidence either way."""
     if against:
         return "refuted"
-    return "verified" if held and not missing else "not-run"
+    return holding() if held and not missing else "not-run"
 
 
 def _not_run(missing: dict[str, str], about: str, numbers: dict[str, Any]) -> CheckResult:
@@ -413,7 +414,7 @@ def _suite_ffn_effects(extra_rates: list[dict[str, Any]]) -> dict[str, dict[str,
 def ffn_record(results: list[dict[str, Any]], extra_rates: list[dict[str, Any]] = ()) -> CheckResult:
     """emp.full, its rate part: the FFN increases the rate in trained GPT-2 XL and decreases it in trained
     GPT-Neo 2.7B. Decided on the figure-8 runs of the suite (with vs without FFN, paired over the same
-    prompts) where they ran, else on the trained paper-model audits: ``verified`` when both models ran and each
+    prompts) where they ran, else on the trained paper-model audits: ``supported`` when both models ran and each
     shows its printed effect, ``refuted`` when one shows the opposite (its CI excludes 0 on the other side), else
     ``not-run`` (an effect indistinguishable at this budget, or a model absent)."""
     return _ffn_record(results, extra_rates)

@@ -94,11 +94,12 @@ def _max_increase(series: np.ndarray, axis: int = 0) -> float:
 
 
 # --- the figures' statements: one rule each, read by the figure check and the numeric check ----------------------
-def finite_run_verdict(*, contradicted: bool, shown: bool) -> str:
+def finite_run_verdict(*, contradicted: bool, shown: bool, holds: str = "verified") -> str:
     """The verdict of a finite run (module docstring): ``refuted`` when it ``contradicted`` a statement about finite
-    times beyond the integration error, else ``verified`` when it ``shown`` the observation within its horizon, else
-    ``unsupported`` (a limit not reached within the horizon: never a refutation)."""
-    return "refuted" if contradicted else "verified" if shown else "unsupported"
+    times beyond the integration error, else ``holds`` when it ``shown`` the statement within its horizon (``verified``
+    for a figure's observation; a theorem's simulation passes ``foundation.registration.holding()``, ``supported``:
+    a run proves no theorem), else ``unsupported`` (a limit not reached within the horizon: never a refutation)."""
+    return "refuted" if contradicted else holds if shown else "unsupported"
 
 
 def left_hemisphere(margin: float) -> bool:
@@ -277,7 +278,11 @@ def simulate_figure5(size: str, samples: int = 601, *, field=None, horizon: floa
 # --- checks (pure) -----------------------------------------------------------------------------
 def verdict_sentence(verdict: str, *, horizon: float, missed: str, contradiction: str = "") -> str:
     """The sentence a finite run's ``verdict`` ends its detail with: for ``unsupported`` the horizon and what was
-    ``missed`` there (a value and its threshold), for ``refuted`` the ``contradiction`` seen."""
+    ``missed`` there (a value and its threshold), for ``refuted`` the ``contradiction`` seen, for ``supported`` that a
+    run shows a theorem's conclusion without proving it."""
+    if verdict == "supported":
+        return (f" Shown within the horizon t = {horizon:g}: a simulation supports a theorem, never proves it "
+                "(supported, not verified).")
     if verdict == "unsupported":
         return (f" Not shown within the horizon t = {horizon:g}: {missed}. A finite run never refutes a statement "
                 "about t -> oo: unsupported, not refuted.")

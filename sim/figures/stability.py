@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, holding, named_check
 from foundation.records import CheckResult
 
 from sim.field.dynamics import AttentionField
@@ -91,7 +91,7 @@ def perturbed_runs(make_field=AttentionField, *, horizon: float = HORIZON,
 
 @named_check
 def check_asymptotic_stability(run: StabilityRun) -> CheckResult:
-    """Verified when on every instance and perturbation size of ``run`` (``growth``, ``attraction`` of
+    """Supported (a simulation proves no theorem) when on every instance and perturbation size of ``run`` (``growth``, ``attraction`` of
     shape=[instances, perturbations]) the distance to z never grows (to STABILITY_TOL) and the diameter falls below
     ATTRACTION_RATIO of its start; refuted when a distance grows, unsupported when a diameter has not fallen that far
     within the horizon (module docstring)."""
@@ -99,7 +99,7 @@ def check_asymptotic_stability(run: StabilityRun) -> CheckResult:
                "max_distance_growth": float(run.growth.max()), "max_final_over_initial_diameter":
                    float(run.attraction.max()), "horizon": run.horizon}
     verdict = finite_run_verdict(contradicted=run.growth.max() > 1 + STABILITY_TOL,
-                                 shown=run.attraction.max() <= ATTRACTION_RATIO)
+                                 shown=run.attraction.max() <= ATTRACTION_RATIO, holds=holding())
     return claim_result(
         verdict,
         detail=f"{INSTANCES} random constant (P_1, P_2) (entries N(0, {P_SCALE:g})), U = I, {TOKENS} tokens on S^2, "

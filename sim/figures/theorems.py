@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from foundation.registration import claim_result, named_check, registrations
+from foundation.registration import claim_result, holding, named_check, registrations
 from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
@@ -130,13 +130,13 @@ def plot(data: dict[str, Any], path: Path) -> Figure:
 
 
 def _decide(data: dict[str, Any], figures: tuple[Figure, ...]) -> CheckResult:
-    """``verified`` when the quantity ``Q : shape=[starts, samples]`` is at most CONSENSUS_TOL at the horizon on every
-    start, else ``unsupported`` (module docstring: a finite run never refutes these limits)."""
+    """``supported`` (a run proves no theorem) when the quantity ``Q : shape=[starts, samples]`` is at most
+    CONSENSUS_TOL at the horizon on every start, else ``unsupported`` (module docstring: a finite run never refutes these limits)."""
     Q = np.array(data["Q"])
     T = data["t"][-1]
     numbers = {"starts": int(Q.shape[0]), "max_initial": float(Q[:, 0].max()), "max_final": float(Q[:, -1].max()),
                "T": T}
-    verdict = finite_run_verdict(contradicted=False, shown=numbers["max_final"] <= CONSENSUS_TOL)
+    verdict = finite_run_verdict(contradicted=False, shown=numbers["max_final"] <= CONSENSUS_TOL, holds=holding())
     return claim_result(
         verdict,
         detail=f"{data['caption']}: {data['label']} goes from at most {numbers['max_initial']:.3g} to at most "

@@ -121,7 +121,7 @@ def test_the_rate_record_is_not_run_without_a_trained_paper_model_compared_with_
 
 # --- emp.full, its rate part -----------------------------------------------------------------------------------------
 def test_the_ffn_record_reads_the_audits_printed_effects():
-    assert report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="slower")]).verdict == "verified"
+    assert report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="slower")]).verdict == "supported"
     refuted = report.ffn_record([_audit(ffn_effect="faster"), _audit(GPT_NEO, ffn_effect="faster")])
     assert refuted.verdict == "refuted" and refuted.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "faster"}
     assert "the audits of the trained models" in refuted.detail
@@ -145,7 +145,7 @@ def test_the_suite_runs_decide_the_ffn_effect_before_the_audits():
     suite = [_suite_item(GPT2_XL, True, fast), _suite_item(GPT2_XL, False, slow), _suite_item(GPT_NEO, True, slow),
              _suite_item(GPT_NEO, False, fast)]
     record = report.ffn_record([_audit(ffn_effect="slower")], suite)
-    assert record.verdict == "verified" and record.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "slower"}
+    assert record.verdict == "supported" and record.numbers["decisive"] == {GPT2_XL: "faster", GPT_NEO: "slower"}
     assert "the suite's figure-8 runs" in record.detail
     assert record.numbers["gpt2-xl (trained), suite run: FFN effect"] == "FFN speeds"
     # control: the opposite pairing is refuted, whatever the audit says

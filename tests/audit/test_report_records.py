@@ -24,12 +24,12 @@ def _ffn_numbers(model, weights, difference, ci, effect):
             f"{model} {weights}: FFN effect": effect}
 
 
-def test_the_ffn_record_is_verified_word_for_word_when_each_audit_shows_its_printed_effect():
+def test_the_ffn_record_is_supported_word_for_word_when_each_audit_shows_its_printed_effect():
     gpt2 = _audit(ffn_effect="faster")
     # digits past the fourth significant one, so that the record's formatting (4 significant digits) shows
     gpt2["runs"]["trained"]["ffn_effect"].update(difference=0.123456, ci_low=0.0123456, ci_high=0.234567)
     record = report.ffn_record([gpt2, _audit(GPT_NEO, ffn_effect="slower")])
-    assert record.verdict == "verified"
+    assert record.verdict == "supported"
     assert record.detail == (
         FFN_PRINTED + FFN_AUDITS
         + f"{GPT2_XL}: rate(FFN) - rate(no FFN) = 0.1235 [0.01235, 0.2346] -> FFN faster (printed: faster); "

@@ -295,7 +295,7 @@ def test_each_verdict_is_reached_on_a_tiny_model_over_the_whole_grid(decided, ki
                 or grid_needs_more_passes(results["twin"]["E_mean"][: -layers], layers, twin_floor, RULE))
 
 
-CLAIM_VERDICTS = [pytest.param(("collapse",), "verified", id="all-converge"),
+CLAIM_VERDICTS = [pytest.param(("collapse",), "supported", id="all-converge"),
                   pytest.param(("collapse", "identity-blocks"), "unsupported", id="one-settles")]
 
 
@@ -303,7 +303,7 @@ def test_a_settled_run_goes_against_a_claim_even_beside_an_undecided_or_sensitiv
     """A settled run makes the claim ``unsupported``, never ``refuted``: a finite run cannot refute E -> 0."""
     runs = [{"verdict": v} for v in ("undecided", "settled", "converging", "sensitive")]
     assert collapse_verdict(runs) == "unsupported"
-    assert collapse_verdict([runs[0], runs[2]]) == "not-run" and collapse_verdict(runs[2:3]) == "verified"
+    assert collapse_verdict([runs[0], runs[2]]) == "not-run" and collapse_verdict(runs[2:3]) == "supported"
     assert collapse_verdict(runs[2:]) == "not-run"
 
 

@@ -11,7 +11,7 @@ from hypothesis import Phase, example, find, given, settings
 from hypothesis.statistics import collector, describe_statistics
 from hypothesis.strategies import SearchStrategy
 
-from foundation.records import CheckResult
+from foundation.records import CheckResult, holding_verdict
 from foundation.registration import registrations
 from reports.pytest_plugin import current_claim
 
@@ -84,7 +84,7 @@ def control_record(broken: str, instance, tries: int, outcome,
     after how many tries."""
     claim, _ = current_claim()
     return CheckResult(
-        claim, "property", "verified",
+        claim, "property", holding_verdict(claim, "property"),
         detail=(f"negative control: the property failed, as it must, on {broken}; violating instance (found after "
                 f"{tries} generated instance(s) of the property's own strategy): {instance!r}. {counterpart}"),
         numbers={"tries": tries, **{k: v for k, v in outcome.numbers.items() if not isinstance(v, tuple)}})

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from foundation.registration import (COVERED, GAP, REGISTERED, Check, check, checks_of, claim_result, coverage, gaps,
+                                     holding,
                                      named_check, registrations)
 from foundation.registry import CLAIMS_BY_ID
 from reports.pytest_plugin import FULL_ENV
@@ -97,7 +98,7 @@ def test_stacked_registrations_need_the_claim_named():
     @check("emp.no-ffn", method="empirical")
     @check("emp.full", method="empirical")
     def both(claim=None):
-        return claim_result("verified", claim=claim)
+        return claim_result("supported", claim=claim)
 
     registered = {(c.claim, c.method) for c in registrations(both)}
     assert registered == {("emp.no-ffn", "empirical"), ("emp.full", "empirical")}
@@ -121,6 +122,8 @@ def test_a_record_of_another_claim_than_registered_is_an_error():
 def test_claim_result_outside_a_registered_check_is_an_error():
     with pytest.raises(RuntimeError, match="inside a registered check"):
         claim_result("verified")
+    with pytest.raises(RuntimeError, match="inside a registered check"):
+        holding()
 
 
 def test_coverage_reaches_covered_and_gap():
@@ -148,7 +151,7 @@ def test_a_search_names_its_conjecture_in_its_record(record):
 
 @check("causal.scalar", method="numeric", control=True)
 def test_a_control_covers_nothing(record):
-    record(CheckResult("causal.scalar", "numeric", "verified", detail="the broken model is rejected"))
+    record(CheckResult("causal.scalar", "numeric", "supported", detail="the broken model is rejected"))
 '''
 
 

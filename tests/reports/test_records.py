@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Table, worst_verdict
+from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Table, holding_verdict, worst_verdict
 
 
 @pytest.mark.parametrize(
@@ -25,11 +25,17 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
         pytest.param(dict(claim="full.wendel", method="exact", verdict="verified", tolerance=1e-9), "tolerance_reason",
                      id="tolerance-without-reason"),
         pytest.param(dict(claim="conj.value-full", method="search", verdict="verified"),
-                     "only a proof .* not 'verified' by 'search'", id="conjecture-verified-by-a-search"),
-        pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "for conjectures",
-                     id="theorem-supported"),
-        pytest.param(dict(claim="full.wendel", method="monte-carlo", verdict="supported"), "numeric searches",
-                     id="theorem-supported-by-a-sample"),
+                     "gives 'supported', not 'verified'", id="conjecture-verified-by-a-search"),
+        pytest.param(dict(claim="full.wendel", method="exact", verdict="supported"), "gives 'verified', not 'supported'",
+                     id="theorem-supported-by-an-exact-check"),
+        pytest.param(dict(claim="full.wendel", method="monte-carlo", verdict="verified"),
+                     "gives 'supported', not 'verified'", id="theorem-verified-by-a-sample"),
+        pytest.param(dict(claim="full.convergence", method="property", verdict="verified"),
+                     "gives 'supported', not 'verified'", id="theorem-verified-by-property-tests"),
+        pytest.param(dict(claim="emp.no-ffn", method="empirical", verdict="verified"),
+                     "gives 'supported', not 'verified'", id="limit-verified-by-a-run"),
+        pytest.param(dict(claim="sim.fig4", method="figure", verdict="supported"), "gives 'verified', not 'supported'",
+                     id="figure-supported"),
         pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "not for a conjecture",
                      id="conjecture-unsupported"),
         pytest.param(dict(claim="conj.value-full", method="numeric", verdict="unsupported"), "not for a conjecture",
@@ -43,9 +49,17 @@ def test_invalid_record_is_rejected(kwargs, message):
         CheckResult(**kwargs)
 
 
-def test_a_numeric_search_of_a_theorem_may_support_it_and_a_proof_decides():
-    """The control of theorem-supported: a numeric search gives supported; beside a proof's verified, verified."""
-    assert CheckResult("grad.stable-consensus", "numeric", "supported").verdict == "supported"
+@pytest.mark.parametrize("claim, method, verdict", [
+    ("grad.stable-consensus", "numeric", "supported"), ("full.wendel", "monte-carlo", "supported"),
+    ("full.convergence", "property", "supported"), ("emp.no-ffn", "empirical", "supported"),
+    ("full.wendel", "exact", "verified"), ("grad.stable-consensus", "proof", "verified"),
+    ("sim.fig4", "figure", "verified"), ("emp.prompts", "empirical", "verified"),
+    ("conj.gradient-equilibria", "proof", "verified"), ("conj.value-full", "search", "supported")])
+def test_what_finds_nothing_against_a_claim_verifies_it_only_where_it_can_prove_it(claim, method, verdict):
+    """The controls of the rejections above: a finite method supports a theorem, a limit or a conjecture; a rigorous
+    one verifies a theorem, a proof a conjecture; a figure's or a finite observation's run verifies it. Beside a
+    proof's verified, a claim reads verified."""
+    assert CheckResult(claim, method, verdict).verdict == holding_verdict(claim, method) == verdict
     assert worst_verdict(["supported", "verified"]) == "verified"
 
 
@@ -134,16 +148,10 @@ def test_a_record_is_read_back_from_its_json_with_its_figures_and_tables_and_wit
                                                       numbers={"E": 0.5})
 
 
-@pytest.mark.parametrize("verdict", ["verified", "discrepancy"])
-def test_a_conjecture_cannot_be_verified_by_a_search_or_found_a_discrepancy(verdict):
-    with pytest.raises(ValueError, match=f"is a conjecture: .* not '{verdict}' by 'search'"):
-        CheckResult("conj.value-full", "search", verdict)
-
-
-def test_a_conjecture_is_verified_only_by_a_proof():
-    assert CheckResult("conj.gradient-equilibria", "proof", "verified").verdict == "verified"
-    with pytest.raises(ValueError, match="not 'discrepancy' by 'proof'"):
-        CheckResult("conj.gradient-equilibria", "proof", "discrepancy")
+@pytest.mark.parametrize("method", ["search", "proof"])
+def test_a_conjecture_has_no_discrepancy(method):
+    with pytest.raises(ValueError, match="is a conjecture: .* never 'discrepancy'"):
+        CheckResult("conj.value-full", method, "discrepancy")
 
 
 def test_complex_numbers_become_real_and_imaginary_parts():

@@ -162,7 +162,7 @@ def test_one_discrete_step_differs_from_the_flow_by_tau_squared(manifold_name, r
     y0 = field.manifold.random_point(rng, (10, 3))
     result = record(check_continuum(field, 0.0, y0, TAUS, seeds={"initial state and U": seed},
                                     label=f" ({manifold_name})"))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == "supported", result.detail
 
 
 @check("model.continuum", method="numeric", control=True)

@@ -22,7 +22,7 @@ def figure_dir(tmp_path_factory):
 
 def _made(claim, figure_dir, record):
     result = record(make_theorem_figure(claim, figure_dir))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == "supported", result.detail
     assert (figure_dir / f"{claim}.png").stat().st_size > 10_000
     return result
 
@@ -73,10 +73,10 @@ def test_a_horizon_too_short_leaves_the_theorem_unsupported_not_refuted():
 @pytest.mark.parametrize("setting", [dict(horizon=2 * HORIZON), dict(tolerances=tuple(x / 2 for x in TOLERANCES))],
                          ids=["twice-the-horizon", "half-the-tolerances"])
 def test_theorem_figure_verdict_holds_at_twice_the_horizon_and_half_the_tolerances(claim, setting):
-    assert theorems.CHECKS[claim](simulate(claim, **setting)).verdict == "verified"
+    assert theorems.CHECKS[claim](simulate(claim, **setting)).verdict == "supported"
 
 
 @pytest.mark.parametrize("claim", CLAIMS)
 @pytest.mark.parametrize("factor", [0.5, 2.0])
 def test_theorem_figure_verdict_holds_at_the_consensus_tolerance_halved_and_doubled(claim, factor, verdict_at):
-    assert verdict_at(theorems.CHECKS[claim], simulate(claim), theorems, "CONSENSUS_TOL", factor) == "verified"
+    assert verdict_at(theorems.CHECKS[claim], simulate(claim), theorems, "CONSENSUS_TOL", factor) == "supported"

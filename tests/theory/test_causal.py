@@ -34,7 +34,7 @@ def test_scalar_check_rejects_a_flipped_projection():
 
 @check(causal.numeric_scalar)
 def test_vector_field_solution_follows_the_tanh_formula(record):
-    assert record(causal.numeric_scalar()).verdict == "verified"
+    assert record(causal.numeric_scalar()).verdict == "supported"
 
 
 @check(causal.check_reparam)
@@ -46,7 +46,7 @@ def test_change_of_coordinates_reduces_remark_5_2_to_identity_value(record):
 
 @check(causal.numeric_reparam)
 def test_change_of_coordinates_holds_in_dimension_500(record):
-    assert record(causal.numeric_reparam()).verdict == "verified"
+    assert record(causal.numeric_reparam()).verdict == "supported"
 
 
 @check(causal.numeric_reparam, control=True)
@@ -86,7 +86,7 @@ def test_eigenvector_domain_check_fails_without_its_hypotheses(dropped):
 @check(causal.numeric_first_token_symmetric)
 def test_first_token_converges_to_v_and_on_the_hyperplane_to_u2(record):
     result = record(causal.numeric_first_token_symmetric())
-    assert result.verdict == "verified"
+    assert result.verdict == "supported"
     assert max(value for name, value in result.numbers.items() if name != "horizon") < result.tolerance
 
 
@@ -94,7 +94,7 @@ def test_first_token_verdict_is_the_same_at_a_doubled_horizon():
     """The full U, from a start only numerically on v^T y = 0, reaches v at t = 640 (rounding along v grows like
     exp(0.07 t)); the flow on the hyperplane does not depend on the horizon."""
     base, doubled = causal.numeric_first_token_symmetric(), causal.numeric_first_token_symmetric(horizon=1000.0)
-    assert base.verdict == doubled.verdict == "verified"
+    assert base.verdict == doubled.verdict == "supported"
 
 
 @check(causal.check_time_varying)
@@ -110,7 +110,7 @@ def test_time_varying_check_rejects_a_wrong_sign_of_the_perturbation():
 @check(causal.numeric_time_varying)
 def test_lag_behind_a_rotating_eigenvector_stays_in_the_iss_ball(record):
     result = record(causal.numeric_time_varying())
-    assert result.verdict == "verified"
+    assert result.verdict == "supported"
     lags = [row[1] for row in result.tables[0].rows]
     assert lags[0] < 1e-8 < lags[-1]
     assert not result.seeds  # deterministic: no random draw, no seed recorded
@@ -125,7 +125,7 @@ def test_lag_sits_at_the_attained_bound_far_inside_the_slack():
 
 @pytest.mark.parametrize("change", [dict(rtol=5e-10), dict(horizon=400.0)], ids=["halved rtol", "doubled horizon"])
 def test_lag_verdict_is_the_same_with_a_halved_tolerance_or_a_doubled_horizon(change):
-    assert causal.numeric_time_varying().verdict == causal.numeric_time_varying(**change).verdict == "verified"
+    assert causal.numeric_time_varying().verdict == causal.numeric_time_varying(**change).verdict == "supported"
 
 
 @check(causal.check_identity_iss)
@@ -161,7 +161,7 @@ def test_numeric_scalar_verdict_keeps_at_a_doubled_horizon_and_a_short_run_is_on
     shipped 60 and at 120 verified."""
     short = causal.numeric_scalar(horizon=10.0)
     assert short.verdict == "unsupported" and short.numbers["max |b(t) - tanh(A(t) + atanh b0)|"] < 1e-6
-    assert causal.numeric_scalar().verdict == causal.numeric_scalar(horizon=120.0).verdict == "verified"
+    assert causal.numeric_scalar().verdict == causal.numeric_scalar(horizon=120.0).verdict == "supported"
 
 
 @check(causal.numeric_time_varying, control=True)

@@ -21,7 +21,7 @@ def test_attention_weights_lie_between_the_corner_values(record):
 
 @check(full_attention.bounds_spot_check)
 def test_score_and_weight_bounds_hold_in_dimension_500(record):
-    assert record(full_attention.bounds_spot_check()).verdict == "verified"
+    assert record(full_attention.bounds_spot_check()).verdict == "supported"
 
 
 @check(full_attention.bounds_spot_check, control=True)
@@ -58,7 +58,7 @@ def test_dini_derivative_is_minus_a_sum_of_nonnegative_terms(record):
 @check(full_attention.lyapunov_spot_check)
 def test_lyapunov_function_decreases_in_dimension_500(record):
     result = record(full_attention.lyapunov_spot_check())
-    assert result.verdict == "verified"
+    assert result.verdict == "supported"
     assert result.numbers["largest dV/dt"] < 0
 
 

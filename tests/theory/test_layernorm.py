@@ -48,7 +48,7 @@ def test_torch_layernorm_is_off_the_printed_radius_and_obeys_the_corrected_invar
 
 @check(layernorm.torch_normalisations, control=True)
 def test_torch_check_accepts_the_true_radius_and_rejects_another():
-    assert layernorm.torch_normalisations(radius=lambda d, g: np.sqrt(d) * abs(g)).verdict == "verified"
+    assert layernorm.torch_normalisations(radius=lambda d, g: np.sqrt(d) * abs(g)).verdict == "supported"
     assert layernorm.torch_normalisations(radius=lambda d, g: 1.01 * np.sqrt(d) * abs(g)).verdict == "discrepancy"
 
 
