@@ -3,7 +3,7 @@
 Collapse ("mean E -> 0", figures 7-10) is decided per run by the stated collapse test of
 :mod:`empirical.decision` (docs/empirical.md, "The collapse test"): the exponent of E ~ depth^p over the last
 octave of the horizon, every block read, nothing read within 10 x the effective floor, recomputed with each constant
-halved and doubled. A run's verdict is the cells' where all ten agree, else ``sensitive``; a run with a float64
+halved and doubled. A run's verdict is the cells' where all twelve agree, else ``sensitive``; a run with a float64
 twin is ``precision-limited`` where its dtype and the twin decide differently on the twinned prompts, and so is a
 run without a twin (not in float64) whose convergence rests on its floor. A claim is
 ``supported`` when every run is ``converging`` (never ``verified``: a finite run does not prove a statement about the

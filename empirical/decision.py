@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from .settings import ALPHA, HORIZON, THRESHOLD, WINDOW  # noqa: F401 (re-exported)
+from .settings import ALPHA, HORIZON, LEVEL_RATIO, THRESHOLD, WINDOW  # noqa: F401 (re-exported)
 
 #: Values at most this factor above the effective floor are censored. Reason: SPEC section 5 (nothing is decided
 #: below 10 x the effective floor); the grid doubles it and never halves it.
@@ -54,13 +54,15 @@ RUN_VERDICTS = (*GRID_VERDICTS, "precision-limited")
 @dataclass(frozen=True)
 class CollapseRule:
     """The test's constants: ``horizon`` (passes read), ``window`` (octaves of depth), ``threshold`` (an exponent),
-    ``alpha`` (each one-sided test) and ``margin`` (times the effective floor)."""
+    ``alpha`` (each one-sided test), ``margin`` (times the effective floor) and ``level_ratio`` (the least
+    ``(E - c) / c`` at the end of the window, ``c`` the level E's slowing fall implies)."""
 
     horizon: int = HORIZON
     window: float = WINDOW
     threshold: float = THRESHOLD
     alpha: float = ALPHA
     margin: float = FLOOR_MARGIN
+    level_ratio: float = LEVEL_RATIO
 
     def __post_init__(self) -> None:
         if not isinstance(self.horizon, int) or self.horizon < 1:
@@ -71,6 +73,8 @@ class CollapseRule:
             raise ValueError(f"threshold={self.threshold!r} must lie in (0, 10) (an exponent of depth).")
         if not 0 < self.alpha < 0.5:
             raise ValueError(f"alpha={self.alpha!r} must lie in (0, 0.5).")
+        if not 0 < self.level_ratio < math.inf:
+            raise ValueError(f"level_ratio={self.level_ratio!r} must be a positive number.")
         if not self.margin >= FLOOR_MARGIN:
             raise ValueError(f"margin={self.margin!r} must be at least {FLOOR_MARGIN:g} (SPEC section 5: nothing is "
                              "decided below 10 x the effective floor).")
@@ -87,7 +91,7 @@ class CollapseRule:
         """The base and every constant halved and doubled, one at a time (the margin only doubled: halving it would
         decide below SPEC's 10 x the floor)."""
         cells = {"base": self}
-        for name in ("horizon", "window", "threshold", "alpha"):
+        for name in ("horizon", "window", "threshold", "alpha", "level_ratio"):
             value = getattr(self, name)
             cells[f"{name} x 0.5"] = replace(self, **{name: max(1, value // 2) if name == "horizon" else value / 2})
             cells[f"{name} x 2"] = replace(self, **{name: 2 * value})
@@ -97,9 +101,11 @@ class CollapseRule:
     def describe(self) -> str:
         return (f"converging when the exponent p of E ~ depth^p over the last {self.window:g} octave(s) of "
                 f"{self.horizon} passes (every block; the larger of the ordinary and Newey-West errors) is below "
-                f"-{self.threshold:g} at one-sided level {self.alpha:g} over that window and over its later half, or "
-                f"when E stays within {self.margin:g} x the effective floor for that later half (in a dtype other "
-                "than float64, confirmed by a float64 twin); settled when p is above "
+                f"-{self.threshold:g} at one-sided level {self.alpha:g} over that window and over its later half, "
+                f"and E's falling part is at least {self.level_ratio:g} x the level its slowing fall implies (E = c + a "
+                f"depth^q through the window's two halves), or when E stays within {self.margin:g} x the effective "
+                "floor for that later half (in a dtype other than float64, confirmed by a float64 twin); settled when p "
+                "is above "
                 f"-{self.threshold:g} at that level, the later half not falling faster, with no value within "
                 f"{self.margin:g} x the floor; recomputed with each constant halved and doubled (a verdict only where "
                 "all agree)")
@@ -128,6 +134,7 @@ class Decision:
     tail_exponent: float | None = None
     tail_exponent_low: float | None = None
     tail_exponent_high: float | None = None
+    level_ratio: float | None = None
     at_floor: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -205,20 +212,25 @@ def decide(E: Sequence[float], layers: int, floor: float | Sequence[float],
     p, low, high = _trend(x, y, rule.alpha)
     clear = np.flatnonzero(~later.any(1)) + W - half  # the later half's passes without a censored value
     tail_p, tail_low, tail_high = _trend(x[clear], y[clear], rule.alpha) if len(clear) >= 3 else (None, None, None)
+    level_ratio = _level_ratio(x, y, censored, W - half, clear, tail_p, rule.alpha)
     trend = dict(exponent=p, exponent_low=low, exponent_high=high, tail_exponent=tail_p, tail_exponent_low=tail_low,
-                 tail_exponent_high=tail_high)
+                 tail_exponent_high=tail_high, level_ratio=level_ratio)
     stated = (f"exponent {p:.3g} (one-sided {100 * (1 - rule.alpha):g}% bounds {low:.3g}, {high:.3g}) over passes "
               f"{n - W + 1}-{n}")
     tail = ("" if tail_p is None else
             f"; over the later half's {len(clear)} passes without a censored value {tail_p:.3g} ({tail_low:.3g}, "
             f"{tail_high:.3g})")
-    if high < -rule.threshold and (tail_high is None or tail_high < -rule.threshold):
+    falling = high < -rule.threshold and (tail_high is None or tail_high < -rule.threshold)
+    if falling and (level_ratio is None or level_ratio >= rule.level_ratio):
         return Decision("converging", n, f"{stated}{tail}: E falls faster than depth^-{rule.threshold:g} to the end "
                         "of the window", n, rule=rule, **window, **trend, at_floor=bool(later.any()))
     if low > -rule.threshold and (tail_high is None or tail_high >= -rule.threshold) and not censored.any():
         return Decision("settled", n, f"{stated}{tail}: E falls slower than depth^-{rule.threshold:g} (or not at all) "
                         f"at a level of {window['level']:.3g}", n, rule=rule, **window, **trend)
-    if high < -rule.threshold:
+    if falling:
+        why = (f"the fall slows down as E nears a level: E - c = {level_ratio:.3g} x c at the end of the window (E = c "
+               f"+ a depth^q through its two halves), below {rule.level_ratio:g}")
+    elif high < -rule.threshold:
         why = f"the later half's bounds hold -{rule.threshold:g}: the fall slows down (E may be nearing a level)"
     elif low > -rule.threshold:
         why = (f"{int(censored.sum())} values within {rule.margin:g} x the floor" if censored.any() else
@@ -226,6 +238,27 @@ def decide(E: Sequence[float], layers: int, floor: float | Sequence[float],
     else:
         why = f"the bounds hold -{rule.threshold:g}"
     return Decision("undecided", None, f"{stated}{tail}: {why}", n, rule=rule, **window, **trend)
+
+
+def _level_ratio(x: np.ndarray, y: np.ndarray, censored: np.ndarray, first_later: int, clear: np.ndarray,
+                 tail_p: float | None, alpha: float) -> float | None:
+    """``(E - c) / c`` at the end of the window for the level ``c`` that E's slowing fall implies, or ``None`` where
+    none is implied. ``x``, ``y``: each window pass's mean log depth and mean log E; ``censored : shape=[W, layers]``;
+    the later half begins at ``first_later``; ``clear`` its passes without a censored value, ``tail_p`` their
+    exponent. With E = c + a depth^q, the exponent of E at depth k is p(k) = q (1 - c / E(k)); the window's first and
+    later halves give (p1, E1) and (p2, E2), hence q = (p1 E1 - p2 E2) / (E1 - E2) and c = E2 (1 - p2 / q). A level is
+    implied only where E falls (E1 > E2) ever more slowly (p1 < p2 < 0) and c > 0: a power law keeps its exponent, a
+    geometric decay steepens."""
+    first = np.flatnonzero(~censored[:first_later].any(1))  # the first half's passes without a censored value
+    if tail_p is None or len(first) < 3:
+        return None
+    p1 = _trend(x[first], y[first], alpha)[0]
+    E1, E2 = math.exp(float(y[first].mean())), math.exp(float(y[clear].mean()))
+    if not (E1 > E2 and p1 < tail_p < 0):
+        return None
+    q = (p1 * E1 - tail_p * E2) / (E1 - E2)
+    level = E2 * (1 - tail_p / q)
+    return (E2 - level) / level if level > 0 else None
 
 
 def needs_more_passes(E: Sequence[float], layers: int, floor: float | Sequence[float], rule: CollapseRule) -> bool:
@@ -328,11 +361,13 @@ def precision_check(E_dtype: Sequence[float], E_float64: Sequence[float], layers
 
 def run_verdict(grid: GridDecision, precision: PrecisionCheck | None, dtype: str) -> str:
     """A run's verdict: ``precision-limited`` where its dtype and its float64 twin disagree, or where a run in
-    ``dtype`` (not float64) without a twin converges only by resting on its floor (nothing is decided below
-    ``margin`` x the floor: in float64, the finest floor any floating-point run has, it is accepted); else its
-    grid's."""
+    ``dtype`` (not float64) converges only by resting on its floor (nothing is decided below ``margin`` x the floor)
+    without a float64 twin that converges on its twinned prompts: a twin agreeing on ``undecided`` says nothing about
+    E -> 0 below the floor (in float64, the finest floor any floating-point run has, resting on it is accepted); else
+    its grid's."""
     if precision is not None and not precision.agree:
         return "precision-limited"
-    if precision is None and dtype != "float64" and grid.verdict == "converging" and grid.rests_on_floor:
+    confirmed = precision is not None and precision.float64.verdict == "converging"
+    if dtype != "float64" and grid.verdict == "converging" and grid.rests_on_floor and not confirmed:
         return "precision-limited"
     return grid.verdict

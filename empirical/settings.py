@@ -30,6 +30,11 @@ WINDOW = 1.0
 THRESHOLD = 0.1
 #: The level of each one-sided test. Reason: the conventional 5%.
 ALPHA = 0.05
+#: The least ratio of E's falling part to the level its slowing fall implies, at the end of the window (E = c + a
+#: depth^q read off the window's two halves: ``(E - c) / c``). Reason: 1 is where the level is half of E, so E is as
+#: much the level as it is a fall: below it the data say "a level" at least as loudly as "E -> 0". Written with the
+#: referee's approaches to a level (0.03 + 0.5/k, 1e-2 + 0.5/k) before it met any run.
+LEVEL_RATIO = 1.0
 DEVICES = ("auto", "cpu", "cuda")
 #: A sane bound on passes (the paper's longest protocol runs 50): more is a typo, not a run.
 MAX_PASSES = 10_000
