@@ -9,7 +9,9 @@ variants, 100 prompts, 50 passes) then spreads over a cluster's GPU workers (``-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -32,12 +34,22 @@ class VariantOptions:
 
 
 def _task(variant: Variant, root: str, options: VariantOptions) -> dict:
-    """One variant on a worker: a short summary (the numbers stay in the variant's folder)."""
+    """One variant on a worker: a short summary (the numbers stay in the variant's folder), naming the folder and
+    the dtype it wrote."""
     manifest, results = run_variant(variant, Path(root), device=options.device, dtype=options.dtype,
                                     seed=options.seed, progress=False, weights_dirs=options.weights_dirs,
                                     decide=options.decide)
-    return {"key": variant.key, "passes": results["passes"], "layers": results["layers"],
-            "E_first": results["E_mean"][0], "E_last": results["E_mean"][-1], "status": manifest.get("status")}
+    return {"key": variant.key, "folder": str(Path(root) / variant.key), "dtype": manifest.get("dtype"),
+            "passes": results["passes"], "layers": results["layers"], "E_first": results["E_mean"][0],
+            "E_last": results["E_mean"][-1], "status": manifest.get("status")}
+
+
+def task_key(variant: Variant, root: str, options: VariantOptions) -> str:
+    """The Dask key of ``variant``'s task: its folder and every option in a digest, so that a second suite on the same
+    scheduler (another folder, dtype or device) never receives this one's result under a key it shares."""
+    what = {"root": root, "variant": asdict(variant), "options": asdict(options)}
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return f"variant-{variant.key}-{digest}"
 
 
 def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = None, workers: int | None = None,
@@ -48,17 +60,21 @@ def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = 
     chosen = list(chosen)
     if (scheduler is None) == (workers is None):
         raise ValueError("give exactly one of scheduler (a running cluster) or workers (a LocalCluster).")
+    root = Path(root).resolve()  # absolute: a worker's working folder is not the client's
     stack, client = connect(workers=workers, scheduler=scheduler)
     with stack:
-        Path(root).mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
         from distributed import as_completed
         from tqdm import tqdm
 
-        futures = {client.submit(_task, v, str(root), options, key=f"variant-{v.key}-{options.seed}"): v.key
+        futures = {client.submit(_task, v, str(root), options, key=task_key(v, str(root), options)): v.key
                    for v in chosen}
         done = {}
         with tqdm(total=len(futures), desc="variants", unit="variant", disable=not progress) as bar:
             for future in as_completed(futures):
-                done[futures[future]] = future.result()
+                summary = done[futures[future]] = future.result()
+                if summary["folder"] != str(root / summary["key"]):
+                    raise RuntimeError(f"the task of {summary['key']} wrote {summary['folder']}, not "
+                                       f"{root / summary['key']}: a task of another suite answered under its key.")
                 bar.update(1)
     return [done[v.key] for v in chosen]

@@ -92,3 +92,39 @@ def test_suite_tls_files_need_a_scheduler_and_all_three(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--tls-key is missing" in err[0]
     assert not (tmp_path / "a").exists() and not (tmp_path / "b" / "smollm2-trained-no-ffn").exists()
+
+
+TINY = Variant("tiny-gpt2-random-no-ffn", "tiny-gpt2", "random", False, prompts=2, length=8, passes=3, figure="Fig. 9")
+
+
+def test_two_suites_on_one_scheduler_each_run_their_own_variant(tmp_path):
+    """The referee's case: two suites on one cluster, the same variant into two folders in two dtypes, both in
+    flight. Their tasks had the same Dask key (variant and seed), so the second was handed the first one's result and
+    wrote nothing; under :func:`task_key` each writes its own folder in its own dtype."""
+    from distributed import Client, LocalCluster
+
+    from empirical.distributed import VariantOptions, _task, task_key
+
+    suites = [(str(tmp_path / "a"), VariantOptions(dtype="float32")),
+              (str(tmp_path / "b"), VariantOptions(dtype="float64"))]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        futures = [client.submit(_task, TINY, root, options, key=task_key(TINY, root, options))
+                   for root, options in suites]
+        summaries = client.gather(futures)
+    assert [s["dtype"] for s in summaries] == ["float32", "float64"]
+    for (root, options), summary in zip(suites, summaries):
+        manifest, results = load_results(tmp_path / root / TINY.key)
+        assert summary["folder"] == f"{root}/{TINY.key}" and manifest["dtype"] == options.dtype
+        assert results["passes"] == TINY.passes
+
+
+def test_a_task_key_names_the_folder_and_every_option():
+    from empirical.distributed import VariantOptions, task_key
+
+    base = task_key(TINY, "/runs/a", VariantOptions())
+    assert base.startswith(f"variant-{TINY.key}-") and base == task_key(TINY, "/runs/a", VariantOptions())
+    others = [task_key(TINY, "/runs/b", VariantOptions()), task_key(TINY, "/runs/a", VariantOptions(dtype="float64")),
+              task_key(TINY, "/runs/a", VariantOptions(device="cuda")),
+              task_key(TINY, "/runs/a", VariantOptions(seed=1)), task_key(TINY, "/runs/a", VariantOptions(decide=True))]
+    assert len({base, *others}) == 6
