@@ -520,7 +520,8 @@ CLAIMS: tuple[Claim, ...] = (
           checks=SEARCH_CHECKS,
           formula=r"U = I,\ \ P + P^\top \succ 0,\ \ P \ne P^\top"),
     # --- The two conjectures the paper cites (ICML Remark 4.6 / long Remark 5.3: 'two conjectures are proposed, but
-    # not proved, in (Karagodin et al., 2024)'), verbatim from arXiv 2411.04990v2 sec. 4 --------------------------
+    # not proved, in (Karagodin et al., 2024)'), as a public Lean formalisation transcribes arXiv 2411.04990v2 sec. 4
+    # (the authors' own text is not among the project's sources: second-hand, and said so in each statement) -------
     Claim("conj.karagodin-thm1.5", "Remark 5.3 (citing [26])", "Remark 4.6 (citing Karagodin et al.)",
           "Cited conjecture (Karagodin, Polyanskiy, Rigollet, 'Clustering in causal attention masking', arXiv "
           "2411.04990v2, sec. 4, as transcribed in a public Lean formalisation; the paper: 'two conjectures are "

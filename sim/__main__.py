@@ -248,7 +248,7 @@ MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not import
 
 
 def _replay(args) -> int:
-    from sim.conjectures.replay import load, replay
+    from sim.conjectures.replay import _strict, load, replay
 
     try:  # load checks the file against the schema and against its claim's family: one line, exit 2, if not
         witness = load(args.witness)
@@ -263,13 +263,16 @@ def _replay(args) -> int:
         certificate = outcome.certificate
         print(json.dumps({"witness": str(args.witness), "claim": outcome.claim, "refuted": outcome.refuted,
                           "float64_evidence_only": outcome.evidence, "reason": outcome.reason,
-                          "numbers": outcome.numbers, "hash_checked": checked,
+                          "numbers": _strict(outcome.numbers), "hash_checked": checked,
                           "certificate": {"certified": certificate.certified, "reason": certificate.reason,
-                                          "numbers": certificate.numbers}}, indent=1, default=str))
+                                          "numbers": _strict(certificate.numbers)}},
+                         indent=1, default=str, allow_nan=False))  # strict JSON: an unbounded margin is null
     else:
         print(outcome.summary())
-        print(f"file: hash-checked against {INDEX} beside it" if checked else
-              f"file: not hash-checked (no {INDEX} beside it); checked by its schema and its certificate")
+        print(f"file: hash-checked against {INDEX} beside it (an accidental change shows; whoever rewrites the file "
+              "can rewrite the index: the replay above is what certifies it)" if checked else
+              f"file: not hash-checked (no {INDEX} beside it); checked by its schema, and its certificate block "
+              "against the replay's")
     return 0 if outcome.refuted else 1
 
 

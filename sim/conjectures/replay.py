@@ -121,6 +121,8 @@ def mismatches(witness: dict, family: Family) -> list[str]:
     h, d = P.shape[0], P.shape[-1]
     if P.shape != (h, d, d) or U.shape != P.shape:
         return [f"P and U must both have shape [h, d, d]; P {list(P.shape)}, U {list(U.shape)}"]
+    if d < 2:  # S^0 is two points: no tangent space to certify an attractor in
+        return [f"the tokens must live on a sphere S^(d-1) with d >= 2, not d = {d}"]
     if y0.shape[1] != d or equilibrium.shape != y0.shape:
         return [f"y0 and equilibrium must both have shape [l, {d}]; y0 {list(y0.shape)}, equilibrium "
                 f"{list(equilibrium.shape)}"]
@@ -151,8 +153,46 @@ def _problem(witness: dict) -> Problem:
 
 
 def replay(witness: dict, family: Family | None = None) -> Replay:
-    """Re-check a witness (see the module docstring); never trusts the stored certificate. ``family`` defaults to
-    the claim's (``sim.conjectures.families.FAMILIES``); a search of another family passes its own."""
+    """Re-check a witness (see the module docstring); never trusts the stored certificate, and a stored certificate
+    block that differs from the one the replay establishes (:func:`certificate_differences`: edited, or copied from
+    another witness) makes a witness that would refute (or be evidence) no witness. ``family`` defaults to the claim's
+    (``sim.conjectures.families.FAMILIES``); a search of another family passes its own."""
+    outcome = _replay_instance(witness, family)
+    differences = certificate_differences(witness["certificate"], outcome) if "certificate" in witness else []
+    if differences and (outcome.refuted or outcome.evidence):  # else the replay's own reason says why it is none
+        return Replay(outcome.claim, False, "the stored certificate block differs from the one this replay "
+                      f"establishes ({'; '.join(differences)}): it was edited or copied from another witness",
+                      outcome.certificate, outcome.numbers)
+    return outcome
+
+
+#: How far a stored certificate's numbers may lie from the replay's: relative 1e-9 (the certified bounds are
+#: outward-rounded Arb balls, the same to the last bits wherever the certified zero is the same; its float64 Newton
+#: refinement may move it by rounding, ~1e-16 relative), absolute 1e-13 for quantities at rounding (|F| at the centre,
+#: ~1e-16, which differs with the BLAS that refined it).
+CERTIFICATE_RTOL, CERTIFICATE_ATOL = 1e-9, 1e-13
+
+
+def certificate_differences(stored: dict, outcome: Replay) -> list[str]:
+    """What a stored certificate block says that the replay's (:func:`witness_certificate` of ``outcome``) does not:
+    a missing or extra entry, a reason, eigenvalue or float64 part that differs, a number beyond
+    CERTIFICATE_RTOL / CERTIFICATE_ATOL."""
+    replayed = witness_certificate(outcome)
+    differences = [f"{key} differs" for key in ("reason", "eigenvalues", "float64_parts")
+                   if stored.get(key) != replayed[key]]
+    for part in ("numbers", "replay"):
+        ours, theirs = replayed[part], stored.get(part) or {}
+        for key in sorted(ours.keys() | theirs.keys()):
+            a, b = theirs.get(key), ours.get(key)
+            close = (a == b if not all(isinstance(v, (int, float)) for v in (a, b)) else
+                     math.isclose(a, b, rel_tol=CERTIFICATE_RTOL, abs_tol=CERTIFICATE_ATOL))
+            if not close:
+                differences.append(f"{part}.{key}: stored {a}, replayed {b}")
+    return differences
+
+
+def _replay_instance(witness: dict, family: Family | None) -> Replay:
+    """:func:`replay`'s checks of the instance, the attractor and the start."""
     claim = witness["claim"]
     family = FAMILIES[claim] if family is None else family
     problems = mismatches(witness, family)

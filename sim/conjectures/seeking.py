@@ -57,9 +57,12 @@ def result_line(claim: str, summary: dict, stored: int) -> str:
     if summary["hits"]:
         return (f"refuted by {summary['hits']} witnesses ({stored} stored) in {summary['instances']} instances of "
                 f"{claim}")
-    return (f"no certified counterexample in {summary['instances']} instances (seeking search, seed "
+    family = get_family(claim)
+    line = (f"no certified counterexample in {summary['instances']} instances (seeking search, seed "
             f"{summary['seed']}, {summary['cpu_seconds']:.0f} CPU s of a {summary['budget_seconds']:g} s budget, "
-            f"family: {get_family(claim).description})")
+            f"family: {family.description})")
+    # a search that can certify no witness supports nothing by finding none (as the random search's record says)
+    return line + (f". This search settles nothing: {family.no_witness}" if family.no_witness else "")
 
 
 def seek_settings(claim: str, budget: float, seed: int, instances: int | None, keep: int) -> dict:

@@ -4,7 +4,8 @@ Every folder of witnesses the suite writes (``sim/conjectures/witnesses/<claim>/
 ``DIR/witnesses/<claim>/``) holds an index written with its witnesses. Replay (:func:`check_indexed`, called by
 :func:`sim.conjectures.replay.load`) refuses a witness whose bytes are not the ones its index records, or that an
 index beside it does not list: a witness changed after it was written is named, not silently replayed. A witness
-with no index beside it (a file of the user's own) is replayed as before, checked by its schema and its certificate,
+with no index beside it (a file of the user's own) is replayed as before, checked by its schema and its certificate
+block against the replay's (the index detects accidental changes only: whoever rewrites a file can rewrite it),
 and the replay says that it was not hash-checked.
 """
 

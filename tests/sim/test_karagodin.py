@@ -84,6 +84,24 @@ def test_the_thm15_witness_needs_its_hypothesis():
     assert not outcome.refuted
 
 
+def test_thm15s_outcome_is_every_token_at_plus_or_minus_xi():
+    """thm1.5 concludes that every token ends at +xi or -xi: an antipodal pair (xi, -xi) is that outcome (distance 0),
+    so its replay must not refute. A distance to +xi alone (a mutant the referee found surviving every other test)
+    called the antipodal attractor of V = diag(1, 0.5), P = 5 I a witness."""
+    distance = FAMILIES[THM15].outcome_distance
+    U = np.array([[np.diag([1.0, 0.5])]])
+    xi = np.array([1.0, 0.0])
+    for y in ([xi, -xi], [-xi, xi], [xi, xi], [-xi, -xi]):
+        assert distance(5 * np.eye(2)[None, None], U, np.array([y]), np.array([y]))[0] == pytest.approx(0, abs=1e-15)
+    away = np.array([[xi, [0.0, 1.0]]])
+    assert distance(5 * np.eye(2)[None, None], U, away, away)[0] == pytest.approx(np.sqrt(2))
+    witness = {"schema_version": 1, "claim": THM15, "P": [(5 * np.eye(2)).tolist()], "U": [np.diag([1.0, 0.5]).tolist()],
+               "causal": True, "equilibrium": [xi.tolist(), (-xi).tolist()], "y0": [[1.0, 0.0], [-np.cos(0.05), np.sin(0.05)]],
+               "provenance": "test: the antipodal attractor", "seeds": {}}
+    outcome = replay(witness)
+    assert not outcome.refuted and outcome.reason.startswith("the attractor is the claimed outcome"), outcome.reason
+
+
 def test_the_default_search_is_the_seeking_one_and_reports_its_result(tmp_path, capsys):
     """Tiny budget: three instances of conj.nonsymmetric-full, seed 0 (the third, [0, 2], is a certified hit on this
     machine: the instances are seeded; which source each comes from reads CPU times, see allocation.py)."""
@@ -102,7 +120,16 @@ def test_a_seek_search_without_a_hit_says_so(tmp_path, capsys):
     assert main(["search", "--json", "conj.gradient-equilibria", "--instances", "2", "--out", str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["result"].startswith("no certified counterexample in 2 instances (seeking search, seed 0")
-    assert printed["witnesses"] == []
+    assert printed["witnesses"] == [] and "settles nothing" not in printed["result"]
+
+
+def test_a_seek_search_that_can_certify_no_witness_says_it_settles_nothing(tmp_path, capsys):
+    """thm2 read by its words: no attractor can be certified (a continuum of equilibria), so finding none is no support;
+    the seeking search's result says so, as the random search's not-run record does (control: the test above)."""
+    assert main(["search", "--json", THM2_L, "--instances", "2", "--out", str(tmp_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["result"].startswith("no certified counterexample in 2 instances")
+    assert "This search settles nothing: no witness of thm2 can be certified" in printed["result"]
 
 
 def test_seek_refuses_the_random_search_options(tmp_path, capsys):

@@ -23,7 +23,8 @@ from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
 import sim.conjectures.replay as replay_module
 from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, _strict, draft,
-                                    load, make_witness, mismatches, replay, witness_certificate)
+                                    load, make_witness, mismatches, replay, witness_certificate,
+                                    certificate_differences)
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_distance
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -36,6 +37,12 @@ FLOAT64_ONLY_WITNESS = Path(__file__).parent / "data" / "float64-evidence" / "mu
 
 def stored(claim: str, index: int = 0) -> dict:
     return json.loads([p for p in STORED if p.parent.name == claim][index].read_text())
+
+
+def instance(witness: dict) -> dict:
+    """The witness without its stored certificate block (a draft): for tests that change how the instance is judged
+    (a family's distance, a margin, the runs' ends), whose replay then establishes another block."""
+    return {key: value for key, value in witness.items() if key != "certificate"}
 
 
 def replay_file(tmp_path, witness, capsys, raw: str | None = None) -> tuple[int, str, Path]:
@@ -283,6 +290,16 @@ def test_one_altered_field_is_refused_with_its_own_reason(name):
     assert triangle_mismatches(**fields) == expected
 
 
+def test_a_witness_in_dimension_1_is_refused_in_one_line(tmp_path, capsys):
+    """The referee's schema-valid witness with d = 1 (tokens +-1) crashed the certifier with a traceback; control: the
+    stored thm1.5 witness (d = 2) replays."""
+    witness = dict(stored("conj.karagodin-thm1.5"), P=[[[1.0]]], U=[[[1.0]]], y0=[[1.0], [-1.0]],
+                   equilibrium=[[1.0], [-1.0]])
+    code, err, path = replay_file(tmp_path, witness, capsys)
+    assert_refused(code, err, path, "d >= 2, not d = 1")
+    assert replay_file(tmp_path, stored("conj.karagodin-thm1.5"), capsys)[0] == 0
+
+
 def test_an_unreadable_array_is_refused_with_the_converter_message_cut_at_80_characters():
     problems = triangle_mismatches(P="x" * 200)  # numpy: could not convert string to float: 'xxx...'
     assert len(problems) == 1 and problems[0].startswith("P is not an array of numbers (could not convert")
@@ -441,7 +458,7 @@ def test_a_witness_written_with_integers_reaches_its_family_as_float64():
     integer: the family's distance receives the witness's P, U (float64, a leading instance axis) and the certified
     equilibrium, its state_margin U and y0 (float64). The control: the same witness written with floats replays
     to the same outcome, and the integer one really holds integers."""
-    floats = dict(stored("conj.gradient-value"), y0=[[0.0, 1.0], [0.0, -1.0]])
+    floats = dict(instance(stored("conj.gradient-value")), y0=[[0.0, 1.0], [0.0, -1.0]])
     integers = {key: written_with_integers(value) for key, value in floats.items()}
     assert all(np.asarray(integers[key]).dtype == np.int64 for key in ("P", "U", "y0"))
     seen = {}
@@ -471,7 +488,7 @@ def test_a_witness_written_with_integers_reaches_its_family_as_float64():
 def test_an_attractor_exactly_away_from_the_claim_is_not_its_outcome_and_one_ulp_nearer_is():
     """The bound is distance >= AWAY (the module docstring): a family whose distance is AWAY exactly lets the stored
     witness refute (the control), one float below it is refused with its reason."""
-    witness = stored("conj.value-full")
+    witness = instance(stored("conj.value-full"))
     at = replay(witness, family_with("conj.value-full", distance=lambda P, U, y: np.array([AWAY])))
     assert at.refuted is True and at.numbers["distance_from_claim"] == AWAY
     nearer = float(np.nextafter(AWAY, 0.0))
@@ -483,7 +500,7 @@ def test_an_attractor_exactly_away_from_the_claim_is_not_its_outcome_and_one_ulp
 def test_the_start_must_lie_more_than_two_box_radii_inside_the_hypothesis_set():
     """A margin of exactly 2 box radii is the edge (refused with its reason); one float above it is inside (the
     control: the stored witness refutes)."""
-    witness = stored("conj.value-full")
+    witness = instance(stored("conj.value-full"))
     radius = replay(witness).certificate.numbers["box_radius"]
 
     def with_margin(value: float):
@@ -515,14 +532,22 @@ def test_a_start_carried_into_the_ball_only_by_float64_runs_is_evidence_not_a_re
 
 
 def test_replay_json_says_float64_evidence_only(tmp_path, capsys):
-    """``replay --json`` carries the evidence flag: a script reading it tells float64 evidence from a refutation."""
+    """``replay --json`` carries the evidence flag: a script reading it tells float64 evidence from a refutation. It
+    is strict JSON (JavaScript's JSON.parse refuses Infinity): a claim that restricts no state prints its margin as
+    null, not Infinity (conj.value-full)."""
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+
     assert main(["replay", str(FLOAT64_ONLY_WITNESS), "--json"]) == 1
-    printed = json.loads(capsys.readouterr().out)
+    printed = strict(capsys.readouterr().out)
     assert (printed["refuted"], printed["float64_evidence_only"]) == (False, True)
     stored = next(p for p in STORED if p.parent.name == "conj.multihead-causal")
     assert main(["replay", str(stored), "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    printed = strict(capsys.readouterr().out)
     assert (printed["refuted"], printed["float64_evidence_only"]) == (True, False)
+    assert main(["replay", str(next(p for p in STORED if p.parent.name == "conj.value-full")), "--json"]) == 0
+    assert strict(capsys.readouterr().out)["numbers"]["hypothesis_margin_at_y0"] is None
 
 
 def test_the_same_instance_started_inside_its_ball_refutes_and_a_forged_one_still_fails():
@@ -543,7 +568,7 @@ def test_the_same_instance_started_inside_its_ball_refutes_and_a_forged_one_stil
 def test_the_float64_runs_must_end_within_half_the_ball_less_the_zero_enclosure(monkeypatch):
     """The float64-only witness, with the runs' ends replaced: an end e with e + enclosure = basin / 2 exactly is no
     evidence (whichever integrator it is), one float nearer is; neither refutes."""
-    witness = load(FLOAT64_ONLY_WITNESS)
+    witness = instance(load(FLOAT64_ONLY_WITNESS))
     outcome = replay(witness)
     assert outcome.evidence and outcome.numbers["start_inside_certified_ball"] is False
     basin, enclosure = outcome.certificate.numbers["basin_radius"], outcome.certificate.numbers["zero_enclosure"]
@@ -613,6 +638,37 @@ def test_make_witness_writes_back_what_the_stored_witness_holds():
     outcome = replay(witness)
     assert witness["certificate"] == json.loads(json.dumps(witness_certificate(outcome), allow_nan=False))
     assert witness["equilibrium"] == outcome.certificate.equilibrium.tolist()  # the certified zero, not the input
+
+
+def test_a_forged_certificate_block_makes_the_witness_no_witness(tmp_path, capsys):
+    """The referee's forgeries: the thm1.5 witness with another witness's certificate block pasted in, and with its
+    basin radius and real-part bound edited. The replay recomputes everything and said REFUTED (exit 0) beside a
+    false block; now the block must be the one the replay establishes. Control: the block as stored replays."""
+    witness = stored("conj.karagodin-thm1.5")
+    assert certificate_differences(witness["certificate"], replay(witness)) == []
+    pasted = dict(witness, certificate=stored("conj.value-causal")["certificate"])
+    edited = json.loads(json.dumps(witness))
+    edited["certificate"]["numbers"].update(basin_radius=0.5, real_part_bound=-100.0)
+    edited["certificate"]["reason"] = "forged"
+    for forged, words in ((pasted, "numbers.basin_radius"), (edited, "reason differs")):
+        outcome = replay(forged)
+        assert not outcome.refuted and not outcome.evidence and words in outcome.reason, outcome.reason
+        assert "edited or copied from another witness" in outcome.reason
+        code, _, _ = replay_file(tmp_path, forged, capsys)
+        assert code == 1
+    assert "numbers.real_part_bound: stored -100.0" in replay(edited).reason
+
+
+def test_certificate_numbers_may_differ_by_rounding_only():
+    outcome = replay(stored("conj.value-full"))
+    block = json.loads(json.dumps(witness_certificate(outcome)))
+    basin = block["numbers"]["basin_radius"]
+    assert certificate_differences(dict(block, numbers=dict(block["numbers"], basin_radius=basin * (1 + 1e-12))),
+                                   outcome) == []
+    assert certificate_differences(dict(block, numbers=dict(block["numbers"], basin_radius=basin * (1 + 1e-6))),
+                                   outcome) == [f"numbers.basin_radius: stored {basin * (1 + 1e-6)}, replayed {basin}"]
+    missing = dict(block, replay={k: v for k, v in block["replay"].items() if k != "distance_from_claim"})
+    assert certificate_differences(missing, outcome)[0].startswith("replay.distance_from_claim: stored None")
 
 
 def test_make_witness_records_no_seeds_as_an_empty_table():
