@@ -7,7 +7,10 @@ later command may write into that folder only when it is the same command with t
 nothing is written: a file given as the folder or lying above it, a folder this user cannot write to, a folder of
 another command or other settings, a non-empty folder without ``settings.json``, a ``settings.json`` that cannot be
 read. :func:`output_lock` makes a command the folder's one writer for its whole life: a second command on the same
-folder is refused at once, naming the first's pid and command. :func:`read_json` reads a command's own files naming the file it could not read; :func:`say_rebuilt` says
+folder is refused at once, naming the first's pid and command. The lock is ``flock`` on the folder: it holds between
+processes of one machine (and between machines only on a file system whose directories take ``flock`` across hosts:
+Linux's NFS client does not, so a shared folder on NFS needs one writer per folder, as the Dask suite gives each
+variant its own); a file system that refuses the lock is said to, never taken for a second writer. :func:`read_json` reads a command's own files naming the file it could not read; :func:`say_rebuilt` says
 when a command rebuilt a file it found damaged.
 
 Part of the foundation of ``reports``: it imports nothing of this project above it.
@@ -15,6 +18,7 @@ Part of the foundation of ``reports``: it imports nothing of this project above 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -138,7 +142,12 @@ def output_lock(path: Path | str, *, command: str, option: str = "--out") -> Ite
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as error:
+            if created and not any(folder.iterdir()):
+                folder.rmdir()
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise OutputError(f"{option} {path}: its file system refused the one-writer lock ({error.strerror}); "
+                                  "use a folder on a local file system (nothing was changed).") from None
             raise OutputError(f"{option} {path} is being written by {_holder(folder)}; wait for it to end, or use "
                               "another folder (nothing was changed).") from None
         holder = {"pid": os.getpid(), "command": command, "argv": sys.argv,

@@ -92,12 +92,17 @@ def connect(*, workers: int | None, scheduler: str | None, timeout: float = CONN
                                   " give --tls-ca-file, --tls-cert and --tls-key") from None
         stack.callback(client.close)
         return stack, client
-    # Loopback only, no dashboard: other machines reach neither. Every user of this machine can reach a loopback port;
-    # mutual TLS with a certificate made for this cluster alone (Security.temporary: a fresh key, in memory only, that
-    # the package `cryptography` makes) keeps them from running code in the workers or, through pickled results, here.
+    # Loopback only: other machines reach nothing. Every user of this machine can reach a loopback port; mutual TLS
+    # with a certificate made for this cluster alone (Security.temporary: a fresh key, in memory only, that the package
+    # `cryptography` makes) keeps them from running code in the workers or, through pickled results, here. No HTTP
+    # routes: `dashboard_address=None` still leaves the scheduler's and every worker's plain-HTTP server answering
+    # (addresses, logs, call stacks, exceptions) to anyone on the machine; with no routes every page is 404.
+    import dask
+
     security = Security.temporary()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           protocol="tls://", security=security, dashboard_address=None)
+    with dask.config.set({"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               protocol="tls://", security=security, dashboard_address=None)
     stack.callback(cluster.close)
     client = Client(cluster, security=security)
     stack.callback(client.close)

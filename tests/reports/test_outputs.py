@@ -3,6 +3,7 @@
 A bad path is refused by every command alike, with exit status 2, one line on stderr, nothing written and nothing
 lost; a folder of the same command and settings is resumed; the test run's report has a folder of its own."""
 
+import errno
 import json
 import re
 from pathlib import Path
@@ -220,6 +221,27 @@ def test_a_second_process_is_refused_the_lock_naming_the_first(tmp_path):
         holder.communicate("", timeout=30)
     with output_lock(tmp_path / "out", command="sim figure") as folder:
         assert json.loads((folder / ".lock.json").read_text())["command"] == "sim figure"
+
+
+@pytest.mark.parametrize("code, words", [(errno.EBADF, "its file system refused the one-writer lock"),
+                                         (errno.ENOLCK, "its file system refused the one-writer lock"),
+                                         (errno.EWOULDBLOCK, "is being written by")])
+def test_a_lock_the_file_system_refuses_is_not_called_a_second_writer(code, words, tmp_path, monkeypatch):
+    """The referee's patched flock raising EBADF read "being written by another process" and left the folder it
+    created: an error other than EWOULDBLOCK / EAGAIN (a file system without flock, NFS's ENOLCK) now says the file
+    system refused it; the control, EWOULDBLOCK, is a second writer. Either way the folder it created is gone."""
+    import fcntl
+    import os
+
+    def refuse(descriptor, operation):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    monkeypatch.setattr("foundation.outputs.HOLDER_RECORD_WAIT", 0.0)
+    with pytest.raises(OutputError, match=words):
+        with output_lock(tmp_path / "new", command="sim figure"):
+            pass
+    assert not (tmp_path / "new").exists()
 
 
 def test_output_files_are_readable_as_the_umask_allows(tmp_path):

@@ -21,3 +21,29 @@ def test_a_local_cluster_speaks_tls_and_refuses_a_client_without_its_key():
             Client(address.replace("tls://", "tcp://"), timeout="3s")
         with pytest.raises(OSError):
             Client(address, security=Security.temporary(), timeout="3s")
+
+
+def test_a_local_cluster_serves_no_http_pages():
+    """The referee's probe: with ``dashboard_address=None`` the scheduler and each worker still served plain-HTTP
+    pages (identity, workers, logs, call stacks) to anyone on the machine. Each server now answers 404 to every route
+    the referee read; the control is that the server is there, answering its sitemap."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from sim.conjectures.distributed import connect
+
+    stack, client = connect(workers=1, scheduler=None)
+    with stack:
+        ports = [client.scheduler_info()["services"].get("dashboard")]
+        ports += [worker["services"].get("dashboard") for worker in client.scheduler_info()["workers"].values()]
+        assert all(ports), ports
+        for port in ports:
+            for route in ("/json/identity.json", "/info/main/workers.html", "/info/logs", "/info/call-stacks",
+                          "/eventstream", "/health"):
+                with pytest.raises(urllib.error.HTTPError) as answer:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=5)
+                assert answer.value.code == 404, (port, route)
+            # the one page left is the server's own list of its pages: itself alone (it listed logs and call stacks)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/sitemap.json", timeout=5) as answer:
+                assert json.loads(answer.read()) == {"paths": ["/sitemap.json"]}
