@@ -6,7 +6,7 @@ timings), ``DIR/results.json`` (``E`` per prompt, ``E_mean``, ``E_std``, ``layer
 value's ``pass`` and ``block``, the floor and the collapse decision of :mod:`empirical.decision`),
 ``DIR/E.png`` (mean E over depth, log scale, pass boundaries, the floor and the threshold) and
 ``DIR/checkpoint.pt`` (the hidden state after the last finished pass). Every file is written
-atomically: the checkpoint and the manifest after every pass, results.json every minute and when the run
+atomically: the checkpoint and the manifest (which records a digest of itself: :func:`write_manifest`) after every pass, results.json every minute and when the run
 ends or stops, the figure when it ends. Rerunning the same command resumes from the last checkpoint
 (and extends a finished run if ``--passes`` grew). With ``until`` rules the run stops at the first pass
 where every rule has decided (or reached its maximum).
@@ -15,6 +15,7 @@ where every rule has decided (or reached its maximum).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import pickle
 import time
@@ -149,7 +150,7 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
         "imports_s": loaded.imports_s, "model_build_s": built - started - loaded.imports_s, "start_s": prepared - built,
         "twin_build_s": twinned - prepared})
     floor.update(effective_floor_fields(floor["E_floor"], state.E, twin))
-    write_json(out / "manifest.json", manifest)
+    write_manifest(out, manifest)
     writer = _Writer(out, checkpoint, manifest, floor["E_floor"], rule, twin)
     layers = adapter.num_layers
     stop = (lambda E: len(E) > 1 and not _undecided(E, state, twin, layers, floor["E_floor"], until)) \
@@ -159,7 +160,7 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
     except NonFiniteActivations as error:
         writer.wait()  # the checkpoint in flight, and the manifest that describes it, land first
         manifest["status"] = f"stopped: {error}"
-        write_json(out / "manifest.json", manifest)
+        write_manifest(out, manifest)
         raise
     finally:
         results = writer.close(state, adapter.num_layers)
@@ -175,7 +176,7 @@ def _run_experiment(settings: RunSettings, out: Path, *, progress: bool, after_p
     manifest["figure"] = figure.name
     manifest["timings"].update(floor_s=floor["seconds"] if previous is None or "floor" not in previous else 0.0,
                                loop_s=loop_seconds, end_to_end_s=time.perf_counter() - started)
-    write_json(out / "manifest.json", manifest)
+    write_manifest(out, manifest)
     return results
 
 
@@ -258,8 +259,7 @@ def synchronise(device: torch.device) -> None:
 def _previous_manifest(out: Path, settings: RunSettings, source: dict | None) -> dict[str, Any] | None:
     """The manifest of an earlier run in ``out`` (``None`` if there is none), which must have the same settings
     and trained weights; else a ``ValueError`` saying what to do."""
-    manifest_path = out / "manifest.json"
-    previous = read_json(manifest_path, "settings_identity") if manifest_path.exists() else None
+    previous = read_manifest(out, "settings_identity") if (out / MANIFEST).exists() else None
     if previous is not None and previous["settings_identity"] != settings.identity():
         raise ValueError(f"{out} holds a run with other settings ({previous['settings_identity']}); "
                          f"use another --out folder, or repeat that run's settings to resume it.")
@@ -538,16 +538,14 @@ class _Writer:
         gains ``checkpoint_next``, the new one's hash, so that a run stopped between the two renames resumes."""
         if copied is not None:
             copied.synchronize()
-        manifest_path = self.out / "manifest.json"
-
         def announce(digest: str) -> None:
-            write_json(manifest_path, {**described, **before, "checkpoint_next": {
+            write_manifest(self.out, {**described, **before, "checkpoint_next": {
                 "file": self.checkpoint.path.name, "sha256": digest, "passes": passes}}, durable=False)
 
         digest = self.checkpoint.save(passes, hidden, E, described["draws"], before_replace=announce, twin=twin)
         record = {"file": self.checkpoint.path.name, "sha256": digest, "passes": passes}
         self.manifest["checkpoint"] = described["checkpoint"] = record
-        write_json(manifest_path, described, durable=False)  # every pass: see Checkpoint.save
+        write_manifest(self.out, described, durable=False)  # every pass: see Checkpoint.save
 
     def wait(self) -> None:
         """Wait for the checkpoint in flight (its error, if any, is raised here)."""
@@ -679,17 +677,48 @@ def _progress_bar(settings: RunSettings, layers: int, done: int, enabled: bool):
     return tqdm(total=settings.passes * layers, initial=done * layers, unit="block", desc=label)
 
 
+MANIFEST = "manifest.json"
+
+
+def _digest(manifest: dict[str, Any]) -> str:
+    """The sha256 of ``manifest`` without its ``digest``, as canonical JSON (sorted keys): what a write records."""
+    body = {key: value for key, value in manifest.items() if key != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def write_manifest(out: Path, manifest: dict[str, Any], durable: bool = True) -> None:
+    """Write ``out/manifest.json`` atomically with ``digest``, the sha256 of the rest (:func:`_digest`): a manifest
+    edited by hand, or with a key removed (the results' sha256, the floor), no longer matches it."""
+    write_json(Path(out) / MANIFEST, {**manifest, "digest": _digest(manifest)}, durable=durable)
+
+
+def read_manifest(out: Path, key: str) -> dict[str, Any]:
+    """``out/manifest.json``, which must hold ``key`` and the digest of itself its run wrote (:func:`write_manifest`);
+    else a ``ValueError`` naming the file and what to do. A run's resume and every reader of its results trust only a
+    manifest that passes (its floor, its start, the results' sha256)."""
+    path = Path(out) / MANIFEST
+    manifest = read_json(path, key)
+    recorded = manifest.get("digest")
+    if recorded is None:
+        raise ValueError(f"{path} records no digest of itself: written by a version before manifests did, or with the "
+                         "key removed; delete the folder to run afresh, or use another --out folder.")
+    if recorded != _digest(manifest):
+        raise ValueError(f"{path} is not the manifest its run wrote (its digest differs from the one it records: "
+                         "edited by hand?); delete the folder to run afresh, or use another --out folder.")
+    return manifest
+
+
 def load_results(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged, or if
-    results.json is not the file whose sha256 a complete run's manifest records (a run written before manifests
-    recorded it is read unchecked)."""
+    """``(manifest, results)`` of a run folder; ``ValueError`` naming the file if either is missing or damaged, if the
+    manifest is not the one its run wrote (:func:`read_manifest`), or if results.json is not the file whose sha256 a
+    complete run's manifest records."""
     out = Path(out)
     if not out.is_dir():
         raise ValueError(f"{out} is not a folder: a run folder is one written by `python -m empirical run --out DIR`.")
-    if not (out / "manifest.json").exists():
+    if not (out / MANIFEST).exists():
         raise ValueError(f"{out} has no manifest.json: it is not a run folder (one written by `python -m empirical run "
                          "--out DIR`), or one whose manifest was deleted (run into it again to make it afresh).")
-    manifest, results = read_json(out / "manifest.json", "settings"), read_json(out / "results.json", "E")
+    manifest, results = read_manifest(out, "settings"), read_json(out / "results.json", "E")
     _check_shape(results, out / "results.json")  # what is wrong with a damaged file, before that it differs
     recorded = (manifest.get("results") or {}).get("sha256")
     if recorded is not None and sha256(out / "results.json") != recorded:

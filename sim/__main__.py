@@ -248,7 +248,7 @@ MAX_INSTANCES = 10**7  # = sim.conjectures.distributed.MAX_INSTANCES (not import
 
 
 def _replay(args) -> int:
-    from sim.conjectures.replay import _strict, load, replay
+    from sim.conjectures.replay import load, replay, strict_numbers
 
     try:  # load checks the file against the schema and against its claim's family: one line, exit 2, if not
         witness = load(args.witness)
@@ -263,9 +263,9 @@ def _replay(args) -> int:
         certificate = outcome.certificate
         print(json.dumps({"witness": str(args.witness), "claim": outcome.claim, "refuted": outcome.refuted,
                           "float64_evidence_only": outcome.evidence, "reason": outcome.reason,
-                          "numbers": _strict(outcome.numbers), "hash_checked": checked,
+                          "numbers": strict_numbers(outcome.numbers), "hash_checked": checked,
                           "certificate": {"certified": certificate.certified, "reason": certificate.reason,
-                                          "numbers": _strict(certificate.numbers)}},
+                                          "numbers": strict_numbers(certificate.numbers)}},
                          indent=1, default=str, allow_nan=False))  # strict JSON: an unbounded margin is null
     else:
         print(outcome.summary())

@@ -291,12 +291,12 @@ def _record_of(outcome: Replay, name: str, witness: dict | None = None, figure_d
 
 def witness_certificate(outcome: Replay) -> dict:
     """The certificate block a stored witness carries (what its replay established)."""
-    return {"reason": outcome.certificate.reason, "numbers": _strict(outcome.certificate.numbers),
+    return {"reason": outcome.certificate.reason, "numbers": strict_numbers(outcome.certificate.numbers),
             "eigenvalues": outcome.certificate.eigenvalues, "float64_parts": outcome.certificate.float64_parts,
-            "replay": _strict(outcome.numbers)}
+            "replay": strict_numbers(outcome.numbers)}
 
 
-def _strict(numbers: dict) -> dict:
+def strict_numbers(numbers: dict) -> dict:
     """``numbers`` for strict JSON: an infinite margin (a claim that restricts no state) is written as null."""
     return {key: None if isinstance(value, float) and not math.isfinite(value) else value
             for key, value in numbers.items()}

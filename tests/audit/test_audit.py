@@ -12,6 +12,7 @@ from empirical.audit import AuditSettings, audit_adapter, audit_model, compariso
 from empirical.audit.report import audit_records, audit_section
 from empirical.audit.heads import head_factors
 from empirical.models import load_model
+from empirical.run import write_manifest
 from empirical.prompts import authors_prompts
 from foundation.records import CheckResult, ReportSection
 
@@ -154,7 +155,7 @@ def _fake_run(folder, rates, ffn, seed):
     k = np.arange(31)
     values = 0.8 * np.exp(-np.asarray(rates)[:, None] * k) * np.exp(0.02 * rng.normal(size=(len(rates), k.size)))
     folder.mkdir()
-    (folder / "manifest.json").write_text(json.dumps({"settings": {"model": "m", "weights": "random", "ffn": ffn}}))
+    write_manifest(folder, {"settings": {"model": "m", "weights": "random", "ffn": ffn}})
     (folder / "results.json").write_text(json.dumps({"E": values.tolist(), "layers": 10, "passes": 3}))
     return folder
 

@@ -8,7 +8,7 @@ import torch
 
 from empirical.__main__ import main
 from empirical.loop import NonFiniteActivations
-from empirical.run import RunSettings, load_results, run_experiment
+from empirical.run import RunSettings, load_results, run_experiment, write_manifest
 from foundation.files import sha256
 
 TINY = dict(model="tiny-llama", prompts=3, length=16, device="cpu")
@@ -160,7 +160,18 @@ def _checkpoint(folder, **changes):
 def _sign(folder):
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["checkpoint"]["sha256"] = sha256(folder / "checkpoint.pt")
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(folder, manifest)
+
+
+def _edit_manifest(folder, signed=True, **changes):
+    """``folder``'s manifest with ``changes`` (None deletes a key), rewritten as a run writes it (``signed``: a new
+    digest) or by hand (its digest left as it was)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = {key: value for key, value in {**manifest, **changes}.items() if value is not None}
+    if signed:
+        write_manifest(folder, manifest)
+    else:
+        (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
 def _flip_byte(path, at=0.5):
@@ -197,9 +208,15 @@ DAMAGED = [
                  id="checkpoint-flipped-byte-in-the-state"),
     pytest.param(lambda f: _checkpoint(f, settings_identity=None), "it does not record the settings of the run",
                  id="checkpoint-without-identity"),
-    pytest.param(lambda f: (f / "manifest.json").write_text(json.dumps(
-        {**json.loads((f / "manifest.json").read_text()), "checkpoint": None})), "manifest.json records no sha256",
+    pytest.param(lambda f: _edit_manifest(f, checkpoint=None), "manifest.json records no sha256",
                  id="manifest-without-checkpoint-hash"),
+    # the referee's tampering: a floor set by hand, the start moved, the digest removed with the results' hash
+    pytest.param(lambda f: _edit_manifest(f, signed=False, floor={"E_floor": 0.99}), "manifest.json is not the "
+                 "manifest its run wrote", id="manifest-floor-edited-by-hand"),
+    pytest.param(lambda f: _edit_manifest(f, signed=False, started="1999-01-01T00:00:00Z"), "is not the manifest its "
+                 "run wrote", id="manifest-start-edited-by-hand"),
+    pytest.param(lambda f: _edit_manifest(f, signed=False, results=None, digest=None), "records no digest of itself",
+                 id="manifest-digest-removed"),
     pytest.param(lambda f: _checkpoint(f, E=None), "it must hold 'passes', 'hidden' and 'E'", id="checkpoint-no-E"),
     pytest.param(lambda f: _checkpoint(f, settings_identity={**GOOD.identity(), "seed": 9}),
                  r"written by a run with other settings \(.*'seed': 9", id="checkpoint-other-settings"),
@@ -346,8 +363,7 @@ def test_a_crash_around_the_checkpoint_leaves_no_duplicated_draw(tmp_path, monke
 def test_a_run_in_another_dtype_is_not_resumed_in_this_one(tmp_path, capsys):
     """A folder of a run made when --dtype auto meant bfloat16 on CUDA must not go on in float32."""
     run_experiment(RunSettings(weights="random", passes=1, **TINY), tmp_path, progress=False)
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "dtype": "bfloat16"}))
+    _edit_manifest(tmp_path, dtype="bfloat16")
     status = main(["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
                    "--passes", "2", "--device", "cpu", "--quiet", "--out", str(tmp_path)])
     assert status == 2 and "holds a run in bfloat16" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from foundation.files import sha256
 from empirical import run as run_module
 from empirical.__main__ import main
 from empirical.models import load_model
-from empirical.run import RunSettings, load_results, run_experiment
+from empirical.run import RunSettings, load_results, run_experiment, write_manifest
 
 TINY = dict(model="tiny-llama", prompts=3, length=16, device="cpu")
 
@@ -176,7 +176,7 @@ def test_a_checkpoint_without_the_twins_state_is_refused(tmp_path):
     # re-signed in the manifest, as its writer would: the hash check passes, the missing twin state is what is refused
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     manifest["checkpoint"]["sha256"] = sha256(path)
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(tmp_path, manifest)
     with pytest.raises(ValueError, match="twin"):
         run_experiment(settings, tmp_path, progress=False)
 
@@ -241,7 +241,7 @@ def test_a_twinned_run_from_before_twin_floors_is_not_reused_until_resumed_and_m
     assert finished(folder, settings)
     manifest = json.loads((folder / "manifest.json").read_text())
     del manifest["floor"]["float64_twin"]
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(folder, manifest)  # as a run from before twin floors wrote it
     assert not finished(folder, settings)
     again = run_experiment(settings, folder, progress=False)
     assert again["E"] == first["E"] and finished(folder, settings)

@@ -22,9 +22,9 @@ from sim.__main__ import main
 from sim.conjectures.certify import AWAY, EVIDENCE, EVIDENCE_HORIZON
 from sim.conjectures.families import FAMILIES, certified_top
 import sim.conjectures.replay as replay_module
-from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem, _strict, draft,
-                                    load, make_witness, mismatches, replay, witness_certificate,
-                                    certificate_differences)
+from sim.conjectures.replay import (ENTRY_MAX, MAX_BYTES, P_NORM_MAX, _known, _one_line, _problem,
+                                    certificate_differences, draft, load, make_witness, mismatches, replay,
+                                    strict_numbers, witness_certificate)
 from sim.conjectures.validated import TIGHT_RADII, Problem, certify, start_distance
 
 STORED = sorted(p for p in (Path(__file__).parents[2] / "sim" / "conjectures" / "witnesses").glob("*/*.json")
@@ -700,8 +700,8 @@ def test_the_certificate_block_holds_the_replays_parts_with_infinities_as_null()
     assert block["replay"] == dict(outcome.numbers, below=None, hypothesis_margin_at_y0=None)
 
 
-def test_strict_writes_every_non_finite_float_as_null_and_keeps_the_rest():
-    assert _strict({"inf": math.inf, "minus": -math.inf, "nan": math.nan, "x": 1.5, "n": 3, "s": "a"}) == {
+def test_strict_numbers_writes_every_non_finite_float_as_null_and_keeps_the_rest():
+    assert strict_numbers({"inf": math.inf, "minus": -math.inf, "nan": math.nan, "x": 1.5, "n": 3, "s": "a"}) == {
         "inf": None, "minus": None, "nan": None, "x": 1.5, "n": 3, "s": "a"}
 
 
