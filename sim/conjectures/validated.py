@@ -4,7 +4,9 @@ Why Arb (python-flint) rather than mpmath's interval context: Arb's balls carry 
 operation at any precision, and its ``acb_mat.eig`` encloses the eigenvalues of every matrix in a ball matrix
 (Rump's or van der Hoeven-Mourrain's method); mpmath's ``iv`` has no eigenvalue enclosure.
 
-The chain of a certificate, every step in ball arithmetic unless marked float64:
+The chain of a certificate, every step in ball arithmetic unless marked float64 (the bounds it reports as numbers
+leave the balls rounded outward: :func:`up`, :func:`down`; eq. 6's normaliser takes sqrt(d) in float64, a constant
+positive factor of the whole field, which moves neither its zeros nor the sign of any eigenvalue's real part):
 
 1. a chart of (S^{d-1})^l at the float64 equilibrium c (float64 Newton refines it first; its basis B is any
    float64 tangent basis, used exactly): y_i(u) = (c_i + B_i u_i) / |c_i + B_i u_i|, and the field in the chart
@@ -35,6 +37,7 @@ against the box radius.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,6 +206,19 @@ def refine(problem: Problem, y: np.ndarray, rounds: int = 4, steps: int = 20) ->
     return y
 
 
+def up(x) -> float:
+    """The least float64 at or above the real ``x`` (an exact arb, such as a ball's ``upper()``): float() rounds to
+    nearest, which may fall below an upper bound."""
+    value = float(x)
+    return value if arb(value) >= x else math.nextafter(value, math.inf)
+
+
+def down(x) -> float:
+    """The greatest float64 at or below the real ``x`` (an exact arb, such as a ball's ``lower()``)."""
+    value = float(x)
+    return value if arb(value) <= x else math.nextafter(value, -math.inf)
+
+
 def _jacobian(F, x: np.ndarray, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     zero, one = (arb(0), arb(1)) if exact else (0.0, 1.0)
     values, _ = F(independent_jets(list(x), zero, one))
@@ -219,9 +235,8 @@ def krawczyk(F, m: int, radius: float) -> dict:
     except np.linalg.LinAlgError:  # a singular midpoint Jacobian: the equilibrium is not isolated in X
         return {"unique": False}
     K = -exact_balls(C) @ centre + (np.eye(m) - exact_balls(C) @ J) @ X
-    bounds = [float(abs(k).upper()) for k in K]
-    return {"unique": max(bounds) < radius, "K": bounds, "J": J, "residual": max(float(abs(c).upper())
-                                                                              for c in centre)}
+    bounds = [up(abs(k).upper()) for k in K]
+    return {"unique": max(bounds) < radius, "K": bounds, "J": J, "residual": max(up(abs(c).upper()) for c in centre)}
 
 
 def enclose_zero(F, m: int, radius: float) -> dict | None:
@@ -271,16 +286,17 @@ def attraction(J: np.ndarray, K: list[float], radius: float) -> Attraction | Non
     Q = 0.5 * (Q + Q.T)
     Qb = exact_balls(Q)
     E = -(J.T @ Qb + Qb @ J) - np.eye(len(A))
-    e = sum(float(abs(entry).upper()) ** 2 for entry in E.ravel()) ** 0.5
+    e = sum((abs(entry).upper() ** 2 for entry in E.ravel()), arb(0)).sqrt().upper()  # in balls, to its upper end
     exact_Q = arb_mat(Q.tolist())
     minors = (arb_mat([row[:k] for row in Q.tolist()[:k]]).det() for k in range(1, len(Q) + 1))
-    if not e < 1.0 or not all(minor > 0 for minor in minors):
+    if not e < 1 or not all(minor > 0 for minor in minors):
         return None
     trace = sum(arb(q) for q in np.diag(Q))  # >= lambda_max(Q), Q positive definite
     Q_inverse = exact_Q.inv()
-    rho = min((arb(radius) - arb(k)) ** 2 / Q_inverse[i, i] for i, k in enumerate(K))
-    real_part = -(1 - arb(e)) / (2 * trace)
-    return Attraction(float(real_part.upper()), float((rho / trace).sqrt().lower()))
+    # each candidate's lower end (an exact number): the min of overlapping balls is not decided by comparing them
+    rho = min(((arb(radius) - arb(k)) ** 2 / Q_inverse[i, i]).lower() for i, k in enumerate(K))
+    real_part = -(1 - e) / (2 * trace)
+    return Attraction(up(real_part.upper()), down((rho / trace).sqrt().lower()))
 
 
 def ball_text(ball) -> str:
@@ -331,7 +347,7 @@ def _certify(problem: Problem, y_star: np.ndarray) -> ValidatedCertificate:
         # The zero's own box: |u*_i| <= K_i there (tighter than the big box's image), and sqrt(m) r bounds |u*|.
         enclosure = (tight["K"], tight["radius"]) if tight else (test["K"], radius)
         numbers.update(zero_box_radius=enclosure[1],
-                       zero_enclosure=float((arb(m).sqrt() * arb(enclosure[1])).upper()))
+                       zero_enclosure=up((arb(m).sqrt() * arb(enclosure[1])).upper()))
         certificate = attraction(test["J"], enclosure[0], radius)
         if certificate is None:
             last = (f"unique equilibrium in a box of radius {radius:g}, but no Lyapunov certificate of stability "
@@ -384,7 +400,8 @@ def starts_inside(certificate: ValidatedCertificate, problem: Problem, y: np.nda
     ``certificate.equilibrium``), on the slice for rotating states (:func:`start_distance`)."""
     numbers = certificate.numbers
     start = start_distance(problem, certificate.equilibrium, y)
-    return start + numbers["zero_enclosure"] <= numbers["basin_radius"], start
+    # the sum in balls: a float64 sum may round below it
+    return bool(arb(start) + arb(numbers["zero_enclosure"]) <= arb(numbers["basin_radius"])), start
 
 
 def _rotated(y: np.ndarray, generator: np.ndarray, theta) -> np.ndarray:
@@ -405,7 +422,7 @@ def _coordinates(chart: Chart, y: np.ndarray) -> np.ndarray | None:
 def _norm_upper(u: np.ndarray) -> float:
     """An upper bound on the Euclidean norm of every vector in the balls ``u`` (squares of the |x| upper bounds: a
     ball around 0 has no square root of its own lower end)."""
-    return float(sum((abs(x).upper() ** 2 for x in u), arb(0)).sqrt().upper())
+    return up(sum((abs(x).upper() ** 2 for x in u), arb(0)).sqrt().upper())
 
 
 def _coordinate_norm(chart: Chart, y: np.ndarray) -> float:

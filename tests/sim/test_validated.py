@@ -475,3 +475,24 @@ def test_a_crossing_next_to_a_tokens_exit_from_the_chart(crossing, exit, inside)
                        + np.sin(EXIT_TILT) * np.sin(EXIT_POLAR) * np.cos(EXIT_AZIMUTH - exit + crossing))
     expected = np.hypot(np.tan(0.75), np.tan(second)) if inside else float("inf")
     assert start_distance(problem, centre, start) == pytest.approx(expected, rel=1e-8)
+
+
+def test_bounds_leave_the_balls_rounded_outward():
+    """The referee's last-bit gap: float() of an Arb upper bound rounds to nearest, and the upper end of 2/3 (at 106
+    bits) became 0.6666666666666666, below 2/3. ``up`` / ``down`` round outward; an exact float is kept (control)."""
+    import math
+
+    from flint import arb, ctx
+
+    from sim.conjectures.validated import PRECISION, down, up
+
+    old, ctx.prec = ctx.prec, PRECISION  # the certificates' precision, as certify sets it
+    try:
+        two_thirds = arb(2) / 3
+        assert arb(float(two_thirds.upper())) < two_thirds.upper()  # the gap: to nearest falls below the bound
+        assert arb(up(two_thirds.upper())) >= two_thirds.upper() and up(two_thirds.upper()) == math.nextafter(
+            float(two_thirds.upper()), math.inf)
+        assert arb(down(two_thirds.lower())) <= two_thirds.lower()
+        assert up(arb(0.5)) == down(arb(0.5)) == 0.5
+    finally:
+        ctx.prec = old
