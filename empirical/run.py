@@ -237,6 +237,11 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
         raise ValueError(f"{output.path} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
                          f"{dtype_name} (auto is float32 on every device): pass --dtype {previous['dtype']} to resume "
                          "it, or use another --out folder.")
+    if previous is not None and torch.device(previous.get("device", str(device))).type != device.type:
+        raise ValueError(f"{output.path} holds a run made on {previous['device']}; --device {settings.device} is now "
+                         f"{device}: its passes would mix two devices' arithmetic. Resume it on "
+                         f"{torch.device(previous['device']).type} (--device {torch.device(previous['device']).type}), "
+                         "or use another --out folder.")
     done = (previous or {}).get("passes_done")
     if isinstance(done, int) and done > settings.passes:
         raise ValueError(f"--passes {settings.passes} is fewer than the {done} passes the run in {output.path} has "

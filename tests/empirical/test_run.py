@@ -369,6 +369,18 @@ def test_a_run_in_another_dtype_is_not_resumed_in_this_one(tmp_path, capsys):
     assert status == 2 and "holds a run in bfloat16" in capsys.readouterr().err
 
 
+def test_a_run_made_on_another_device_is_not_resumed_on_this_one(tmp_path, capsys):
+    """The referee's resume: a run started on CUDA (--device auto) went on on the CPU, its manifest rewriting the
+    device. Now refused, naming both; the control is the same folder resumed on its own device."""
+    run_experiment(RunSettings(weights="random", passes=1, **TINY), tmp_path, progress=False)
+    _edit_manifest(tmp_path, device="cuda:0")
+    command = ["run", "--model", "tiny-llama", "--weights", "random", "--prompts", "3", "--length", "16",
+               "--passes", "2", "--device", "cpu", "--quiet", "--out", str(tmp_path)]
+    assert main(command) == 2 and "holds a run made on cuda:0" in capsys.readouterr().err
+    _edit_manifest(tmp_path, device="cpu")
+    assert main(command) == 0
+
+
 def test_two_writers_of_one_folder_exactly_one_is_refused(tmp_path):
     """Two runs (other seeds) start together on one --out: one runs, the other is refused at once naming the
     holder's pid and command; the folder holds the one run's results."""
