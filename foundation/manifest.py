@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import subprocess
@@ -26,13 +27,20 @@ def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 
 
 def git_revision(root: Path | None = None) -> str:
-    """``git describe`` of the working tree (``-dirty`` when it has uncommitted changes)."""
+    """``git describe`` of the working tree; with uncommitted changes ``-dirty+`` and the first 12 hex digits of the
+    sha256 of ``git diff HEAD`` (the tracked changes), so that two different sets of changes on one commit are two
+    revisions (a measurement of one is not reused for the other)."""
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=root,
                              capture_output=True, text=True, timeout=10, check=True)
+        described = out.stdout.strip()
+        if described.endswith("-dirty"):
+            diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True, timeout=30,
+                                  check=True).stdout
+            described += "+" + hashlib.sha256(diff).hexdigest()[:12]
     except (OSError, subprocess.SubprocessError):
         return "unknown (not a git checkout)"
-    return out.stdout.strip()
+    return described
 
 
 def machine() -> dict[str, str | int | None]:

@@ -167,8 +167,9 @@ def _build(out: Path, *, run_benchmarks: bool, pytest_args: list[str], weights_e
         output = check_output_folder(out, command="reports build", settings={
             "pytest_args": pytest_args, **({"scale": scale} if scale == "smoke" else {})})
         sections = output.path / "sections"
-        if not run_benchmarks and sections.is_dir():
-            check_reused_sections(sections, revision)
+        if sections.is_dir():
+            check_reused_sections(sections, revision, known=tuple(name for name, _ in BENCHMARKS),
+                                  reused=not run_benchmarks)
     except (OutputError, ReportInputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

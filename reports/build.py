@@ -48,10 +48,17 @@ def read_section(path: Path) -> dict:
     return raw
 
 
-def check_reused_sections(folder: Path, revision: str) -> None:
-    """Refuse benchmark sections in ``folder`` measured at another git revision than ``revision`` (or unstamped):
-    a report must not show another revision's measurements as this one's."""
+def check_reused_sections(folder: Path, revision: str, *, known: tuple[str, ...], reused: bool = True) -> None:
+    """Refuse a section in ``folder`` that no benchmark of the build writes (its name not in ``known``: a file put
+    there, never measured by this build), and, where the sections are ``reused`` (``--no-bench``), one measured at
+    another git revision than ``revision`` (or unstamped): a report must not show another revision's measurements,
+    nor anyone's, as this one's."""
     for path in sorted(Path(folder).glob("*.section.json")):
+        if path.name.removesuffix(".section.json") not in known:
+            raise ReportInputError(f"{path} is not a section any benchmark of this build writes ({', '.join(known)}): "
+                                   f"delete it, or delete {folder}.")
+        if not reused:
+            continue
         measured = read_section(path).get(SECTION_REVISION_KEY)
         if measured != revision:
             at = f"at revision {measured}" if measured else "at an unrecorded revision"

@@ -37,11 +37,14 @@ def _unwritable_folder(tmp_path: Path) -> Path:
     return folder
 
 
-def _sections(tmp_path: Path, **section) -> Path:
-    """A sections folder holding one benchmark section (``section`` added to a valid one)."""
+KNOWN = ("sim-bench", "empirical-bench")  # reports.__main__.BENCHMARKS' names
+
+
+def _sections(tmp_path: Path, name: str = "sim-bench", **section) -> Path:
+    """A sections folder holding one benchmark section ``name`` (``section`` added to a valid one)."""
     folder = tmp_path / "sections"
     folder.mkdir(exist_ok=True)
-    (folder / "sim-bench.section.json").write_text(json.dumps({"title": "Benchmark", **section}))
+    (folder / f"{name}.section.json").write_text(json.dumps({"title": "Benchmark", **section}))
     return folder
 
 
@@ -63,11 +66,15 @@ BAD_INPUTS = [
     pytest.param(lambda tmp: (_file(tmp).write_text("[1, 2]"), read_section(tmp / "report.html")),
                  "must be a JSON object with a 'title'", id="section-not-an-object"),
     pytest.param(lambda tmp: check_reused_sections(_sections(tmp, **{SECTION_REVISION_KEY: OTHER_REVISION}),
-                                                   git_revision(ROOT)),
+                                                   git_revision(ROOT), known=KNOWN),
                  f"was measured at revision {OTHER_REVISION}, not at this tree's revision",
                  id="section-other-revision"),
-    pytest.param(lambda tmp: check_reused_sections(_sections(tmp), git_revision(ROOT)), "at an unrecorded revision",
-                 id="section-unstamped"),
+    pytest.param(lambda tmp: check_reused_sections(_sections(tmp), git_revision(ROOT), known=KNOWN),
+                 "at an unrecorded revision", id="section-unstamped"),
+    # the referee's forged section, stamped with a dirty revision: refused whether benchmarks run or not
+    pytest.param(lambda tmp: check_reused_sections(_sections(tmp, "zz-old", **{SECTION_REVISION_KEY: "0000000-dirty"}),
+                                                   "0000000-dirty", known=KNOWN, reused=False),
+                 "is not a section any benchmark of this build writes", id="section-of-no-benchmark"),
 ]
 
 
@@ -93,7 +100,7 @@ def test_build_refuses_benchmark_sections_and_verdicts_of_another_revision(tmp_p
 
 def test_build_keeps_benchmark_sections_of_this_revision(tmp_path):
     sections = _sections(tmp_path, **{SECTION_REVISION_KEY: git_revision(ROOT)})
-    check_reused_sections(sections, git_revision(ROOT))  # raises if refused
+    check_reused_sections(sections, git_revision(ROOT), known=KNOWN)  # raises if refused
 
 
 def test_failed_benchmark_leaves_no_section_of_an_earlier_build(tmp_path, capsys, monkeypatch):
@@ -128,3 +135,32 @@ def test_plugin_refuses_a_report_dir_it_cannot_write_before_running_tests(pytest
     result = pytester.runpytest("-p", "reports.pytest_plugin", f"--report-dir={make_target(pytester.path)}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--report-dir*{message}*"])
+
+
+def test_the_known_sections_are_the_builds_benchmarks():
+    from reports.__main__ import BENCHMARKS
+
+    assert KNOWN == tuple(name for name, _ in BENCHMARKS)
+
+
+def test_two_sets_of_uncommitted_changes_are_two_revisions(tmp_path):
+    """The referee's stamp: `git describe --dirty` read the same for every uncommitted change on a commit, so a
+    section measured with one change was reused with another. The dirty revision now names its diff; the clean tree
+    none (the control)."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    clean = git_revision(tmp_path)
+    assert "dirty" not in clean
+    (tmp_path / "a.txt").write_text("two\n")
+    first = git_revision(tmp_path)
+    (tmp_path / "a.txt").write_text("three\n")
+    second = git_revision(tmp_path)
+    assert first.startswith(f"{clean}-dirty+") and second.startswith(f"{clean}-dirty+") and first != second
+    assert len(first.rsplit("+", 1)[1]) == 12
