@@ -2,6 +2,7 @@
 of their thm2 refuted by the first token's closed form, thm1.5 refuted at d = 2 by a certified scalar argument;
 each with a negative control that must fail."""
 
+import pytest
 import sympy as sp
 
 from foundation.registration import check
@@ -38,6 +39,16 @@ def test_thm15_fails_at_two_tokens_in_the_plane(record):
     result = check_thm15_two_tokens()
     record(result)
     assert result.verdict == "refuted"
+
+
+@pytest.mark.parametrize("name, factor", [("PRECISION", 2), ("PIECES", 2)])
+def test_the_thm15_refutation_holds_at_doubled_precision_and_pieces(name, factor, monkeypatch):
+    """The verdict does not rest on the ball arithmetic's settings: 212 bits, or 64 sub-balls of the bracket, refute
+    it too (the controls of the test below keep their failure at the shipped settings)."""
+    import theory.karagodin as karagodin
+
+    monkeypatch.setattr(karagodin, name, getattr(karagodin, name) * factor)
+    assert check_thm15_two_tokens().verdict == "refuted"
 
 
 def test_a_bracket_without_a_stable_zero_certifies_nothing():
