@@ -10,7 +10,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from foundation.files import write_json
+from foundation.files import atomic_write, sha256, write_json
+from foundation.outputs import say_rebuilt
 from foundation.records import jsonable
 
 from .measure import AuditSettings, audit_model, rate_summary
@@ -82,7 +83,10 @@ def cached_audit(model: str, weights: str, settings: AuditSettings, folder: Path
     it here."""
     target = Path(folder) / f"{model.replace('/', '_')}-{weights}-{audit_fingerprint(model, weights, settings, dtype)}"
     if (target / "audit.json").is_file():
-        return read_audit(target / "audit.json")
+        if _unchanged(target):
+            return read_audit(target / "audit.json")
+        say_rebuilt(target / "audit.json", f"its sha256 is not the one {DIGEST} beside it records (edited, or written "
+                                           "before audits recorded one); audited again")
     if isolate:
         from ..isolation import in_child
 
@@ -97,9 +101,23 @@ def _audit_into(model: str, weights: str, settings: AuditSettings, dtype: torch.
     write_audit(audit_model(model, weights, settings, dtype=dtype), target)
 
 
+#: Beside a cached ``audit.json``: its sha256, written after it (a crash between the two leaves an audit that is
+#: done again, never one reused unchecked).
+DIGEST = "audit.sha256"
+
+
 def write_audit(result: dict[str, Any], out: Path) -> Path:
-    """Write ``out/audit.json`` atomically and return its path."""
+    """Write ``out/audit.json`` atomically, then its sha256 to ``out/audit.sha256``; return the audit's path."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.json"
-    write_json(path, jsonable(result))
+    digest = write_json(path, jsonable(result))
+    atomic_write(out / DIGEST, lambda stream: stream.write(digest))
     return path
+
+
+def _unchanged(target: Path) -> bool:
+    """Whether ``target/audit.json`` is the file whose sha256 ``target/audit.sha256`` records."""
+    try:
+        return (target / DIGEST).read_text().strip() == sha256(target / "audit.json")
+    except OSError:
+        return False

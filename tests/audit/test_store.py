@@ -174,6 +174,23 @@ def test_a_cached_audit_is_computed_once_under_its_fingerprint_and_read_back(tmp
     assert len(list(tmp_path.iterdir())) == 2
 
 
+def test_a_cached_audit_edited_or_without_its_digest_is_audited_again(tmp_path, monkeypatch, capsys):
+    """The referee's forged audit.json ({"runs": {}}) was returned as it was. A cached audit is reused only when its
+    sha256 is the one recorded beside it; otherwise it is audited again, and said so (control: the untouched one is
+    reused)."""
+    calls = _spy_on_audits(monkeypatch)
+    store.cached_audit("m", "random", SETTINGS, tmp_path)
+    target = next(tmp_path.iterdir())
+    store.cached_audit("m", "random", SETTINGS, tmp_path)
+    assert len(calls) == 1  # the control: reused
+    (target / "audit.json").write_text(json.dumps({"runs": {}, "forged": "anything"}))
+    again = store.cached_audit("m", "random", SETTINGS, tmp_path)
+    assert len(calls) == 2 and "forged" not in again and "audited again" in capsys.readouterr().err
+    (target / store.DIGEST).unlink()
+    store.cached_audit("m", "random", SETTINGS, tmp_path)
+    assert len(calls) == 3
+
+
 def test_a_cached_audit_runs_in_this_process_unless_told_to_isolate(tmp_path, monkeypatch):
     calls = _spy_on_audits(monkeypatch)
     store.cached_audit("m", "random", SETTINGS, tmp_path)
