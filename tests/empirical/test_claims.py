@@ -58,14 +58,14 @@ def _trained_rule():
 def _expected(runs, rule, missing=()):
     """The claim's verdict as docs/empirical.md states it, from each run's own verdict: whatever the runs show is a
     verdict, never a failed test (a test asserting one outcome would turn a real one into ``failed``). ``not-run``
-    without runs, ``unsupported`` when one settled, ``verified`` when all converge and no model of the claim is
-    ``missing``, else ``not-run``."""
+    without runs, ``unsupported`` when one settled, ``supported`` when all converge and no model of the claim is
+    ``missing`` (a finite run never proves "E -> 0"), else ``not-run``."""
     verdicts = {summary(m, r, rule)["verdict"] for m, r in runs}
     if not runs:
         return "not-run"
     if "settled" in verdicts:
         return "unsupported"
-    return "verified" if verdicts == {"converging"} and not missing else "not-run"
+    return "supported" if verdicts == {"converging"} and not missing else "not-run"
 
 
 # -- the prompts (fast) --------------------------------------------------------------------------------
