@@ -9,12 +9,11 @@ variants, 100 prompts, 50 passes) then spreads over a cluster's GPU workers (``-
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from foundation.files import json_sha256
 from sim.conjectures.distributed import connect
 
 from .run import RunSettings
@@ -47,9 +46,8 @@ def _task(variant: Variant, root: str, options: VariantOptions) -> dict:
 def task_key(variant: Variant, root: str, options: VariantOptions) -> str:
     """The Dask key of ``variant``'s task: its folder and every option in a digest, so that a second suite on the same
     scheduler (another folder, dtype or device) never receives this one's result under a key it shares."""
-    what = {"root": root, "variant": asdict(variant), "options": asdict(options)}
-    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return f"variant-{variant.key}-{digest}"
+    digest = json_sha256({"root": root, "variant": asdict(variant), "options": asdict(options)}, default=str)
+    return f"variant-{variant.key}-{digest[:16]}"
 
 
 def run_suite(chosen: Iterable[Variant], root: Path, *, scheduler: str | None = None, workers: int | None = None,

@@ -15,7 +15,6 @@ where every rule has decided (or reached its maximum).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import pickle
 import time
@@ -26,7 +25,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import torch
 
-from foundation.files import atomic_write, sha256, write_json
+from foundation.files import atomic_write, json_sha256, sha256, write_json
 from foundation.outputs import (SCHEMA_VERSIONS, OutputFolder, check_output_folder, claim_output_folder, output_lock,
                              say_rebuilt, unreadable)
 
@@ -237,11 +236,11 @@ def _load(settings: RunSettings, out: Path, weights_dirs: Mapping[str, Path] | N
         raise ValueError(f"{output.path} holds a run in {previous['dtype']}; --dtype {settings.dtype} is now "
                          f"{dtype_name} (auto is float32 on every device): pass --dtype {previous['dtype']} to resume "
                          "it, or use another --out folder.")
-    if previous is not None and torch.device(previous.get("device", str(device))).type != device.type:
+    made_on = torch.device(previous.get("device", str(device))).type if previous is not None else device.type
+    if made_on != device.type:
         raise ValueError(f"{output.path} holds a run made on {previous['device']}; --device {settings.device} is now "
-                         f"{device}: its passes would mix two devices' arithmetic. Resume it on "
-                         f"{torch.device(previous['device']).type} (--device {torch.device(previous['device']).type}), "
-                         "or use another --out folder.")
+                         f"{device}: its passes would mix two devices' arithmetic. Resume it on {made_on} (--device "
+                         f"{made_on}), or use another --out folder.")
     done = (previous or {}).get("passes_done")
     if isinstance(done, int) and done > settings.passes:
         raise ValueError(f"--passes {settings.passes} is fewer than the {done} passes the run in {output.path} has "
@@ -687,8 +686,7 @@ MANIFEST = "manifest.json"
 
 def _digest(manifest: dict[str, Any]) -> str:
     """The sha256 of ``manifest`` without its ``digest``, as canonical JSON (sorted keys): what a write records."""
-    body = {key: value for key, value in manifest.items() if key != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return json_sha256({key: value for key, value in manifest.items() if key != "digest"})
 
 
 def write_manifest(out: Path, manifest: dict[str, Any], durable: bool = True) -> None:

@@ -88,6 +88,12 @@ def write_json(path: Path, data: Any, durable: bool = True, default: Callable[[A
     return atomic_write(path, lambda stream: json.dump(data, stream, indent=1, default=default), durable=durable)
 
 
+def json_sha256(data: Any, default: Callable[[Any], Any] | None = None) -> str:
+    """The sha256 (hex) of ``data`` as canonical JSON (sorted keys): the same for equal data however it was built.
+    ``default``: ``json.dumps``'s."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=default).encode()).hexdigest()
+
+
 def sha256(path: Path | str) -> str:
     """The sha256 (hex) of the file at ``path``."""
     digest = hashlib.sha256()

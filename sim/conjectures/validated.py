@@ -286,7 +286,7 @@ def attraction(J: np.ndarray, K: list[float], radius: float) -> Attraction | Non
     Q = 0.5 * (Q + Q.T)
     Qb = exact_balls(Q)
     E = -(J.T @ Qb + Qb @ J) - np.eye(len(A))
-    e = sum((abs(entry).upper() ** 2 for entry in E.ravel()), arb(0)).sqrt().upper()  # in balls, to its upper end
+    e = _norm_bound(E.ravel())  # |E|_F, in balls, to its upper end
     exact_Q = arb_mat(Q.tolist())
     minors = (arb_mat([row[:k] for row in Q.tolist()[:k]]).det() for k in range(1, len(Q) + 1))
     if not e < 1 or not all(minor > 0 for minor in minors):
@@ -419,10 +419,15 @@ def _coordinates(chart: Chart, y: np.ndarray) -> np.ndarray | None:
     return (w[:, 1:] / w[:, :1]).reshape(-1)
 
 
+def _norm_bound(u: np.ndarray):
+    """An upper bound (an exact arb) on the Euclidean norm of every vector in the balls ``u`` (squares of the |x| upper
+    bounds: a ball around 0 has no square root of its own lower end)."""
+    return sum((abs(x).upper() ** 2 for x in u), arb(0)).sqrt().upper()
+
+
 def _norm_upper(u: np.ndarray) -> float:
-    """An upper bound on the Euclidean norm of every vector in the balls ``u`` (squares of the |x| upper bounds: a
-    ball around 0 has no square root of its own lower end)."""
-    return up(sum((abs(x).upper() ** 2 for x in u), arb(0)).sqrt().upper())
+    """:func:`_norm_bound` as the least float64 at or above it."""
+    return up(_norm_bound(u))
 
 
 def _coordinate_norm(chart: Chart, y: np.ndarray) -> float:
