@@ -167,7 +167,7 @@ def _line(entry: dict[str, Any]) -> str:
 
 def _draw_line(breakdown: dict[str, Any]) -> str:
     return (f"a redrawn pass's draw of {breakdown['model']} ({breakdown['parameter_bytes'] / 1e9:.2f} GB, "
-            f"{breakdown['dtype']}), median of {breakdown['repeats']}: fingerprint {breakdown['fingerprint_s']:.3f} s, "
+            f"{breakdown['dtype']}), median of {breakdown['repeats']}: "
             f"initialiser {breakdown['initialiser_s']:.3f} s, check {breakdown['check_s']:.3f} s; a plain draw of the "
             f"same distributions {breakdown['plain_draw_s']:.3f} s")
 

@@ -28,7 +28,6 @@ import importlib.util
 import math
 import struct
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from torch import nn
 
 from .adapters import LoopAdapter
 from .embedded import GEMMA3, gemma3_dequantised
+from .fingerprints import ParameterFingerprint, fingerprint
 from .loading import ModelNotAvailable, offline, reading_gguf
 from .settings import ATTN_IMPLEMENTATIONS, SMOLLM2, WEIGHTS  # noqa: F401 (re-exported)
 
@@ -351,55 +351,6 @@ def _draw_noting_the_drawing_modules(model: nn.Module, devices: list[int]) -> tu
     return tuple(drawing)
 
 
-@dataclass(frozen=True)
-class ParameterFingerprint:
-    """A cheap summary of one parameter: a fixed sample of entries, the mean and the std."""
-
-    sample: torch.Tensor
-    mean: float
-    std: float
-    size: int
-
-
-#: Entries sampled per parameter to tell whether a draw changed it.
-FINGERPRINT_SAMPLE = 256
-
-
-def fingerprint(model: nn.Module, *, statistics: bool = True) -> dict[str, ParameterFingerprint]:
-    """Per-parameter fingerprints (a few KB in total, whatever the model size). Without ``statistics`` only the
-    sample is taken (mean and std NaN): what :func:`verify_draw` compares a draw against, at no cost (measured on
-    random GPT-2 XL, 2 shared cores: 7.5 s a pass for the mean and std of its 1.6e9 entries). The samples and
-    statistics are gathered on each parameter's device and copied to the host once per device: one copy per
-    parameter cost a redrawn GPT-Neo 2.7B about 0.4 s a pass on an H200, where its products take 0.7 s."""
-    names, sizes, samples, moments = [], [], [], []
-    for name, parameter in model.named_parameters():
-        flat = parameter.detach().reshape(-1)
-        step = max(1, flat.numel() // FINGERPRINT_SAMPLE)
-        names.append(name)
-        sizes.append(flat.numel())
-        samples.append(flat[::step][:FINGERPRINT_SAMPLE].float())
-        if statistics:  # std_mean: one read of the entries; a single entry has std 0
-            std, mean = torch.std_mean(flat.float()) if flat.numel() > 1 else (flat.float()[0] * 0, flat.float()[0])
-            moments.append(torch.stack([mean, std]))
-    host_samples = _to_host(samples)
-    host_moments = _to_host(moments) if statistics else [torch.full((2,), math.nan)] * len(names)
-    return {name: ParameterFingerprint(sample, float(moment[0]), float(moment[1]), size)
-            for name, size, sample, moment in zip(names, sizes, host_samples, host_moments, strict=True)}
-
-
-def _to_host(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``tensors`` on the CPU, each device's copied in one transfer (concatenated there, split here)."""
-    result: list[torch.Tensor | None] = [None] * len(tensors)
-    by_device: dict[torch.device, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        by_device.setdefault(tensor.device, []).append(index)
-    for indices in by_device.values():
-        joined = torch.cat([tensors[i].reshape(-1) for i in indices]).cpu()
-        for i, part in zip(indices, joined.split([tensors[i].numel() for i in indices]), strict=True):
-            result[i] = part.reshape(tensors[i].shape).clone()
-    return result
-
-
 #: Sampling tolerance for statistics: |measured - expected| <= Z * standard error (Z = 6, so a correct
 #: draw fails with probability ~1e-9 per parameter; a skipped draw of trained weights is far outside).
 STAT_Z = 6.0
@@ -409,7 +360,14 @@ def verify_draw(adapter: LoopAdapter, before: dict[str, ParameterFingerprint] | 
     """Check a fresh draw: every randomly initialised parameter changed (vs. ``before``, if given) and its
     mean and std match the initialiser's; constant-initialised ones (norm weights, biases) equal their
     constant. Returns a summary; raises ``RuntimeError`` naming the parameters that failed."""
-    after = fingerprint(adapter.model)
+    return check_draw(adapter, fingerprint(adapter.model), before)
+
+
+def check_draw(adapter: LoopAdapter, after: dict[str, ParameterFingerprint],
+               before: dict[str, ParameterFingerprint] | None) -> dict[str, Any]:
+    """:func:`verify_draw` on ``after``, the full fingerprint of ``adapter.model`` taken since the draw; a redrawn
+    run keeps it as the next draw's ``before`` (the weights do not change in between), so that each pass reads its
+    parameters' summaries once."""
     problems, random_count, constant_count, unchanged = [], 0, 0, []
     worst_std_error = 0.0
     for name, now in after.items():

@@ -35,8 +35,8 @@ from .decision import (CollapseRule, PrecisionCheck, decide_grid, needs_more_pas
 from .figures import plot_run
 from .floor import measure_floor
 from .loop import NonFiniteActivations, check_variant, embed, run_pass
-from .models import (WEIGHTS, describe_model, fingerprint, import_model_class, load_config, load_model, redraw,
-                     verify_draw)
+from .fingerprints import ParameterFingerprint, fingerprint
+from .models import WEIGHTS, check_draw, describe_model, import_model_class, load_config, load_model, redraw
 from .prompts import MAX_PROMPTS, PAPER_SEED, authors_prompts, check_count, check_seed
 from .sources import locate
 from .settings import DEVICES, DTYPE_NAMES, MAX_PASSES, TWIN_PROMPTS, TWINS, RunSettings  # noqa: F401 (re-exported)
@@ -287,6 +287,8 @@ class _Progress:
     embeddings: torch.Tensor  # (prompts, tokens, width): pass 0's input, for the floor's probe
     inputs: BlockInputs
     resumed_from: int = 0
+    #: The fingerprint of the weights as they are, from the last draw's check: the next draw's ``before``.
+    weights: dict[str, ParameterFingerprint] | None = None
 
     @property
     def E(self) -> torch.Tensor:
@@ -298,20 +300,22 @@ def _start(settings: RunSettings, model, adapter, device: torch.device, checkpoi
            previous: dict[str, Any] | None) -> _Progress:
     """The embedded prompts (pass 0), or the state a ``checkpoint`` of this run holds (resumed)."""
     draws: list[dict[str, Any]] = []
+    weights = None
     if settings.weights != "trained":
-        draws.append({"pass": 0, "seed": settings.seed, **verify_draw(adapter, None)})
+        weights = fingerprint(model)
+        draws.append({"pass": 0, "seed": settings.seed, **check_draw(adapter, weights, None)})
     excluded = adapter.zero_embedding_ids()
     ids = authors_prompts(settings.prompts, settings.length, adapter.vocab_size, settings.prompt_seed, excluded)
     x, e0 = embed(adapter, torch.tensor(ids, device=_input_device(model, device)), metric=settings.metric)
     inputs = adapter.block_inputs(settings.length, x.device, x.dtype)
     if checkpoint is None or not checkpoint.exists():
-        return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs)
+        return _Progress(x, [e0[:, None]], 0, draws, ids, excluded, x, inputs, weights=weights)
     done, E, hidden, saved_draws = checkpoint.load(tuple(x.shape), adapter.num_layers, _recorded_hashes(previous))
     if done > settings.passes:
         raise checkpoint.refuse(f"it holds {done} passes, more than --passes {settings.passes}; pass --passes {done} "
                                 "(or more) to resume or extend this run")
     return _Progress(hidden.to(device=x.device, dtype=x.dtype), [E], done, saved_draws, ids, excluded,
-                     x, inputs, resumed_from=done)
+                     x, inputs, resumed_from=done, weights=weights)
 
 
 # -- the float64 twin ------------------------------------------------------------------------------------
@@ -592,9 +596,10 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 break
             started = time.perf_counter()
             if settings.weights == "redrawn" and k > 0:
-                before = fingerprint(model, statistics=False)  # verify_draw compares the samples only
+                before = state.weights or fingerprint(model, statistics=False)  # the check compares the samples
                 redraw(model, settings.seed + k)
-                state.draws.append({"pass": k, "seed": settings.seed + k, **verify_draw(adapter, before)})
+                state.weights = fingerprint(model)
+                state.draws.append({"pass": k, "seed": settings.seed + k, **check_draw(adapter, state.weights, before)})
                 if twin is not None:
                     twin.copy_weights(model)
                 synchronise(state.x.device)

@@ -73,6 +73,29 @@ def test_redrawn_run_records_a_verified_draw_per_pass(tmp_path):
     assert [d["checked_against_previous"] for d in manifest["draws"]] == [False, True, True]
 
 
+def test_a_redrawn_run_reads_each_draws_summaries_once(tmp_path, monkeypatch):
+    """The check of pass k's draw keeps its fingerprint as pass k + 1's ``before`` (the weights do not change in
+    between): one fingerprint per draw, where a separate sample before each draw made two."""
+    from empirical import run as run_module
+
+    calls = []
+    original = run_module.fingerprint
+    monkeypatch.setattr(run_module, "fingerprint", lambda model, **options: calls.append(options) or original(
+        model, **options))
+    run_experiment(RunSettings(weights="redrawn", passes=3, seed=11, **TINY), tmp_path, progress=False)
+    assert calls == [{}, {}, {}]  # pass 0's draw, then the redraws of passes 1 and 2, each with its statistics
+
+
+def test_a_redrawn_run_whose_redraw_does_nothing_fails(tmp_path, monkeypatch):
+    """The control of the fingerprint kept from one check to the next: a redraw that leaves the weights as they
+    are is caught at pass 1 (every parameter unchanged against pass 0's draw), as it was with a fresh sample."""
+    from empirical import run as run_module
+
+    monkeypatch.setattr(run_module, "redraw", lambda model, seed: None)
+    with pytest.raises(RuntimeError, match="unchanged by the draw"):
+        run_experiment(RunSettings(weights="redrawn", passes=3, seed=11, **TINY), tmp_path, progress=False)
+
+
 def test_same_seed_gives_identical_numbers_on_cpu(tmp_path):
     settings = RunSettings(weights="random", passes=2, seed=3, **TINY)
     assert run_experiment(settings, tmp_path / "a", progress=False)["E"] == \
