@@ -2,6 +2,9 @@
 
 The steps (each a command of a package, so that it can also be run alone):
 
+0. in a checkout (its ``tests/`` beside the package), ``python -m pytest -m cuda tests``: the tests that need a CUDA
+   device (the CUDA graph of the draw's check, :mod:`empirical.fingerprints`), first, since the measurements rest
+   on them -> ``cuda-tests.xml`` (JUnit XML);
 1. ``python -m empirical gpu-checks``: the paper's protocol on random GPT-2 XL and redrawn GPT-Neo 2.7B in float32
    and bfloat16, each run's end-to-end and loop times, its float64 twin, and its loop against the GEMM bound
    (:mod:`empirical.gemm_bound`) -> ``gpu-checks.json``;
@@ -34,6 +37,8 @@ from foundation.outputs import OutputError, check_writable_folder
 
 #: Lines of each step's output kept in gpu-script.json (the rest is in the step's own JSON).
 TAIL_LINES = 40
+#: The tests of the checkout this package sits in (absent from an installed package: the CUDA tests' step is left out).
+CHECKOUT_TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 
 @dataclass(frozen=True)
@@ -46,14 +51,18 @@ class Step:
 
 def steps(out: Path, *, tiny: bool, cuda: bool, cores: int) -> tuple[Step, ...]:
     """The steps of a call writing into ``out``; with ``cuda`` False (no GPU: ``--tiny`` only) the peers run on the
-    CPU."""
+    CPU. The CUDA tests' step only from a checkout (:data:`CHECKOUT_TESTS`)."""
     quick = ("--quick",) if tiny else ()
     device = "cuda" if cuda else "cpu"
 
     def peers(name: str, *options: str) -> Step:
         return Step(name, ("sim", "bench", "--part", "peers", *quick, *options, "--peers-out", str(out / name)))
 
-    return (Step("gpu-checks.json", ("empirical", "gpu-checks", *(("--tiny",) if tiny else ()), "--device", device,
+    tests = ((Step("cuda-tests.xml", ("pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "--no-report",
+                                      f"--junitxml={out / 'cuda-tests.xml'}", str(CHECKOUT_TESTS))),)
+             if CHECKOUT_TESTS.is_dir() else ())
+    return (*tests,
+            Step("gpu-checks.json", ("empirical", "gpu-checks", *(("--tiny",) if tiny else ()), "--device", device,
                                      "--out", str(out / "gpu-checks.json"))),
             peers(f"peers-{device}.json", "--device", device, "--threads", str(cores)),
             peers(f"peers-cpu-{cores}.json", "--libraries", "diffrax", "--threads", str(cores)),

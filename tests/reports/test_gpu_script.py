@@ -11,14 +11,34 @@ from consensus.gpu_script import Step, steps
 
 def test_the_steps_cover_the_protocol_and_the_peers_on_the_gpu_and_on_every_core(tmp_path):
     names = {step.name: step.argv for step in steps(tmp_path, tiny=False, cuda=True, cores=16)}
-    assert list(names) == ["gpu-checks.json", "peers-cuda.json", "peers-cpu-16.json", "peers-cpu-1.json"]
+    assert list(names) == ["cuda-tests.xml", "gpu-checks.json", "peers-cuda.json", "peers-cpu-16.json",
+                           "peers-cpu-1.json"]
+    assert names["cuda-tests.xml"][:3] == ("pytest", "-m", "cuda") and names["cuda-tests.xml"][-1].endswith("tests")
     assert names["gpu-checks.json"][:2] == ("empirical", "gpu-checks") and "--tiny" not in names["gpu-checks.json"]
     assert names["peers-cuda.json"][-6:-2] == ("--device", "cuda", "--threads", "16")
     assert "--quick" not in names["peers-cuda.json"] and names["peers-cpu-1.json"][-4:-2] == ("--threads", "1")
     # the smoke test: the same steps at their smallest sizes, on the CPU
     tiny = {step.name: step.argv for step in steps(tmp_path, tiny=True, cuda=False, cores=2)}
-    assert list(tiny) == ["gpu-checks.json", "peers-cpu.json", "peers-cpu-2.json", "peers-cpu-1.json"]
-    assert "--tiny" in tiny["gpu-checks.json"] and all("--quick" in argv for argv in list(tiny.values())[1:])
+    assert list(tiny) == ["cuda-tests.xml", "gpu-checks.json", "peers-cpu.json", "peers-cpu-2.json", "peers-cpu-1.json"]
+    assert "--tiny" in tiny["gpu-checks.json"] and all("--quick" in argv for argv in list(tiny.values())[2:])
+
+
+def test_the_cuda_tests_run_first_from_a_checkout_and_are_left_out_of_an_installed_package(tmp_path, monkeypatch):
+    """Their step names only tests marked ``cuda``: collected here, every one is skipped for want of a device, with
+    its reason (none passes silently); without a checkout's tests/ the step is not in the list."""
+    import subprocess
+    import sys
+
+    (step, *_) = steps(tmp_path, tiny=True, cuda=False, cores=2)
+    done = subprocess.run([sys.executable, "-m", *step.argv, "-rs"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    import torch
+
+    if not torch.cuda.is_available():
+        assert " passed" not in done.stdout and "skipped" in done.stdout and "needs a CUDA device" in done.stdout
+    assert (tmp_path / "cuda-tests.xml").is_file()
+    monkeypatch.setattr(gpu_script, "CHECKOUT_TESTS", tmp_path / "no-tests-here")
+    assert [s.name for s in steps(tmp_path, tiny=True, cuda=False, cores=2)][0] == "gpu-checks.json"
 
 
 def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypatch):
