@@ -14,20 +14,19 @@ from foundation.files import atomic_write, sha256, write_json
 from foundation.outputs import say_rebuilt
 from foundation.records import jsonable
 
+from ..run import load_results
 from .measure import AuditSettings, audit_model, rate_summary
 from .rates import E_FLOOR
 
 
 def rates_from_results(directory: Path) -> dict[str, Any]:
-    """Rate fit of a ``python -m empirical run`` output (``DIR/results.json`` with ``"E"``: prompts x blocks)."""
-    path = Path(directory) / "results.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: pass a directory written by `python -m empirical run --out DIR`.")
-    data = json.loads(path.read_text())
-    values = np.asarray(data["E"], dtype=np.float64)
-    manifest_path = Path(directory) / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    floor = (manifest.get("floor") or {}).get("E_floor", E_FLOOR)  # runs made before floors: float32's evaluation floor
+    """Rate fit of a ``python -m empirical run`` output (its ``E``: prompts x blocks), read as every reader of a run's
+    results reads them (:func:`empirical.run.load_results`): the manifest its run wrote and the results.json whose
+    sha256 that manifest records, else a ``ValueError`` naming the file. The fit ignores E below the run's recorded
+    floor (float32's evaluation floor for a manifest that records none)."""
+    manifest, results = load_results(Path(directory))
+    values = np.asarray(results["E"], dtype=np.float64)
+    floor = (manifest.get("floor") or {}).get("E_floor", E_FLOOR)
     return {"source": str(directory), "manifest": manifest, "rate": rate_summary(values, floor)}
 
 

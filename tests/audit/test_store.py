@@ -1,4 +1,5 @@
-"""An audit on disk (empirical.audit.store): run outputs' rate fits with and without a recorded floor, an audit
+"""An audit on disk (empirical.audit.store): run outputs' rate fits with and without a recorded floor (and refused
+when the run folder is not as its run wrote it), an audit
 written and read back value for value and dtype for dtype, the fingerprint rebuilt by hand and changed by each part
 it hashes, and the cache's paths (in this process or a child, spied on) with no model loaded (under a second)."""
 
@@ -22,27 +23,51 @@ def _decaying(rates, blocks=10):
     return 0.8 * np.exp(-np.asarray(rates)[:, None] * k) * (1.0 + 0.01 * np.cos(3.0 * k + np.arange(len(rates))[:, None]))
 
 
+def _write_run(folder, values, manifest):
+    """A run folder as `empirical run` writes one: E (one block per pass), its manifest with the digest, the
+    results' sha256 recorded."""
+    from empirical.run import write_manifest
+    from foundation.files import sha256
+
+    (folder / "results.json").write_text(json.dumps({"E": values.tolist(), "layers": 1,
+                                                     "passes": values.shape[1] - 1}))
+    write_manifest(folder, {**manifest, "results": {"sha256": sha256(folder / "results.json")}})
+
+
 @pytest.mark.parametrize("manifest, floor", [
-    (None, E_FLOOR), ({"settings": {}}, E_FLOOR), ({"floor": None}, E_FLOOR), ({"floor": {}}, E_FLOOR),
-    ({"floor": {"E_floor": 0.05}}, 0.05)], ids=["no-manifest", "before-floors", "null-floor", "empty-floor", "floor"])
+    ({"settings": {}}, E_FLOOR), ({"settings": {}, "floor": None}, E_FLOOR), ({"settings": {}, "floor": {}}, E_FLOOR),
+    ({"settings": {}, "floor": {"E_floor": 0.05}}, 0.05)], ids=["before-floors", "null-floor", "empty-floor", "floor"])
 def test_a_runs_rate_fit_uses_its_recorded_floor_or_float32s(tmp_path, manifest, floor):
     values = _decaying([0.3, 0.2, 0.25])
-    (tmp_path / "results.json").write_text(json.dumps({"E": values.tolist()}))
-    if manifest is not None:
-        (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _write_run(tmp_path, values, manifest)
     result = store.rates_from_results(tmp_path)
-    assert result["source"] == str(tmp_path) and result["manifest"] == (manifest or {})
+    assert result["source"] == str(tmp_path) and result["manifest"].get("floor") == manifest.get("floor")
     expected = rate_summary(values, floor)
     np.testing.assert_array_equal(result["rate"].pop("per_prompt"), expected.pop("per_prompt"))
     assert result["rate"] == expected and result["rate"]["floor"] == floor
 
 
-def test_a_folder_without_results_is_refused_with_its_path(tmp_path):
-    (tmp_path / "manifest.json").write_text("{}")  # a manifest alone is not a run
-    with pytest.raises(FileNotFoundError, match="results.json does not exist"):
+def test_a_folder_that_is_not_a_run_as_written_is_refused_with_its_file(tmp_path):
+    """The rate fit reads a run as every reader of its results does: refused without results.json or without a
+    manifest, with a hand-edited manifest (its digest) or results.json (the sha256 its manifest records); the
+    control, the folder as written, is read."""
+    values = _decaying([0.3, 0.2, 0.25])
+    _write_run(tmp_path, values, {"settings": {}, "floor": {"E_floor": 1e-6}})
+    assert store.rates_from_results(tmp_path)["rate"]["floor"] == 1e-6  # the control
+    results, manifest = (tmp_path / "results.json").read_text(), (tmp_path / "manifest.json").read_text()
+    (tmp_path / "results.json").write_text(results.replace("0.", "0.1", 1))  # one value edited
+    with pytest.raises(ValueError, match="not the file its run wrote"):
         store.rates_from_results(tmp_path)
-    (tmp_path / "results.json").mkdir()  # nor a folder of that name
-    with pytest.raises(FileNotFoundError):
+    (tmp_path / "results.json").write_text(results)
+    (tmp_path / "manifest.json").write_text(manifest.replace("1e-06", "0.5"))  # a higher floor hides the tail
+    with pytest.raises(ValueError, match="manifest"):
+        store.rates_from_results(tmp_path)
+    (tmp_path / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="has no manifest.json"):
+        store.rates_from_results(tmp_path)
+    (tmp_path / "manifest.json").write_text(manifest)
+    (tmp_path / "results.json").unlink()
+    with pytest.raises(ValueError, match="results.json"):
         store.rates_from_results(tmp_path)
 
 

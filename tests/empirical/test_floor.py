@@ -81,9 +81,12 @@ def test_the_cuda_default_dtype_is_float32_and_lower_precisions_stay_explicit():
 
 
 def _fake_run(folder, E, floor):
+    """A run folder with these values of E and this floor, its manifest signed as a run signs it."""
+    from empirical.run import write_manifest
+
     folder.mkdir()
     (folder / "results.json").write_text(json.dumps({"E": E.tolist(), "layers": 1, "passes": E.shape[1] - 1}))
-    (folder / "manifest.json").write_text(json.dumps({"floor": {"E_floor": floor}, "settings": {}}))
+    write_manifest(folder, {"floor": {"E_floor": floor}, "settings": {}})
 
 
 def test_a_rate_fit_of_a_run_ignores_the_values_below_its_floor(tmp_path):
