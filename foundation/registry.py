@@ -352,7 +352,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Convergence to a consensus equilibrium on S^2: all the tokens start and remain in a hemisphere.",
           ("figure", "numeric"),
           checks=(("sim.figures.plots:check_figure2", "figure"),
-                  ("sim.figures.numbers:measure_figure2", "numeric"))),
+                  ("sim.figures.numbers:measure_figure2", "numeric")), limit=True),
     Claim("sim.fig3", "sec. 6.1, Fig. 3", "sec. 5.1, Fig. 3",
           "The Lyapunov function (7)/(10) with v = (1, 0, 0) decreases along the figure-2 solution.",
           ("figure", "numeric"),
@@ -364,18 +364,18 @@ CLAIMS: tuple[Claim, ...] = (
           ("figure", "numeric"),
           checks=(("sim.figures.plots:check_figure4", "figure"),
                   ("sim.figures.numbers:measure_figure4", "numeric")),
-          formula=r"E(y) = 1 - \frac1l \sum_i \cos(y_1, y_i) \to 0\qquad (l = 50,\ S^{499},\ h = 2,\ U = I)"),
+          formula=r"E(y) = 1 - \frac1l \sum_i \cos(y_1, y_i) \to 0\qquad (l = 50,\ S^{499},\ h = 2,\ U = I)", limit=True),
     Claim("sim.fig5", "sec. 6.1, Fig. 5", "sec. 5.1, Fig. 5",
           "Causal attention, 10 tokens on S^2, symmetric U: convergence to a consensus equilibrium; all the tokens "
           "start and remain in the hemisphere defined by v.", ("figure", "numeric"),
           checks=(("sim.figures.plots:check_figure5", "figure"),
-                  ("sim.figures.numbers:measure_figure5", "numeric"))),
+                  ("sim.figures.numbers:measure_figure5", "numeric")), limit=True),
     Claim("sim.fig6", "sec. 6.1, Fig. 6", "sec. 5.1, Fig. 6",
           "V_1 = 1 - y_1^T v is a Lyapunov function (monotone); V_2 = 1 - y_2^T v is not and may increase, but "
           "eventually converges to zero.", ("figure", "numeric"),
           checks=(("sim.figures.plots:check_figure6", "figure"),
                   ("sim.figures.numbers:measure_figure6", "numeric")),
-          formula=r"V_1 = 1 - y_1^\top v,\qquad V_2 = 1 - y_2^\top v"),
+          formula=r"V_1 = 1 - y_1^\top v,\qquad V_2 = 1 - y_2^\top v", limit=True),
     # --- Experiments: figures 7-10 ------------------------------------------------------------
     Claim("emp.prompts", "sec. 6.2", "sec. 5.2",
           "100 random prompts of 200 tokens sampled uniformly from the GPT-2 tokenizer's vocabulary (authors' code: "

@@ -6,8 +6,9 @@ plot, and write ``figN.png`` with its data ``figN.json``.
 keeps the paper's systems but fewer trajectories/instances (used by the default test run).
 The checks are pure functions of the data and return a ``CheckResult`` for ``sim.figN``.
 
-Verdicts of a finite run (written before the runs they decide): ``verified`` when the run shows the observation
-within its horizon; ``refuted`` only when the run contradicts a statement about finite times, beyond the
+Verdicts of a finite run (written before the runs they decide): when the run shows the observation within its
+horizon, ``verified`` for one that states no limit (Figs. 1 and 3) and ``supported`` for one that states convergence
+(Figs. 2, 4, 5, 6: the claims carry ``limit``); ``refuted`` only when the run contradicts a statement about finite times, beyond the
 integration error (a quantity the theory makes monotone rises by more than MONOTONE_TOL, tokens leave the hemisphere
 they must remain in by more than it); ``unsupported`` when a limit (E -> 0, convergence to v) was not reached within
 the horizon, with the horizon and the value reached in the detail: a finite run never refutes a statement about
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from foundation.files import atomic_write
-from foundation.registration import claim_result, named_check
+from foundation.registration import claim_result, holding, named_check
 from foundation.outputs import check_output_folder, claim_output_folder, output_lock, say_rebuilt
 from foundation.records import CheckResult, Figure
 
@@ -94,12 +95,14 @@ def _max_increase(series: np.ndarray, axis: int = 0) -> float:
 
 
 # --- the figures' statements: one rule each, read by the figure check and the numeric check ----------------------
-def finite_run_verdict(*, contradicted: bool, shown: bool, holds: str = "verified") -> str:
-    """The verdict of a finite run (module docstring): ``refuted`` when it ``contradicted`` a statement about finite
-    times beyond the integration error, else ``holds`` when it ``shown`` the statement within its horizon (``verified``
-    for a figure's observation; a theorem's simulation passes ``foundation.registration.holding()``, ``supported``:
-    a run proves no theorem), else ``unsupported`` (a limit not reached within the horizon: never a refutation)."""
-    return "refuted" if contradicted else holds if shown else "unsupported"
+def finite_run_verdict(*, contradicted: bool, shown: bool) -> str:
+    """The verdict of a finite run, inside the registered check that makes it (module docstring): ``refuted`` when it
+    ``contradicted`` a statement about finite times beyond the integration error, else, when it ``shown`` the
+    statement within its horizon, the check's holding verdict (``foundation.registration.holding()``: ``verified``
+    for a figure's observation that states no limit, ``supported`` for one that does -- Figs. 2, 4, 5, 6 state
+    convergence -- and for a theorem's simulation), else ``unsupported`` (a limit not reached within the horizon:
+    never a refutation)."""
+    return "refuted" if contradicted else holding() if shown else "unsupported"
 
 
 def left_hemisphere(margin: float) -> bool:
@@ -279,10 +282,10 @@ def simulate_figure5(size: str, samples: int = 601, *, field=None, horizon: floa
 def verdict_sentence(verdict: str, *, horizon: float, missed: str, contradiction: str = "") -> str:
     """The sentence a finite run's ``verdict`` ends its detail with: for ``unsupported`` the horizon and what was
     ``missed`` there (a value and its threshold), for ``refuted`` the ``contradiction`` seen, for ``supported`` that a
-    run shows a theorem's conclusion without proving it."""
+    run shows a theorem's conclusion or a limit without proving it."""
     if verdict == "supported":
-        return (f" Shown within the horizon t = {horizon:g}: a simulation supports a theorem, never proves it "
-                "(supported, not verified).")
+        return (f" Shown within the horizon t = {horizon:g}: a finite run supports a theorem or a statement about "
+                "t -> oo, never proves it (supported, not verified).")
     if verdict == "unsupported":
         return (f" Not shown within the horizon t = {horizon:g}: {missed}. A finite run never refutes a statement "
                 "about t -> oo: unsupported, not refuted.")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.stats import special_ortho_group
 
-from foundation.registration import claim_result, holding, named_check, registrations
+from foundation.registration import claim_result, named_check, registrations
 from foundation.records import CheckResult, Figure
 
 from sim.field.dynamics import AttentionField, misalignment, top_eigenvector
@@ -136,7 +136,7 @@ def _decide(data: dict[str, Any], figures: tuple[Figure, ...]) -> CheckResult:
     T = data["t"][-1]
     numbers = {"starts": int(Q.shape[0]), "max_initial": float(Q[:, 0].max()), "max_final": float(Q[:, -1].max()),
                "T": T}
-    verdict = finite_run_verdict(contradicted=False, shown=numbers["max_final"] <= CONSENSUS_TOL, holds=holding())
+    verdict = finite_run_verdict(contradicted=False, shown=numbers["max_final"] <= CONSENSUS_TOL)
     return claim_result(
         verdict,
         detail=f"{data['caption']}: {data['label']} goes from at most {numbers['max_initial']:.3g} to at most "

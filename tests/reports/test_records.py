@@ -34,8 +34,10 @@ from foundation.records import NO_CHECK, CheckResult, Figure, ReportSection, Tab
                      "gives 'supported', not 'verified'", id="theorem-verified-by-property-tests"),
         pytest.param(dict(claim="emp.no-ffn", method="empirical", verdict="verified"),
                      "gives 'supported', not 'verified'", id="limit-verified-by-a-run"),
-        pytest.param(dict(claim="sim.fig4", method="figure", verdict="supported"), "gives 'verified', not 'supported'",
+        pytest.param(dict(claim="sim.fig3", method="figure", verdict="supported"), "gives 'verified', not 'supported'",
                      id="figure-supported"),
+        pytest.param(dict(claim="sim.fig4", method="figure", verdict="verified"), "gives 'supported', not 'verified'",
+                     id="limit-figure-verified-by-its-run"),
         pytest.param(dict(claim="conj.value-full", method="search", verdict="unsupported"), "not for a conjecture",
                      id="conjecture-unsupported"),
         pytest.param(dict(claim="conj.value-full", method="numeric", verdict="unsupported"), "not for a conjecture",
@@ -53,11 +55,12 @@ def test_invalid_record_is_rejected(kwargs, message):
     ("grad.stable-consensus", "numeric", "supported"), ("full.wendel", "monte-carlo", "supported"),
     ("full.convergence", "property", "supported"), ("emp.no-ffn", "empirical", "supported"),
     ("full.wendel", "exact", "verified"), ("grad.stable-consensus", "proof", "verified"),
-    ("sim.fig4", "figure", "verified"), ("emp.prompts", "empirical", "verified"),
+    ("sim.fig3", "figure", "verified"), ("sim.fig4", "figure", "supported"), ("emp.prompts", "empirical", "verified"),
     ("conj.gradient-equilibria", "proof", "verified"), ("conj.value-full", "search", "supported")])
 def test_what_finds_nothing_against_a_claim_verifies_it_only_where_it_can_prove_it(claim, method, verdict):
     """The controls of the rejections above: a finite method supports a theorem, a limit or a conjecture; a rigorous
-    one verifies a theorem, a proof a conjecture; a figure's or a finite observation's run verifies it. Beside a
+    one verifies a theorem, a proof a conjecture; a figure's or a finite observation's run verifies it unless it
+    states a limit (Fig. 4: E -> 0). Beside a
     proof's verified, a claim reads verified."""
     assert CheckResult(claim, method, verdict).verdict == holding_verdict(claim, method) == verdict
     assert worst_verdict(["supported", "verified"]) == "verified"

@@ -37,7 +37,7 @@ def _png(tmp_path, name):
     return str(path)
 
 def test_with_figures(record, tmp_path):
-    record(CheckResult("sim.fig2", "figure", "verified", figures=(Figure(_png(tmp_path, "a.png"), "paths", "Fig. 2"),)))
+    record(CheckResult("sim.fig2", "figure", "supported", figures=(Figure(_png(tmp_path, "a.png"), "paths", "Fig. 2"),)))
     record(CheckResult("sim.fig3", "figure", "verified", figures=(Figure(_png(tmp_path, "b.png"), "V", "Fig. 3"),)))
 
 def test_findings(record):
@@ -348,12 +348,12 @@ def test_deep_link_targets_its_claim_and_scrolls_it_into_view(browser, built):
     assert target == "claim-full.wendel" and 0 <= top < 100
     # a link followed to a claim the filter hides shows its verdict again and lands on it
     page.locator("#sidebar input.verdict-filter[value='verified']").uncheck()
-    assert "sim.fig2" not in _shown_claims(page)
-    page.evaluate("location.hash = '#claim-sim.fig2'")
-    page.wait_for_function("document.getElementById('claim-sim.fig2').getClientRects().length > 0")
+    assert "sim.fig3" not in _shown_claims(page)
+    page.evaluate("location.hash = '#claim-sim.fig3'")
+    page.wait_for_function("document.getElementById('claim-sim.fig3').getClientRects().length > 0")
     assert page.locator("#sidebar input.verdict-filter[value='verified']").is_checked()
     target, top = _targeted(page)
-    assert target == "claim-sim.fig2" and 0 <= top < 100
+    assert target == "claim-sim.fig3" and 0 <= top < 100
     page.close()
 
 

@@ -32,6 +32,10 @@ from sim.figures.scenarios import full_attention_example, symmetric_value_exampl
 
 #: The paper's sizes of the full checks; at the smoke scale of a report build (foundation/scale.py) the fast ones.
 FULL_SIZE = "fast" if report_scale() == "smoke" else "full"
+#: The verdict of each figure's run that shows what the paper says of it: Figs. 1 and 3 state no limit (the norms of
+#: the printed P; V decreases), so the run shows them (verified); Figs. 2, 4, 5 and 6 state convergence, a limit that
+#: a finite run supports and never proves (supported).
+SHOWN = {1: "verified", 2: "supported", 3: "verified", 4: "supported", 5: "supported", 6: "supported"}
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +49,7 @@ def _made(number, figure_dir, size, record):
     written = json.loads(output.data_path.read_text())
     assert written["figure"] == number and written["check"]["verdict"] == output.result.verdict
     result = record(output.result)
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[number], result.detail
     assert result.figures[0].paper_figure == f"Fig. {number}"
     return result
 
@@ -143,33 +147,33 @@ def test_figure4_check_leaves_misalignment_that_levels_off_unsupported():
 @check(measure_figure2)
 def test_figure2_numbers_margin_stays_positive_and_diameter_vanishes(record):
     result = record(measure_figure2(figure_data(2, "fast")))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[2], result.detail
     assert result.numbers["min_t_min_i_v.y_i"] > 0.05 and result.numbers["diameter(T)"] <= 1e-3
 
 
 @check(measure_figure3)
 def test_figure3_numbers_largest_increase_of_V_is_round_off(record):
     result = record(measure_figure3(figure_data(3, "fast")))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[3], result.detail
 
 
 @check(measure_figure4)
 def test_figure4_numbers_final_E_is_small_on_every_trajectory(record):
     with threadpool_limits(limits=1, user_api="blas"):
         result = record(measure_figure4(figure_data(4, "fast")))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[4], result.detail
 
 
 @check(measure_figure5)
 def test_figure5_numbers_margin_stays_positive_and_tokens_reach_v(record):
     result = record(measure_figure5(figure_data(5, "fast")))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[5], result.detail
 
 
 @check(measure_figure6)
 def test_figure6_numbers_V1_monotone_V2_not_and_both_vanish(record):
     result = record(measure_figure6(figure_data(6, "fast")))
-    assert result.verdict == "verified", result.detail
+    assert result.verdict == SHOWN[6], result.detail
 
 
 @check("sim.fig2", method="numeric", control=True)
@@ -257,7 +261,7 @@ def test_figure6_checks_leave_a_V2_never_seen_rising_unsupported(check_):
     assert check_(data).verdict == "unsupported"
 
 
-@pytest.mark.parametrize("end, verdict", [(0.0, "verified"), (-2.2e-16, "verified"), (E_FLOOR, "verified"),
+@pytest.mark.parametrize("end, verdict", [(0.0, "supported"), (-2.2e-16, "supported"), (E_FLOOR, "supported"),
                                           (1e-9, "unsupported")],
                          ids=["zero", "below-zero", "at-the-floor", "rising-from-the-floor"])
 @pytest.mark.parametrize("check_", [check_figure4, measure_figure4])
@@ -302,7 +306,7 @@ def test_figure_verdicts_hold_at_each_threshold_halved_and_doubled(check_, modul
     number = THRESHOLDS[check_][0]
     with threadpool_limits(limits=1, user_api="blas"):
         data = figure_data(number, "fast")
-    assert verdict_at(check_, data, module, name, factor) == "verified"
+    assert verdict_at(check_, data, module, name, factor) == SHOWN[number]
 
 
 @pytest.mark.parametrize("setting", [dict(samples=2001, horizon=2 * HORIZONS["fig2"]),
@@ -311,7 +315,8 @@ def test_figure_verdicts_hold_at_each_threshold_halved_and_doubled(check_, modul
 def test_figure2_and_3_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(setting):
     """The samples keep their spacing (0.01) at the longer horizon, as the monotonicity of V is read between them."""
     data = simulate_figure2(**setting)
-    assert {c(data).verdict for c in (check_figure2, measure_figure2, check_figure3, measure_figure3)} == {"verified"}
+    assert [c(data).verdict for c in (check_figure2, measure_figure2, check_figure3, measure_figure3)] == \
+        [SHOWN[2], SHOWN[2], SHOWN[3], SHOWN[3]]
 
 
 @pytest.mark.parametrize("setting", [dict(samples=1201, horizon=2 * HORIZONS["fig5"]),
@@ -319,7 +324,7 @@ def test_figure2_and_3_verdicts_hold_at_twice_the_horizon_and_half_the_tolerance
                          ids=["twice-the-horizon", "half-the-tolerances"])
 def test_figure5_and_6_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(setting):
     data = simulate_figure5("fast", **setting)
-    assert {c(data).verdict for c in (check_figure5, measure_figure5, check_figure6, measure_figure6)} == {"verified"}
+    assert {c(data).verdict for c in (check_figure5, measure_figure5, check_figure6, measure_figure6)} == {SHOWN[5]}
 
 
 @pytest.mark.full
@@ -329,4 +334,4 @@ def test_figure4_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(sett
     """The reduced size (4 trajectories, about 45 s a run on one core)."""
     with threadpool_limits(limits=1, user_api="blas"):
         data = simulate_figure4("fast", **setting)
-    assert {check_figure4(data).verdict, measure_figure4(data).verdict} == {"verified"}
+    assert {check_figure4(data).verdict, measure_figure4(data).verdict} == {SHOWN[4]}

@@ -32,10 +32,12 @@ def reversed_field(**heads):
 
 @check("full.autonomous", method="numeric", control=True)
 def test_stability_check_rejects_the_time_reversed_model():
-    """Negative control: the perturbations grow by orders (V of eq. 7 with v = z rises), so the same check says
-    refuted."""
+    """Negative control: the perturbations grow by orders (V of eq. 7 with v = z rises), so the same check does not
+    support the Remark (unsupported: a rise contradicts full.lyapunov's monotone V, not stability, which allows
+    delta < eps)."""
     result = check_asymptotic_stability(perturbed_runs(reversed_field))
-    assert result.verdict == "refuted" and result.numbers["max_distance_growth"] > 10
+    assert result.verdict == "unsupported" and result.numbers["max_distance_growth"] > 10
+    assert "grew by a factor" in result.detail and "no refutation" in result.detail
 
 
 def test_a_horizon_too_short_leaves_attractivity_unsupported_not_refuted():
