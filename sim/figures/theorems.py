@@ -9,7 +9,9 @@ contradict it.
 * full.convergence (Thm 4.1): full attention, U = I, h = 2, P_eta(t) = D_eta(t) P'_eta bounded and uniformly
   continuous; 8 starts in a random open hemisphere; E (eq. 9).
 * causal.identity (Thm 5.1): causal, U = I, h = 2, the same P; 8 starts uniform on the sphere (y_j = -y_1 has
-  probability 0); max_j |y_j - y_1|.
+  probability 0); max_j |y_j - y_1(0)| (with U = I the first token attends to itself alone and stays at y_1(0),
+  so the quantity is the theorem's; measured against y_1(0) rather than y_1(t), a full mask, which moves y_1, is
+  caught: under full attention the tokens also meet, elsewhere).
 * causal.symmetric (Thm 5.2): causal, h = 1, U symmetric with simple top eigenvalue 1 > 0 and eigenvector v;
   8 starts in D^l(v); max_i (1 - v^T y_i).
 """
@@ -69,8 +71,10 @@ def seeds(claim: str) -> dict[str, int]:
     return {"figure": SEED, "figure.claim_index": sorted(CHECKS).index(claim)}
 
 
-def scene(claim: str) -> Scene:
-    """The seeded system and starts of ``claim``'s figure (see the module docstring)."""
+def scene(claim: str, *, full_mask: bool = False) -> Scene:
+    """The seeded system and starts of ``claim``'s figure (see the module docstring); ``full_mask`` gives a causal
+    claim's system full attention (a negative control: the same draws, the mask broken)."""
+    causal = not full_mask
     seed = seeds(claim)
     rng = np.random.default_rng([seed["figure"], seed["figure.claim_index"]])
     sphere = Ellipsoid()
@@ -80,25 +84,26 @@ def scene(claim: str) -> Scene:
                      sphere.random_point_in_hemisphere(v, rng, (STARTS, TOKENS, DIM)), misalignment,
                      "E (eq. 9)", "full attention, U = I, h = 2, time-varying P; starts in a random open hemisphere")
     if claim == "causal.identity":
-        return Scene(AttentionField(P=_modulated_heads(rng, 2), causal=True),
-                     sphere.random_point(rng, (STARTS, TOKENS, DIM)),
-                     lambda y: np.max(np.linalg.norm(y - y[..., :1, :], axis=-1), axis=-1), "max_j |y_j - y_1|",
+        heads = _modulated_heads(rng, 2)
+        y0 = sphere.random_point(rng, (STARTS, TOKENS, DIM))
+        return Scene(AttentionField(P=heads, causal=causal), y0,
+                     lambda y: np.max(np.linalg.norm(y - y0[:, :1, :], axis=-1), axis=-1), "max_j |y_j - y_1(0)|",
                      "causal, U = I, h = 2, time-varying P; starts uniform on the sphere")
     Q = special_ortho_group.rvs(DIM, random_state=rng)
     U = Q @ np.diag([1.0, *rng.uniform(-1.0, 0.8, DIM - 1)]) @ Q.T
     _, v = top_eigenvector(U)
-    return Scene(AttentionField(P=_modulated_heads(rng, 1), U=(U,), causal=True),
+    return Scene(AttentionField(P=_modulated_heads(rng, 1), U=(U,), causal=causal),
                  sphere.random_point_in_hemisphere(v, rng, (STARTS, TOKENS, DIM)),
                  lambda y: np.max(1.0 - y @ v, axis=-1), "max_i (1 - v^T y_i)",
                  "causal, h = 1, random symmetric U (top eigenvalue 1, simple), time-varying P; starts in D^l(v)")
 
 
-def simulate(claim: str, *, reverse: bool = False, horizon: float = HORIZON,
+def simulate(claim: str, *, reverse: bool = False, full_mask: bool = False, horizon: float = HORIZON,
              tolerances: tuple[float, float] = TOLERANCES) -> dict[str, Any]:
     """The plotted quantity along every start, ``Q : shape=[STARTS, samples]`` at ``t : shape=[samples]`` over
     [0, ``horizon``] (samples spaced as SAMPLES over HORIZON), Dopri5 at (rtol, atol) = ``tolerances``.
-    ``reverse`` flips the field's sign (a negative control: the time-reversed model)."""
-    setup = scene(claim)
+    ``reverse`` flips the field's sign, ``full_mask`` drops a causal claim's mask (negative controls)."""
+    setup = scene(claim, full_mask=full_mask)
     field = setup.field if not reverse else TimeReversed(setup.field)
     ts = np.linspace(0.0, horizon, round((SAMPLES - 1) * horizon / HORIZON) + 1)
     rtol, atol = tolerances

@@ -70,6 +70,11 @@ TABLE = [
     row("causal.first-token-symmetric-reversed-projection-every-instance", EveryInstance(
         "V_1 check: reversed projection rejected", check_token_lyapunov_monotone,
         S.symmetric_value_instances(max_dim=16), budget(0.25), {**REVERSED, "token": 0}, holds=False)),
+    # With a full mask the first token attends to the others and V_1 can rise: the mask the proof's first step needs.
+    # (causal.symmetric's own check cannot tell the masks apart: with symmetric U the tokens reach v either way.)
+    row("causal.first-token-symmetric-full-mask", FirstViolation(
+        "V_1 check rejects a full mask", check_token_lyapunov_monotone, S.symmetric_value_instances(max_dim=16),
+        {**FULL_MASK, "token": 0}, "a full (non-causal) mask", printed={"token": 0})),
     # The paper (Fig. 6): V_2 = 1 - v^T y_2 is not a Lyapunov function and may increase. The same monotonicity
     # check, on the second token of the model as printed, finds an instance where V_2 clearly rises.
     row("causal.first-token-symmetric-v2-need-not-be-monotone", FirstViolation(

@@ -62,8 +62,16 @@ def test_theorem_figures_leave_the_time_reversed_model_unsupported(claim, tmp_pa
     assert result.verdict == "unsupported" and result.numbers["max_final"] > 0.1
 
 
+@check("causal.identity", method="figure", control=True)
+def test_causal_identity_figure_leaves_a_full_mask_unsupported():
+    """Negative control: with full attention the first token moves and the tokens meet away from y_1(0) (1.49
+    from it at the horizon), so the same check, which measures from y_1(0), does not support Thm 5.1."""
+    result = check_causal_identity_figure(simulate("causal.identity", full_mask=True))
+    assert result.verdict == "unsupported" and result.numbers["max_final"] > 0.1
+
+
 def test_a_horizon_too_short_leaves_the_theorem_unsupported_not_refuted():
-    """causal.identity at a quarter of the horizon (t = 7.5): max_j |y_j - y_1| is still 0.23."""
+    """causal.identity at a quarter of the horizon (t = 7.5): max_j |y_j - y_1(0)| is still 0.23."""
     result = check_causal_identity_figure(simulate("causal.identity", horizon=HORIZON / 4))
     assert result.verdict == "unsupported" and result.numbers["max_final"] > 0.1
     assert "t = 7.5" in result.detail
