@@ -298,10 +298,12 @@ THRESHOLDS = {
 
 
 @pytest.mark.parametrize("factor", [0.5, 2.0])
-@pytest.mark.parametrize("check_, module, name", [(c, m, n) for c, (_, read) in THRESHOLDS.items() for m, n in read],
-                         ids=lambda x: getattr(x, "__name__", str(x)).split(".")[-1])
+@pytest.mark.parametrize("check_, module, name", [
+    pytest.param(c, m, n, marks=pytest.mark.claim(f"sim.fig{number}", method="numeric" if c.__name__.startswith(
+        "measure") else "figure")) for c, (number, read) in THRESHOLDS.items() for m, n in read],
+    ids=lambda x: getattr(x, "__name__", str(x)).split(".")[-1])
 def test_figure_verdicts_hold_at_each_threshold_halved_and_doubled(check_, module, name, factor, verdict_at):
-    """On the shipped runs (Figs. 5-6 count V_2's rises in the simulation at MONOTONE_TOL; the largest rise, 5.9e-3,
+    """Each case marks its figure's claim (a verdict that changes fails the claim in the report). On the shipped runs (Figs. 5-6 count V_2's rises in the simulation at MONOTONE_TOL; the largest rise, 5.9e-3,
     is far above twice it)."""
     number = THRESHOLDS[check_][0]
     with threadpool_limits(limits=1, user_api="blas"):
@@ -312,6 +314,8 @@ def test_figure_verdicts_hold_at_each_threshold_halved_and_doubled(check_, modul
 @pytest.mark.parametrize("setting", [dict(samples=2001, horizon=2 * HORIZONS["fig2"]),
                                      dict(tolerances=_halved(TOLERANCES["fig2"]))],
                          ids=["twice-the-horizon", "half-the-tolerances"])
+@check("sim.fig2", method="figure")
+@check("sim.fig3", method="figure")
 def test_figure2_and_3_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(setting):
     """The samples keep their spacing (0.01) at the longer horizon, as the monotonicity of V is read between them."""
     data = simulate_figure2(**setting)
@@ -322,6 +326,8 @@ def test_figure2_and_3_verdicts_hold_at_twice_the_horizon_and_half_the_tolerance
 @pytest.mark.parametrize("setting", [dict(samples=1201, horizon=2 * HORIZONS["fig5"]),
                                      dict(tolerances=_halved(TOLERANCES["fig5"]))],
                          ids=["twice-the-horizon", "half-the-tolerances"])
+@check("sim.fig5", method="figure")
+@check("sim.fig6", method="figure")
 def test_figure5_and_6_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(setting):
     data = simulate_figure5("fast", **setting)
     assert {c(data).verdict for c in (check_figure5, measure_figure5, check_figure6, measure_figure6)} == {SHOWN[5]}
@@ -330,6 +336,7 @@ def test_figure5_and_6_verdicts_hold_at_twice_the_horizon_and_half_the_tolerance
 @pytest.mark.full
 @pytest.mark.parametrize("setting", [dict(horizon=2 * HORIZONS["fig4"]), dict(tolerances=_halved(TOLERANCES["fig4"]))],
                          ids=["twice-the-horizon", "half-the-tolerances"])
+@check("sim.fig4", method="figure")
 def test_figure4_verdicts_hold_at_twice_the_horizon_and_half_the_tolerances(setting):
     """The reduced size (4 trajectories, about 45 s a run on one core)."""
     with threadpool_limits(limits=1, user_api="blas"):

@@ -47,12 +47,14 @@ def test_a_horizon_too_short_leaves_attractivity_unsupported_not_refuted():
     assert "t = 2" in result.detail
 
 
+@check(check_asymptotic_stability)
 @pytest.mark.parametrize("setting", [dict(horizon=2 * HORIZON), dict(tolerances=tuple(x / 2 for x in TOLERANCES))],
                          ids=["twice-the-horizon", "half-the-tolerances"])
 def test_stability_verdict_holds_at_twice_the_horizon_and_half_the_tolerances(setting):
     assert check_asymptotic_stability(perturbed_runs(**setting)).verdict == "supported"
 
 
+@check(check_asymptotic_stability)
 @pytest.mark.parametrize("name", ["STABILITY_TOL", "ATTRACTION_RATIO"])
 @pytest.mark.parametrize("factor", [0.5, 2.0])
 def test_stability_verdict_holds_at_each_threshold_halved_and_doubled(shipped_run, name, factor, verdict_at):
