@@ -76,10 +76,12 @@ def evaluate_identities(identities: list[Identity]) -> tuple[str, list[str]]:
 
 def identities_result(identities: list[Identity], *, detail: str, numbers: Mapping | None = None,
                       fail_verdict: str = "refuted", **extra) -> CheckResult:
-    """One record of the running check (``@named_check``: its claim and method) for a list of identities: ``verified``
-    when every reduced residual is 0, else ``fail_verdict``; the expression is :func:`evaluate_identities`'."""
+    """One record of the running check (``@named_check``: its claim and method) for a list of identities: when every
+    reduced residual is 0 the check's holding verdict (``verified`` for a symbolic check, ``supported`` for a
+    ``reduction``, whose remainder is argued in words), else ``fail_verdict``; the expression is
+    :func:`evaluate_identities`'."""
     expression, failing = evaluate_identities(identities)
-    verdict = "verified" if not failing else fail_verdict
+    verdict = holding() if not failing else fail_verdict
     text = detail if not failing else f"{detail} Identities that do NOT hold: {'; '.join(failing)}."
     return claim_result(verdict, detail=text, expression=expression,
                        numbers={"identities": len(identities), "failing": len(failing), **(numbers or {})},

@@ -99,7 +99,7 @@ def test_first_token_verdict_is_the_same_at_a_doubled_horizon():
 
 @check(causal.check_time_varying)
 def test_time_varying_scalar_ode_as_printed(record):
-    assert record(causal.check_time_varying()).verdict == "verified"
+    assert record(causal.check_time_varying()).verdict == "supported"  # a reduction: the ISS step is argued
 
 
 @check(causal.check_time_varying, control=True)
