@@ -72,8 +72,9 @@ def draw_breakdown(name: str, *, device: str, dtype: torch.dtype = torch.float32
         timed("initialiser_s", lambda: redraw(model, seed + 1 + k))
         before = timed("check_s", lambda: _checked(adapter, before))
         timed("plain_draw_s", lambda: plain_draw(adapter, seed + 1 + repeats + k))  # other seeds: other values
-        plain_check = check_draw(adapter, fingerprint(model), before)  # raises if it missed a distribution
-        before = fingerprint(model)
+        after = fingerprint(model)
+        plain_check = check_draw(adapter, after, before)  # raises if it missed a distribution
+        before = after
     parameters = list(model.parameters())
     return {"model": name, "device": str(target), "dtype": str(dtype).removeprefix("torch."), "repeats": repeats,
             "seed": seed, "parameters": sum(p.numel() for p in parameters),

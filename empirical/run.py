@@ -596,7 +596,7 @@ def _run_passes(settings: RunSettings, model, adapter, state: _Progress, writer:
                 break
             started = time.perf_counter()
             if settings.weights == "redrawn" and k > 0:
-                before = state.weights or fingerprint(model, statistics=False)  # the check compares the samples
+                before = state.weights  # pass k - 1's check (_start's for pass 0), the weights unchanged since
                 redraw(model, settings.seed + k)
                 state.weights = fingerprint(model)
                 state.draws.append({"pass": k, "seed": settings.seed + k, **check_draw(adapter, state.weights, before)})
